@@ -1,0 +1,3 @@
+from msprof.cli import main
+
+main()

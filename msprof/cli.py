@@ -1,0 +1,182 @@
+"""The msprof command line: parse options, call the library, map exceptions to exit codes.
+
+Nothing here decodes or computes; see msprof.api for the library entry points.
+"""
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from msprof import __version__
+from msprof.console import configure, log
+from msprof.errors import EXIT_CODES, MsprofError, UsageError
+from msprof.paths import check_path_argument, newest_collection
+
+EXIT_CODE_HELP = "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES.items())
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _path_arg(ctx, param, value):
+    if value is None:
+        return None
+    return check_path_argument(value, "/".join(param.opts))
+
+
+def dir_option(func):
+    return click.option("-dir", "--dir", "--collection-dir", "collection_dir", callback=_path_arg,
+                        metavar="DIR",
+                        help="JOB or PROF_ directory, or a parent of several "
+                             "(default: the newest JOB*/PROF_* in the current directory)")(func)
+
+
+def selection_options(func):
+    func = click.option("--iteration-id", type=click.IntRange(min=0), help="restrict to this iteration "
+                        "(with --model-id)")(func)
+    return click.option("--model-id", type=click.IntRange(min=0), help="restrict to this model "
+                        "(with --iteration-id)")(func)
+
+
+def resolve_dir(collection_dir):
+    if collection_dir is not None:
+        return collection_dir
+    found = newest_collection(Path.cwd())
+    click.echo(f"msprof: using {found.name} (newest collection in {Path.cwd()})", err=True)
+    return found
+
+
+def check_selection(model_id, iteration_id):
+    if (model_id is None) != (iteration_id is None):
+        raise UsageError("--model-id and --iteration-id go together: give both or neither")
+
+
+@click.group(context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@click.version_option(__version__, "--version", prog_name="msprof")
+@click.option("-v", "--verbose", count=True, help="more detail on stderr; -vv also shows tracebacks")
+@click.option("-q", "--quiet", is_flag=True, help="only errors on stderr")
+@click.pass_context
+def cli(ctx, verbose, quiet):
+    """Profile AI inference on SS928/SS927 boards (svp_acl) and analyse Ascend CANN PROF data.
+
+    \b
+    msprof collect -m main --config board.ini --all
+    msprof import -dir JOBxxx
+    msprof export timeline -dir JOBxxx
+    msprof export summary -dir JOBxxx --format csv
+    msprof show -dir JOBxxx
+    """
+    configure(verbose, quiet)
+    ctx.obj = {"verbose": verbose}
+
+
+@cli.command("import", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@dir_option
+def import_cmd(collection_dir):
+    """Decode raw records into SQLite (<result dir>/sqlite/), always rebuilding."""
+    from msprof import api
+
+    api.import_collection(resolve_dir(collection_dir))
+
+
+@cli.group(context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+def export():
+    """Write timeline (Chrome trace) or summary (csv/json) files."""
+
+
+@export.command("timeline", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@dir_option
+@selection_options
+def export_timeline_cmd(collection_dir, model_id, iteration_id):
+    """task_time_* and acl_* Chrome traces into <result dir>/timeline/."""
+    from msprof import api
+
+    check_selection(model_id, iteration_id)
+    api.export_timeline(resolve_dir(collection_dir), model_id=model_id, iteration_id=iteration_id)
+
+
+@export.command("summary", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@dir_option
+@selection_options
+@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
+def export_summary_cmd(collection_dir, model_id, iteration_id, fmt):
+    """op_summary, op_statistic and acl_statistic tables into <result dir>/summary/."""
+    from msprof import api
+
+    check_selection(model_id, iteration_id)
+    api.export_summary(resolve_dir(collection_dir), fmt=fmt, model_id=model_id, iteration_id=iteration_id)
+
+
+@cli.command("show", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@dir_option
+@selection_options
+@click.option("--top", type=click.IntRange(min=1), help="only the N longest rows of each statistic")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--style", default="simple", show_default=True, help="tabulate table format (github, grid, plain…)")
+def show_cmd(collection_dir, model_id, iteration_id, top, fmt, style):
+    """Print AA Core metrics, op statistic, ACL statistic and frequency tables."""
+    from msprof import api
+
+    check_selection(model_id, iteration_id)
+    api.show(resolve_dir(collection_dir), model_id=model_id, iteration_id=iteration_id, top=top, fmt=fmt,
+             style=style)
+
+
+@cli.command("query", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@dir_option
+def query_cmd(collection_dir):
+    """List devices, models, iterations and the data present (values for --model-id/--iteration-id)."""
+    from msprof import api
+
+    api.query(resolve_dir(collection_dir))
+
+
+@cli.command("demo", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@click.option("--output", default="msprof-demo", show_default=True, callback=_path_arg,
+              help="where to copy the bundled sample JOB")
+def demo_cmd(output):
+    """Copy a bundled sample JOB (a detection network on SS928) and run import, export and show on it."""
+    from msprof import api
+
+    api.demo(output)
+
+
+def _register_collect():
+    from msprof.collect.command import collect
+
+    cli.add_command(collect)
+
+
+_register_collect()
+
+
+def main(argv=None):
+    """Console-script entry: run the click program and turn errors into exit codes, never tracebacks."""
+    os.umask(0o027)
+    verbose = sum(a.count("v") for a in (argv or sys.argv[1:]) if a.startswith("-") and set(a[1:]) == {"v"}
+                  ) + (argv or sys.argv[1:]).count("--verbose")
+    configure(verbose)
+    try:
+        cli.main(args=argv, prog_name="msprof", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("msprof: interrupted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("msprof: interrupted", err=True)
+        sys.exit(130)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
+    except MsprofError as exc:
+        log.error(exc.message)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)
+    except Exception as exc:  # an internal bug: one line, details only with -vv
+        if verbose >= 2:
+            raise
+        log.error("internal error: %s: %s (run with -vv for details)", type(exc).__name__, exc)
+        sys.exit(1)
+    sys.exit(0)

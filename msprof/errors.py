@@ -1,0 +1,54 @@
+"""Exceptions that carry a user-facing message and the process exit code (cli.md "Exit codes")."""
+
+
+class MsprofError(Exception):
+    """An error the user can act on: printed as one line, never as a traceback."""
+
+    exit_code = 1
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class UsageError(MsprofError):
+    exit_code = 2
+
+
+class NoCollectionError(UsageError):
+    """The directory holds no JOB/PROF collection."""
+
+
+class SshError(MsprofError):
+    exit_code = 3
+
+
+class RemoteError(MsprofError):
+    exit_code = 4
+
+
+class ConfigError(MsprofError):
+    exit_code = 5
+
+
+class DiskSpaceError(MsprofError):
+    exit_code = 6
+
+
+class DataError(MsprofError):
+    """Invalid or corrupt data that prevents any output."""
+
+    exit_code = 8
+
+
+EXIT_CODES = {
+    0: "success",
+    1: "unexpected internal error",
+    2: "usage error / invalid path / no collection found",
+    3: "SSH connection or authentication failure, host key refused",
+    4: "remote command failed (main exited non-zero, upload/download failed)",
+    5: "invalid config file",
+    6: "not enough disk space",
+    8: "invalid or corrupt data that prevents any output",
+    130: "interrupted",
+}
