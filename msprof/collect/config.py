@@ -1,0 +1,198 @@
+"""The board ini (``[ssh_config]``) and where the SSH credentials come from.
+
+Keys of ``[ssh_config]``::
+
+    ip           board address (IPv4/IPv6 literal or host name)            required
+    username     login user                                                 required
+    pwd          password (optional; see the auth order below)
+    port         TCP port, default 22
+    key_file     private key file (optional)
+    known_hosts  extra known_hosts file, checked after ~/.ssh/known_hosts; new keys accepted with
+                 --accept-new-host-key are appended to it when given
+    timeout      seconds for TCP connect, SSH banner, authentication and channel opens (default 15)
+    remote_path  directories prepended to PATH for every remote command (boards whose non-interactive
+                 PATH lacks the tools, e.g. /sbin for mount)
+    transfer     how JOB directories are pulled: auto (tar when the board has it, else SFTP), tar, sftp
+
+The password is kept in :class:`BoardConfig` with ``repr=False`` and is never logged or written anywhere.
+"""
+import configparser
+import getpass
+import os
+import stat
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+from msprof.console import log
+from msprof.errors import ConfigError
+
+SECTION = "ssh_config"
+KNOWN_KEYS = ("ip", "username", "pwd", "port", "key_file", "known_hosts", "timeout", "remote_path", "transfer")
+PASSWORD_ENV = "MSPROF_SSH_PASSWORD"
+DEFAULT_TIMEOUT = 15.0
+
+
+@dataclass
+class BoardConfig:
+    host: str
+    username: str
+    port: int = 22
+    password: Optional[str] = field(default=None, repr=False)
+    key_file: Optional[Path] = None
+    known_hosts: Optional[Path] = None
+    timeout: float = DEFAULT_TIMEOUT
+    remote_path: Optional[str] = None
+    transfer: str = "auto"
+    source: Optional[Path] = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.username}@{self.host}:{self.port}"
+
+
+def load_config(path: Path) -> BoardConfig:
+    """Read and validate the ini; raise ConfigError (exit 5) naming the file and key on any problem."""
+    path = Path(path)
+    parser = configparser.RawConfigParser()  # raw: a '%' in a password is not interpolation
+    try:
+        with open(path, encoding="utf-8") as handle:
+            parser.read_file(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path} is a directory") from None
+    except PermissionError:
+        raise ConfigError(f"config file {path} is not readable (permission denied)") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text") from None
+    except configparser.Error as exc:
+        # configparser messages can quote the offending line, which may hold the password: say less.
+        line = getattr(exc, "lineno", None)
+        where = f" (line {line})" if line else ""
+        raise ConfigError(f"config file {path} is not a valid ini file{where}: "
+                          f"{type(exc).__name__.replace('Error', ' error')}") from None
+    if not parser.has_section(SECTION):
+        raise ConfigError(f"config file {path} has no [{SECTION}] section")
+    values = {k.lower(): v.strip() for k, v in parser.items(SECTION)}
+    for key in values:
+        if key not in KNOWN_KEYS:
+            log.warning("%s: unknown key %r in [%s] ignored (known: %s)", path, key, SECTION, ", ".join(KNOWN_KEYS))
+
+    def required(key):
+        value = values.get(key, "")
+        if not value:
+            raise ConfigError(f"config file {path}: [{SECTION}] key '{key}' is missing or empty")
+        return value
+
+    host = required("ip")
+    if any(c.isspace() or ord(c) < 32 for c in host) or host.startswith("-"):
+        raise ConfigError(f"config file {path}: [{SECTION}] key 'ip' is not a valid address: {host!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    username = required("username")
+    if any(c.isspace() or ord(c) < 32 for c in username) or username.startswith("-"):
+        raise ConfigError(f"config file {path}: [{SECTION}] key 'username' is not a valid user name")
+    port_text = values.get("port") or "22"
+    try:
+        port = int(port_text)
+        if not 1 <= port <= 65535:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"config file {path}: [{SECTION}] key 'port' must be a number 1-65535, "
+                          f"not {port_text!r}") from None
+    timeout_text = values.get("timeout") or str(DEFAULT_TIMEOUT)
+    try:
+        timeout = float(timeout_text)
+        if not 0 < timeout <= 3600:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"config file {path}: [{SECTION}] key 'timeout' must be seconds (0-3600], "
+                          f"not {timeout_text!r}") from None
+    key_file = None
+    if values.get("key_file"):
+        key_file = Path(os.path.expanduser(values["key_file"]))
+        if not key_file.is_absolute():
+            key_file = (path.parent / key_file)
+        if not key_file.is_file():
+            raise ConfigError(f"config file {path}: [{SECTION}] key 'key_file': {key_file} is not a file")
+    known_hosts = None
+    if values.get("known_hosts"):
+        known_hosts = Path(os.path.expanduser(values["known_hosts"]))
+        if not known_hosts.is_absolute():
+            known_hosts = path.parent / known_hosts
+        if known_hosts.exists() and not known_hosts.is_file():
+            raise ConfigError(f"config file {path}: [{SECTION}] key 'known_hosts': {known_hosts} is not a file")
+    transfer = (values.get("transfer") or "auto").lower()
+    if transfer not in ("auto", "tar", "sftp"):
+        raise ConfigError(f"config file {path}: [{SECTION}] key 'transfer' must be auto, tar or sftp, "
+                          f"not {transfer!r}")
+    remote_path = values.get("remote_path") or None
+    if remote_path and any(ord(c) < 32 for c in remote_path):
+        raise ConfigError(f"config file {path}: [{SECTION}] key 'remote_path' contains a control character")
+    password = values.get("pwd") or None
+    if password is not None:
+        _warn_if_readable(path)
+    return BoardConfig(host=host, username=username, port=port, password=password, key_file=key_file,
+                       known_hosts=known_hosts, timeout=timeout, remote_path=remote_path, transfer=transfer,
+                       source=path)
+
+
+def _warn_if_readable(path: Path) -> None:
+    if os.name != "posix":
+        return
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return
+    if mode & 0o044:
+        who = "group and others" if mode & 0o044 == 0o044 else ("group" if mode & 0o040 else "others")
+        log.warning("%s holds a password and is readable by %s (mode %04o); run: chmod 600 %s",
+                    path, who, mode, path)
+
+
+@dataclass
+class Credentials:
+    """What to offer the server, in order (cli.md: ini pwd / key_file, agent and default keys, env, prompt)."""
+
+    password: Optional[str] = field(default=None, repr=False)
+    password_source: Optional[str] = None  # "ini", "env", "prompt"
+    key_files: List[str] = field(default_factory=list)
+    allow_agent: bool = False
+    look_for_keys: bool = False
+
+    def describe(self) -> str:
+        parts = []
+        if self.key_files:
+            parts.append("key_file")
+        if self.allow_agent:
+            parts.append("SSH agent/default keys")
+        if self.password is not None:
+            parts.append(f"password ({self.password_source})")
+        return ", ".join(parts) or "none"
+
+
+def credentials(cfg: BoardConfig) -> Credentials:
+    """The first attempt. An explicit ini credential (pwd or key_file) is tried alone, so that a long
+    list of agent keys cannot exhaust the board's MaxAuthTries before the password is offered."""
+    env_password = os.environ.get(PASSWORD_ENV) or None
+    if cfg.password is not None or cfg.key_file is not None:
+        password, source = (cfg.password, "ini") if cfg.password is not None else (env_password, "env")
+        return Credentials(password=password, password_source=source if password is not None else None,
+                           key_files=[str(cfg.key_file)] if cfg.key_file else [])
+    return Credentials(password=env_password, password_source="env" if env_password else None,
+                       allow_agent=True, look_for_keys=True)
+
+
+def can_prompt() -> bool:
+    try:
+        return sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def prompt_password(cfg: BoardConfig) -> Credentials:
+    """Last resort on a terminal: ask for the password (not echoed)."""
+    password = getpass.getpass(f"password for {cfg.username}@{cfg.host}: ", stream=sys.stderr)
+    return Credentials(password=password, password_source="prompt")

@@ -1,0 +1,306 @@
+"""Download JOB directories from the board: into ``<output>/.partial/JOB…``, verified, then renamed.
+
+Names coming from the board are validated before they touch the local disk: no ``/`` or ``\\``, no ``.`` or
+``..``, no control characters. The tar stream is extracted member by member by this module (Python 3.9 has
+no ``tarfile`` extraction filters): only directories and regular files (plus hard links to files already
+extracted) inside the one expected JOB directory are written, with files created ``O_EXCL|O_NOFOLLOW``.
+"""
+import contextlib
+import os
+import re
+import shutil
+import socket
+import stat
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import paramiko
+
+from msprof.collect.board import SFTP_TIMEOUT, Board, q
+from msprof.console import log
+from msprof.errors import DiskSpaceError, RemoteError
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+SMALL_FILE = 64 * 1024
+CHUNK = 1 << 20
+
+
+def check_name(name: str, where: str = "") -> str:
+    """Refuse a remote file name that could escape or confuse the local tree."""
+    bad = None
+    if not name or name in (".", ".."):
+        bad = "empty, '.' or '..'"
+    elif "/" in name or "\\" in name:
+        bad = "a path separator"
+    elif _CONTROL.search(name):
+        bad = "a control character"
+    elif len(name.encode("utf-8", "surrogateescape")) > 255:
+        bad = "more than 255 bytes"
+    if bad:
+        raise RemoteError(f"the board sent an unsafe file name {name!r}{' in ' + where if where else ''} "
+                          f"({bad}); refused")
+    return name
+
+
+def check_relpath(path: str) -> List[str]:
+    """Split a relative posix path from the board into validated components."""
+    text = path
+    while text.startswith("./"):
+        text = text[2:]
+    text = text.rstrip("/")
+    if not text or text.startswith("/"):
+        raise RemoteError(f"the board sent an unsafe path {path!r} (absolute or empty); refused")
+    parts = text.split("/")
+    for part in parts:
+        check_name(part, path)
+    return parts
+
+
+@dataclass
+class RemoteFile:
+    rel: str  # posix path relative to the profiling dir, starting with the JOB name
+    size: int
+    mode: int
+    mtime: int
+
+
+@dataclass
+class Manifest:
+    job: str
+    dirs: List[str] = field(default_factory=list)
+    files: Dict[str, RemoteFile] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(f.size for f in self.files.values())
+
+
+def list_jobs(board: Board, profiling_dir: str) -> List[str]:
+    """Names of the JOB* directories directly under ``profiling_dir`` (validated)."""
+    try:
+        entries = board.sftp.listdir_attr(profiling_dir)
+    except FileNotFoundError:
+        return []
+    except (OSError, paramiko.SSHException, EOFError) as exc:
+        raise RemoteError(f"cannot list {profiling_dir} on the board: {_why(exc)}") from None
+    jobs = []
+    for entry in entries:
+        if entry.filename.startswith("JOB") and stat.S_ISDIR(entry.st_mode or 0):
+            jobs.append(check_name(entry.filename, profiling_dir))
+    return sorted(jobs)
+
+
+def manifest(board: Board, profiling_dir: str, job: str) -> Manifest:
+    """Walk one JOB directory over SFTP (lstat semantics): its directories and regular files with sizes."""
+    result = Manifest(job, dirs=[job])
+    pending = [job]
+    while pending:
+        rel_dir = pending.pop()
+        try:
+            entries = board.sftp.listdir_attr(f"{profiling_dir}/{rel_dir}")
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            raise RemoteError(f"cannot list {profiling_dir}/{rel_dir} on the board: {_why(exc)}") from None
+        for entry in entries:
+            name = check_name(entry.filename, f"{profiling_dir}/{rel_dir}")
+            rel = f"{rel_dir}/{name}"
+            mode = entry.st_mode or 0
+            if stat.S_ISDIR(mode):
+                result.dirs.append(rel)
+                pending.append(rel)
+            elif stat.S_ISREG(mode):
+                result.files[rel] = RemoteFile(rel, entry.st_size or 0, stat.S_IMODE(mode), int(entry.st_mtime or 0))
+            else:
+                log.warning("skipping %s on the board: not a regular file or directory", rel)
+    return result
+
+
+def local_state(output: Path, found: Manifest) -> str:
+    """'absent', 'identical' (every remote file present with its size) or 'different'."""
+    local = output / found.job
+    if not os.path.lexists(local):
+        return "absent"
+    if local.is_symlink() or not local.is_dir():
+        return "different"
+    for rel, remote in found.files.items():
+        path = output / rel
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return "different"
+        if not stat.S_ISREG(st.st_mode) or st.st_size != remote.size:
+            return "different"
+    return "identical"
+
+
+def check_local_space(output: Path, needed: int) -> None:
+    free = shutil.disk_usage(output).free
+    if needed > free:
+        raise DiskSpaceError(f"not enough local disk space in {output}: the JOB directories need "
+                             f"{needed / 1e6:.1f} MB, {free / 1e6:.1f} MB free")
+
+
+def pull_job(board: Board, profiling_dir: str, found: Manifest, partial_root: Path, method: str,
+             progress: Optional[Callable[[int], None]] = None) -> Path:
+    """Download one JOB into ``partial_root/JOB`` (replacing an earlier partial copy) and verify it."""
+    target = partial_root / found.job
+    if os.path.lexists(target):
+        _remove(target)
+    partial_root.mkdir(parents=True, exist_ok=True)
+    try:
+        if method == "tar":
+            _pull_tar(board, profiling_dir, found, partial_root, progress)
+        else:
+            _pull_sftp(board, profiling_dir, found, partial_root, progress)
+    except OSError as exc:
+        if exc.errno in (28, 122):  # ENOSPC, EDQUOT on the local side
+            raise DiskSpaceError(f"local disk full while writing {target}: {exc.strerror}") from None
+        if isinstance(exc, (socket.timeout, TimeoutError)) or not board.is_active():
+            raise RemoteError(f"connection to the board lost while pulling {found.job}: {_why(exc)}") from None
+        if exc.filename and not str(exc.filename).startswith(str(partial_root)):
+            raise RemoteError(f"pulling {found.job} failed: {_why(exc)}") from None
+        raise RemoteError(f"pulling {found.job} failed: {_why(exc)}") from None
+    except (paramiko.SSHException, EOFError, tarfile.TarError) as exc:
+        lost = "" if board.is_active() else "connection to the board lost; "
+        raise RemoteError(f"{lost}pulling {found.job} failed: {_why(exc)}") from None
+    verify(partial_root, found)
+    return target
+
+
+def verify(root: Path, found: Manifest) -> None:
+    """Every file of the manifest is there with its size; nothing else was written."""
+    seen = set()
+    for dirpath, dirnames, filenames in os.walk(root / found.job):
+        for name in filenames:
+            seen.add(Path(dirpath, name).relative_to(root).as_posix())
+    for rel, remote in found.files.items():
+        path = root / rel
+        try:
+            size = os.lstat(path).st_size
+        except OSError:
+            raise RemoteError(f"pull of {found.job} incomplete: {rel} is missing") from None
+        if size != remote.size:
+            raise RemoteError(f"pull of {found.job} incomplete: {rel} has {size} bytes, the board has "
+                              f"{remote.size}")
+    extra = seen - set(found.files)
+    if extra:
+        raise RemoteError(f"pull of {found.job}: unexpected file {sorted(extra)[0]}")
+
+
+def _pull_sftp(board, profiling_dir, found, root, progress):
+    sftp = board.sftp
+    for rel in found.dirs:
+        (root / rel).mkdir(parents=True, exist_ok=True)
+    for rel, remote in found.files.items():
+        local = root / rel
+        source = f"{profiling_dir}/{rel}"
+        if remote.size <= SMALL_FILE:  # one open/read/close: about twice as fast as get() for small files
+            with sftp.open(source, "rb") as handle:
+                data = handle.read(remote.size) + handle.read()
+            with _create(local) as out:
+                out.write(data)
+            if progress:
+                progress(len(data))
+        else:
+            done = [0]
+
+            def callback(got, total, done=done):
+                if progress:
+                    progress(got - done[0])
+                done[0] = got
+
+            with _create(local) as out:
+                sftp.getfo(source, out, callback=callback)
+        _finish(local, remote.mode, remote.mtime)
+
+
+def _pull_tar(board, profiling_dir, found, root, progress):
+    channel = board._session()
+    channel.settimeout(max(SFTP_TIMEOUT, board.cfg.timeout))
+    channel.exec_command(board.wrap(f"tar -C {q(profiling_dir)} -cf - {q(found.job)}"))
+    channel.shutdown_write()
+    stream = channel.makefile("rb", CHUNK)
+    dir_modes = {}
+    written = {}
+    try:
+        with tarfile.open(fileobj=stream, mode="r|", bufsize=CHUNK) as archive:
+            for member in archive:
+                parts = check_relpath(member.name)
+                if parts[0] != found.job:
+                    raise RemoteError(f"the board's tar stream holds {member.name!r} outside {found.job}; refused")
+                rel = "/".join(parts)
+                local = root.joinpath(*parts)
+                if member.isdir():
+                    local.mkdir(parents=True, exist_ok=True)
+                    dir_modes[local] = (member.mode, member.mtime)
+                elif member.isreg():
+                    local.parent.mkdir(parents=True, exist_ok=True)
+                    source = archive.extractfile(member)
+                    with _create(local) as out:
+                        while True:
+                            block = source.read(CHUNK)
+                            if not block:
+                                break
+                            out.write(block)
+                            if progress:
+                                progress(len(block))
+                    _finish(local, member.mode, member.mtime)
+                    written[rel] = local
+                elif member.islnk():
+                    link_parts = check_relpath(member.linkname)
+                    link_rel = "/".join(link_parts)
+                    if link_rel not in written:
+                        raise RemoteError(f"the board's tar stream has a hard link {rel!r} to {member.linkname!r}, "
+                                          "which is not a file of this JOB; refused")
+                    local.parent.mkdir(parents=True, exist_ok=True)
+                    with open(written[link_rel], "rb") as src, _create(local) as out:
+                        shutil.copyfileobj(src, out, CHUNK)
+                    _finish(local, member.mode, member.mtime)
+                    written[rel] = local
+                else:
+                    log.warning("skipping %s from the board: not a regular file or directory", rel)
+    finally:
+        with contextlib.suppress(Exception):
+            stream.close()
+    status = channel.recv_exit_status()
+    err = b""
+    with contextlib.suppress(Exception):
+        while channel.recv_stderr_ready():
+            err += channel.recv_stderr(65536)
+    channel.close()
+    if status != 0:
+        lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+        cause = lines[-1] if lines else ("connection lost" if status == -1 else f"exit status {status}")
+        raise RemoteError(f"tar on the board failed while sending {found.job}: {cause}")
+    for path, (mode, mtime) in dir_modes.items():
+        with contextlib.suppress(OSError):
+            os.chmod(path, (mode & 0o777) | 0o700)
+            os.utime(path, (mtime, mtime))
+
+
+@contextlib.contextmanager
+def _create(path: Path):
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        yield handle
+
+
+def _finish(path: Path, mode: int, mtime) -> None:
+    os.chmod(path, (mode & 0o777) | 0o600)  # never setuid/setgid/sticky from the board; always readable by us
+    os.utime(path, (mtime, mtime))
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        path.unlink()
+    else:
+        shutil.rmtree(path)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]

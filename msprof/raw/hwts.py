@@ -1,0 +1,82 @@
+"""HWTS task log, ``hwts.data.*`` — 64 B ``=BBHHHQ12I`` (raw-format.md §5.4).
+
+Start and end records are paired by (stream id, task id) in file order. An end without a start, or a
+start that never ends, is kept as an unpaired task (one time missing), never given a made-up time.
+"""
+import struct
+
+RECORD_SIZE = 64
+# flags (log type | counter << 4), task type, magic, task id, syscnt, stream field (reserved skipped)
+LAYOUT = struct.Struct("<BBH2xHQI44x")
+LOG_START, LOG_END = 0, 1
+TASK_TYPES = {0: "AA_CORE", 1: "AA_CPU"}
+ASCEND_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE"}
+
+
+def looks_aligned(record: bytes) -> bool:
+    return record[2:4] == b"\xd3\x6b"
+
+
+class Pairer:
+    """Stateful pairing over the whole stream. ``feed`` returns finished task tuples:
+    (stream_id, task_id, task_type, start_syscnt, end_syscnt, exec_n) with None for a missing side.
+
+    ``exec_n`` numbers the executions of one (stream, task) from 0, so the n-th PMU record of that
+    task can be matched to it.
+    """
+
+    def __init__(self):
+        self.pending = {}
+        self.executions = {}
+        self.last_counter = None
+        self.gaps = []          # (stream_id, task_id, expected counter, found counter)
+        self.unmatched_ends = 0
+        self.unended_starts = 0
+        self.other_logs = 0
+
+    def feed(self, records):
+        finished = []
+        append = finished.append
+        pending = self.pending
+        executions = self.executions
+        last = self.last_counter
+        for flags, task_type, _magic, task_id, syscnt, stream_field in records:
+            counter = flags >> 4
+            stream_id = stream_field & 0x7FF
+            if last is not None and counter != (last + 1) & 15:
+                self.gaps.append((stream_id, task_id, (last + 1) & 15, counter))
+            last = counter
+            log_type = flags & 7
+            key = (stream_id, task_id)
+            if log_type == LOG_START:
+                earlier = pending.get(key)
+                if earlier is not None:  # previous start never ended
+                    self.unended_starts += 1
+                    n = executions.get(key, 0)
+                    executions[key] = n + 1
+                    append((stream_id, task_id, earlier[1], earlier[0], None, n))
+                pending[key] = (syscnt, task_type)
+            elif log_type == LOG_END:
+                started = pending.pop(key, None)
+                n = executions.get(key, 0)
+                executions[key] = n + 1
+                if started is None:
+                    self.unmatched_ends += 1
+                    append((stream_id, task_id, task_type, None, syscnt, n))
+                else:
+                    append((stream_id, task_id, started[1], started[0], syscnt, n))
+            else:
+                self.other_logs += 1
+        self.last_counter = last
+        return finished
+
+    def finish(self):
+        """Starts still open at the end of the stream."""
+        left = []
+        for (stream_id, task_id), (syscnt, task_type) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
+            self.unended_starts += 1
+            n = self.executions.get((stream_id, task_id), 0)
+            self.executions[(stream_id, task_id)] = n + 1
+            left.append((stream_id, task_id, task_type, syscnt, None, n))
+        self.pending.clear()
+        return left

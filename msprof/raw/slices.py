@@ -1,0 +1,187 @@
+"""Slice files of one data type and device form one byte stream (raw-format.md §4).
+
+``group_files`` sorts a result directory's raw files into streams; ``SliceStream`` reads one stream in
+bounded chunks of whole records, dropping a partial record at the head (ring buffer overwrite) or at
+the tail (app died), and hashes every file on the way so the store can record what it read.
+"""
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
+
+CHUNK_BYTES = 4 << 20
+
+# Name patterns, checked in order: "<stem>.<dev>.slice_<n>" and the legacy "<stem>.<dev>.<seq>".
+_SLICE_NAME = re.compile(r"^(?P<stem>.+)\.(?P<dev>\d+)\.slice_(?P<seq>\d+)$")
+_HOST_SLICE_NAME = re.compile(r"^(?P<stem>(?:un)?aging\..+)\.slice_(?P<seq>\d+)$")
+_LEGACY_NAME = re.compile(r"^(?P<stem>.+)\.(?P<dev>\d+)\.(?P<seq>\d+)$")
+
+# stem (lower case) → data kind; first match wins.
+KINDS: List[Tuple[re.Pattern, str]] = [
+    (re.compile(r"^aclmodule\.(acl_model|acl_op|acl_rts|acl_others)$"), "acl"),
+    (re.compile(r"^hwts\.data(\.\d+)?$"), "hwts"),
+    (re.compile(r"^(aacore|aicore)\.data(\.\d+)?$"), "pmu"),
+    (re.compile(r"^ts_track\.data(\.\d+)?$"), "step_trace"),
+    (re.compile(r"^lpmfreqconv\.data(\.\d+)?$"), "freq"),
+    (re.compile(r"^stars_soc\.data(\.\d+)?$"), "stars"),
+    (re.compile(r"^(un)?aging\.api_event\.data$"), "api_event"),
+    (re.compile(r"^(un)?aging\.additional\.type_info_dic$"), "type_info_dic"),
+    (re.compile(r"^(un)?aging\.additional\.hash_dic$"), "hash_dic"),
+    (re.compile(r"^(un)?aging\.compact\.node_basic_info$"), "node_basic_info"),
+    (re.compile(r"^(un)?aging\.compact\.task_track$"), "task_track"),
+    (re.compile(r"^(un)?aging\.additional\.graph_id_map$"), "graph_id_map"),
+]
+
+
+@dataclass
+class StreamFiles:
+    """The ordered slice files of one stream, e.g. all ``hwts.data.0.slice_*``."""
+
+    kind: str
+    stem: str
+    device: Optional[str]
+    files: List[Path] = field(default_factory=list)
+
+
+def group_files(files: List[Path]) -> Tuple[Dict[str, List[StreamFiles]], List[Path]]:
+    """Sort raw files into streams by kind. Returns ({kind: [streams]}, files not recognised)."""
+    streams: Dict[Tuple[str, Optional[str]], Tuple[str, List[Tuple[int, Path]]]] = {}
+    unknown: List[Path] = []
+    for path in files:
+        parsed = _parse_name(path.name)
+        kind = parsed and _kind_of(parsed[0])
+        if not kind:
+            unknown.append(path)
+            continue
+        stem, device, seq = parsed
+        streams.setdefault((stem, device), (kind, []))[1].append((seq, path))
+    grouped: Dict[str, List[StreamFiles]] = {}
+    for (stem, device), (kind, members) in sorted(streams.items(), key=lambda item: (item[0][0], item[0][1] or "")):
+        ordered = [p for _, p in sorted(members, key=lambda m: (m[0], m[1].name))]
+        grouped.setdefault(kind, []).append(StreamFiles(kind, stem, device, ordered))
+    return grouped, unknown
+
+
+def _parse_name(name: str):
+    for pattern in (_SLICE_NAME, _HOST_SLICE_NAME, _LEGACY_NAME):
+        match = pattern.match(name)
+        if match:
+            groups = match.groupdict()
+            return groups["stem"], groups.get("dev"), int(groups["seq"])
+    return None
+
+
+def _kind_of(stem: str) -> Optional[str]:
+    lowered = stem.lower()
+    for pattern, kind in KINDS:
+        if pattern.match(lowered):
+            return kind
+    return None
+
+
+@dataclass
+class FileDigest:
+    path: Path
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+class SliceStream:
+    """Whole records of one stream, read in chunks of at most ``CHUNK_BYTES``.
+
+    ``looks_aligned(record) -> bool`` (optional) recognises a record boundary, e.g. by its magic. The
+    spec drops ``total % size`` bytes from the head; when that leaves the first record misaligned but
+    offset 0 (or another offset) is aligned, the loss is at the tail (or split) instead — a cut-off
+    file must not shift every record.
+    """
+
+    def __init__(self, files: List[Path], record_size: int, label: str,
+                 looks_aligned: Optional[Callable[[bytes], bool]] = None):
+        self.files = list(files)
+        self.record_size = record_size
+        self.label = label
+        self.sizes = [p.stat().st_size for p in self.files]
+        self.total_bytes = sum(self.sizes)
+        self.head_lost = self._head_offset(looks_aligned)
+        self.tail_lost = (self.total_bytes - self.head_lost) % record_size
+        self.records = (self.total_bytes - self.head_lost - self.tail_lost) // record_size
+        self.digests: List[FileDigest] = []
+
+    def _head_offset(self, looks_aligned) -> int:
+        size = self.record_size
+        remainder = self.total_bytes % size
+        if looks_aligned is None or self.total_bytes < size:
+            return remainder
+        probe = self._read_head(min(self.total_bytes, 3 * size + remainder))
+
+        def aligned_at(offset: int) -> bool:
+            records = [probe[o:o + size] for o in range(offset, len(probe) - size + 1, size)][:2]
+            return bool(records) and all(looks_aligned(r) for r in records)
+
+        if aligned_at(remainder):
+            return remainder
+        for offset in range(size):
+            if offset != remainder and aligned_at(offset):
+                return offset
+        return remainder
+
+    def _read_head(self, count: int) -> bytes:
+        parts = []
+        for path in self.files:
+            with open(path, "rb") as handle:
+                parts.append(handle.read(count - sum(map(len, parts))))
+            if sum(map(len, parts)) >= count:
+                break
+        return b"".join(parts)
+
+    def chunks(self) -> Iterator[bytes]:
+        """Yield byte strings holding whole records only, in stream order; fill ``digests``."""
+        size = self.record_size
+        chunk_bytes = max(size, CHUNK_BYTES - CHUNK_BYTES % size)
+        to_skip = self.head_lost
+        remaining = self.records * size
+        carry = b""
+        self.digests = []
+        for path in self.files:
+            digest = hashlib.sha256()
+            stat = path.stat()
+            with open(path, "rb") as handle:
+                while True:
+                    block = handle.read(chunk_bytes)
+                    if not block:
+                        break
+                    digest.update(block)
+                    if to_skip:
+                        skipped = min(to_skip, len(block))
+                        block = block[skipped:]
+                        to_skip -= skipped
+                    if carry:
+                        block = carry + block
+                        carry = b""
+                    usable = min(len(block) - len(block) % size, remaining)
+                    if usable:
+                        remaining -= usable
+                        yield block[:usable] if usable < len(block) else block
+                    carry = block[usable:] if remaining else b""
+            self.digests.append(FileDigest(path, stat.st_size, stat.st_mtime_ns, digest.hexdigest()))
+
+    def loss_messages(self) -> List[str]:
+        messages = []
+        if self.head_lost:
+            messages.append(f"{self.head_lost} bytes of {self.label} data lost at the head of "
+                            f"{self.files[0].name} (partial record, ring buffer overwrite)")
+        if self.tail_lost:
+            messages.append(f"{self.tail_lost} bytes of {self.label} data lost at the tail of "
+                            f"{self.files[-1].name} (partial record, collection cut off)")
+        return messages
+
+
+def digest_file(path: Path) -> FileDigest:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK_BYTES), b""):
+            digest.update(block)
+    stat = path.stat()
+    return FileDigest(path, stat.st_size, stat.st_mtime_ns, digest.hexdigest())

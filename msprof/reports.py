@@ -1,0 +1,222 @@
+"""Reports: the tables of outputs.md §3–4 computed from one result directory's database.
+
+A ``Table`` holds column names, a value kind per column and rows of raw numbers (None = N/A);
+rounding and text formatting happen only in the renderers (msprof.render).
+"""
+import contextlib
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, List, Optional, Tuple
+
+from msprof import store
+from msprof.metrics import MetricSet
+from msprof.raw.acl import api_type_name
+from msprof.raw.hwts import TASK_TYPES
+
+# Column value kinds: how a renderer rounds them (outputs.md: times 3 decimals, ratios 4, counts int).
+TEXT, TIME, RATIO, PERCENT, INT = "text", "time", "ratio", "percent", "int"
+METRIC_KINDS = {"ratio": RATIO, "memory_bound": RATIO, "count": INT, "sum": INT}
+
+
+@dataclass
+class Table:
+    title: str
+    columns: List[str]
+    kinds: List[str]
+    rows: List[list] = field(default_factory=list)
+
+
+@dataclass
+class Iteration:
+    model_id: int
+    model_name: str
+    index_id: int
+    batch_num: int
+    input_pic_num: Optional[int]
+    start_syscnt: int
+    end_syscnt: int
+
+
+class Report:
+    """Read-only view of one result directory's database."""
+
+    def __init__(self, result_dir: Path):
+        self.result_dir = Path(result_dir)
+        self.conn = store.open_readonly(store.db_path(result_dir))
+        self.meta = store.read_meta(self.conn)
+        self.device_id = self.meta.get("device_id", "0")
+        self.clock = json.loads(self.meta.get("clock", "{}"))
+        self.hwts_mhz = _float(self.meta.get("hwts_mhz"))
+        self.aic_mhz = _float(self.meta.get("aic_mhz"))
+        slots = [e for (e,) in self.conn.execute("SELECT event_id FROM pmu_event ORDER BY slot")]
+        self.has_pmu = self._count("pmu") > 0
+        self.metric_set = MetricSet(slots) if self.has_pmu else MetricSet([])
+
+    def close(self):
+        self.conn.close()
+
+    def _count(self, table: str) -> int:
+        return self.conn.execute(f"SELECT count(*) FROM [{table}]").fetchone()[0]
+
+    @property
+    def has_acl(self) -> bool:
+        return self._count("acl_api") > 0
+
+    @property
+    def has_tasks(self) -> bool:
+        return self._count("task") > 0
+
+    # --- selection -------------------------------------------------------------------------------------
+    def models(self) -> List[dict]:
+        cursor = self.conn.execute("SELECT model_id, model_name, batch_num, input_pic_num FROM model ORDER BY model_id")
+        return [dict(zip(("model_id", "model_name", "batch_num", "input_pic_num"), r)) for r in cursor]
+
+    def iterations(self, model_id: Optional[int] = None, index_id: Optional[int] = None) -> List[Iteration]:
+        sql = ("SELECT i.model_id, coalesce(m.model_name, 'model' || i.model_id), i.index_id, coalesce(m.batch_num, 1),"
+               " m.input_pic_num, i.start_syscnt, i.end_syscnt FROM iteration i LEFT JOIN model m USING (model_id)")
+        where, args = [], []
+        if model_id is not None:
+            where.append("i.model_id = ?")
+            args.append(model_id)
+        if index_id is not None:
+            where.append("i.index_id = ?")
+            args.append(index_id)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY i.model_id, i.index_id"
+        return [Iteration(*row) for row in self.conn.execute(sql, args)]
+
+    # --- op_summary (outputs.md §3.1) -----------------------------------------------------------------
+    def op_summary(self, iteration: Iteration) -> Table:
+        metric_columns = self.metric_set.names if self.has_pmu else []
+        columns = ["Layer Id", "Ori Layer Name", "Layer Name", "Layer Type", "Time(us)", "Time Ratio"] + metric_columns
+        kinds = [TEXT, TEXT, TEXT, TEXT, TIME, PERCENT] + [METRIC_KINDS[k] for k in self.metric_set.kinds()]
+        table = Table("AA Core metrics", columns, kinds)
+        pmu_cols = ", ".join(f"p.c{i}" for i in range(10))
+        cursor = self.conn.execute(
+            f"SELECT t.layer_id, l.ori_layer_name, l.layer_name, l.layer_type, t.task_type, t.dur_us,"
+            f" p.total_cycles, {pmu_cols} FROM task t"
+            " LEFT JOIN layer l ON l.model_id = t.model_id AND l.layer_id = t.layer_id"
+            " LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
+            " WHERE t.model_id = ? AND t.index_id = ? ORDER BY coalesce(t.start_syscnt, t.end_syscnt), t.seq",
+            (iteration.model_id, iteration.index_id))
+        sum_cycles, sum_counters, total_time = 0, [0] * 10, 0.0
+        for layer_id, ori, name, layer_type, task_type, dur, cycles, *counters in cursor:
+            is_core = TASK_TYPES.get(task_type) == "AA_CORE"
+            row = [layer_id, ori, name, layer_type, dur, None]
+            if metric_columns:
+                if is_core and cycles is not None:
+                    row += self.metric_set.values(cycles, counters)
+                    sum_cycles += cycles
+                    sum_counters = [a + b for a, b in zip(sum_counters, counters)]
+                else:
+                    row += [None] * len(metric_columns)
+            if dur is not None:
+                total_time += dur
+            table.rows.append(row)
+        for row in table.rows:
+            row[5] = row[4] / total_time * 100 if row[4] is not None and total_time else None
+        total = ["-", "-", "-", "-", total_time, 100.0 if table.rows else None]
+        if metric_columns:
+            total += self.metric_set.values(sum_cycles, sum_counters) if sum_cycles else [None] * len(metric_columns)
+        table.rows.append(total)
+        return table
+
+    # --- op_statistic (outputs.md §3.2) ---------------------------------------------------------------
+    def op_statistic(self, model_id: int, index_id: Optional[int] = None) -> Table:
+        columns = ["Task ID", "Stream ID", "OP Name", "Task Type", "Total Time Ratio(%)", "Total Time(us)", "Count",
+                   "Avg(us)", "Max(us)", "Min(us)"]
+        kinds = [INT, INT, TEXT, TEXT, PERCENT, TIME, INT, TIME, TIME, TIME]
+        where = "t.model_id = ? AND t.index_id IS NOT NULL AND t.dur_us IS NOT NULL"
+        args: list = [model_id]
+        if index_id is not None:
+            where += " AND t.index_id = ?"
+            args.append(index_id)
+        cursor = self.conn.execute(
+            "SELECT t.task_id, t.stream_id, max(l.layer_name), t.task_type, sum(t.dur_us), count(*),"
+            " max(t.dur_us), min(t.dur_us) FROM task t"
+            " LEFT JOIN layer l ON l.model_id = t.model_id AND l.layer_id = t.layer_id"
+            f" WHERE {where} GROUP BY t.stream_id, t.task_id, t.task_type", args)
+        rows = list(cursor)
+        grand = sum(r[4] for r in rows)
+        table = Table("Op statistic", columns, kinds)
+        for task_id, stream_id, name, task_type, total, count, longest, shortest in rows:
+            table.rows.append([task_id, stream_id, name, TASK_TYPES.get(task_type, str(task_type)),
+                               total / grand * 100 if grand else None, total, count, total / count, longest, shortest])
+        table.rows.sort(key=lambda r: (-r[5], r[1], r[0]))
+        return table
+
+    # --- acl_statistic (outputs.md §3.3) --------------------------------------------------------------
+    def acl_statistic(self) -> Table:
+        columns = ["Process ID", "Thread ID", "Type", "Name", "Total Time Ratio(%)", "Total Time(us)", "Count",
+                   "Avg(us)", "Max(us)", "Min(us)"]
+        kinds = [INT, INT, TEXT, TEXT, PERCENT, TIME, INT, TIME, TIME, TIME]
+        scale = self._host_us_scale()
+        rows = list(self.conn.execute(
+            "SELECT pid, tid, api_type, name, sum([end] - start), count(*), max([end] - start), min([end] - start)"
+            " FROM acl_api GROUP BY pid, tid, api_type, name"))
+        grand = sum(r[4] for r in rows)
+        table = Table("ACL statistic", columns, kinds)
+        for pid, tid, api_type, name, total, count, longest, shortest in rows:
+            table.rows.append([pid, tid, api_type_name(api_type), name, total / grand * 100 if grand else None,
+                               total * scale, count, total * scale / count, longest * scale, shortest * scale])
+        table.rows.sort(key=lambda r: (-r[5], r[0], r[1], r[2], r[3]))
+        return table
+
+    def _host_us_scale(self) -> float:
+        """µs per host timestamp unit: ns normally, CPU ticks when CPU[0].Frequency is set."""
+        cpu_mhz = self.clock.get("cpu_mhz")
+        return 1.0 / cpu_mhz if cpu_mhz else 0.001
+
+    # --- frequency (outputs.md §4) --------------------------------------------------------------------
+    def frequency(self) -> Table:
+        table = Table("Frequency", ["Clock", "Time(us)", "MHz"], [TEXT, TIME, TEXT])
+        table.rows.append(["AA Core", None, _plain_number(self.aic_mhz)])
+        table.rows.append(["HWTS", None, _plain_number(self.hwts_mhz)])
+        for syscnt, mhz in self.conn.execute("SELECT syscnt, mhz FROM freq_change ORDER BY syscnt, seq"):
+            table.rows.append(["AA Core change", self.device_time_us(syscnt), _plain_number(mhz)])
+        return table
+
+    def aic_mhz_at(self, syscnt: int) -> Optional[float]:
+        row = self.conn.execute("SELECT mhz FROM freq_change WHERE syscnt <= ? ORDER BY syscnt DESC, seq DESC LIMIT 1",
+                                (syscnt,)).fetchone()
+        return float(row[0]) if row else self.aic_mhz
+
+    # --- time -----------------------------------------------------------------------------------------
+    def device_time_us(self, syscnt: int) -> float:
+        """µs relative to the collection start (timeline ``ts``)."""
+        c = self.clock
+        ns = (syscnt - c["dev_cntvct"]) * 1000.0 / c["hwts_mhz"] + c["host_mono_ns"]
+        return (ns - c["clock_monotonic_raw_ns"]) / 1000.0
+
+    def host_time_us(self, value: int) -> float:
+        c = self.clock
+        ns = value * 1000.0 / c["cpu_mhz"] if c.get("cpu_mhz") else float(value)
+        return (ns - c["clock_monotonic_raw_ns"]) / 1000.0
+
+    def notices(self) -> List[Tuple[str, str]]:
+        return list(self.conn.execute("SELECT level, message FROM notice ORDER BY seq"))
+
+
+@contextlib.contextmanager
+def open_report(result_dir: Path) -> Iterator[Report]:
+    report = Report(result_dir)
+    try:
+        yield report
+    finally:
+        report.close()
+
+
+def _float(value) -> Optional[float]:
+    try:
+        return float(json.loads(value)) if value not in (None, "null") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _plain_number(value):
+    if value is None:
+        return None
+    return int(value) if float(value).is_integer() else value
