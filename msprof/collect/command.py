@@ -1,8 +1,544 @@
-"""Placeholder for the collect command (issue 3)."""
+"""``msprof collect``: upload the project, run main with profiling on, pull the JOB directories back.
+
+Flow (cli.md "collect"): ini → connect → remote work dir → upload → acl.json → [--nfs mount] → run ./main
+→ pull new JOB* via <output>/.partial → collect.json → cleanup → [--all] analyse.
+
+An unfinished pull is recorded in ``<output>/.partial/collect-state.json`` (no secrets) until it completes;
+``msprof collect --resume --config board.ini --output DIR`` finishes it (see docs/collect.md).
+"""
+import contextlib
+import datetime
+import json
+import os
+import secrets
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
 import click
 
+from msprof import __version__
+from msprof.atomic import atomic_open
+from msprof.collect import acljson
+from msprof.collect.board import Board, q
+from msprof.collect.config import BoardConfig, load_config
+from msprof.collect.pull import Manifest, check_local_space, list_jobs, local_state, manifest, pull_job
+from msprof.console import NOTICE, log, notice
+from msprof.errors import EXIT_CODES, DiskSpaceError, RemoteError, UsageError
+from msprof.paths import check_path_argument
 
-@click.command("collect")
-def collect():
-    """Push the app to the board over SSH, run it with profiling on, pull the JOB directories back."""
-    raise click.UsageError("collect is not implemented yet")
+STATE_FILE = "collect-state.json"
+PROFILING_SUBDIR = "msprof_output"
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+EPILOG = ("\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES.items()))
+
+
+def _path(ctx, param, value):
+    if value is None:
+        return None
+    return check_path_argument(value, "/".join(param.opts))
+
+
+def _text(ctx, param, value):
+    if value is not None:
+        check_path_argument(str(value), "/".join(param.opts))
+    return value
+
+
+@click.command("collect", context_settings=CONTEXT, epilog=EPILOG)
+@click.option("-m", "--main", "main_path", callback=_path, metavar="FILE",
+              help="the executable to run on the board; its directory is the project that is uploaded "
+                   "(required unless --resume)")
+@click.option("--config", "config_path", required=True, callback=_path, metavar="FILE",
+              help="ini file with [ssh_config]: ip, username, pwd, port, key_file, known_hosts")
+@click.option("--interval", default="0", show_default=True, help="acl.json profiler interval")
+@click.option("--acl_api", "--acl-api", "acl_api", default="on", show_default=True, metavar="on|off",
+              help="trace ACL API calls")
+@click.option("--aacpu", default="on", show_default=True, metavar="on|off", help="AA CPU task profiling")
+@click.option("--switch", default="on", show_default=True, metavar="on|off", help="profiler switch")
+@click.option("--aac_metrics", "--aac-metrics", "aac_metrics", default="ArithmeticUtilization",
+              show_default=True, metavar="NAME",
+              help="AA core metric set: " + ", ".join(acljson.AAC_METRICS))
+@click.option("--output", default="output", show_default=True, callback=_path, metavar="DIR",
+              help="local directory that receives the JOB directories")
+@click.option("--all", "run_all", is_flag=True, help="then run import + export timeline + export summary on each JOB")
+@click.option("--keep-remote", is_flag=True, help="leave the remote work dir on the board")
+@click.option("--remote-dir", callback=_text, metavar="DIR",
+              help="remote work dir (default: a fresh ~/msprof-<time>-<random>); relative = under the home dir")
+@click.option("--timeout", type=click.FloatRange(min=0), default=0, show_default=True, metavar="SECONDS",
+              help="kill main (its whole process group) after this long; 0 = no limit")
+@click.option("--accept-new-host-key", is_flag=True,
+              help="trust an unknown board's host key and add it to known_hosts (never a changed key)")
+@click.option("--nfs", callback=_text, metavar="[SERVER]:/EXPORT",
+              help="mount this NFS export on the board's profiling dir first (default SERVER: this host's "
+                   "address as the board sees it)")
+@click.option("--resume", is_flag=True,
+              help="finish an interrupted pull (recorded in OUTPUT/.partial) without running main again")
+def collect(main_path, config_path, interval, acl_api, aacpu, switch, aac_metrics, output, run_all, keep_remote,
+            remote_dir, timeout, accept_new_host_key, nfs, resume):
+    """Push the app to the board over SSH, run it with profiling on, pull the JOB directories back.
+
+    \b
+    msprof collect -m build/main --config board.ini --all
+    msprof collect --resume --config board.ini        # finish an interrupted download
+    """
+    options = {
+        "main": str(main_path) if main_path else None, "interval": interval, "acl_api": acl_api, "aacpu": aacpu,
+        "switch": switch, "aac_metrics": aac_metrics, "output": str(output), "all": run_all,
+        "keep_remote": keep_remote, "remote_dir": remote_dir, "timeout": timeout, "nfs": nfs, "resume": resume,
+    }
+    if resume:
+        if main_path is not None:
+            log.info("--main is ignored with --resume (main is not run again)")
+        return _resume(config_path, Path(output), remote_dir, accept_new_host_key, run_all, keep_remote, options)
+    if main_path is None:
+        raise UsageError("missing option -m/--main (the executable to run on the board)")
+    profiler = acljson.profiler_section("", switch=switch, interval=interval, acl_api=acl_api, aacpu=aacpu,
+                                        aac_metrics=aac_metrics)
+    options.update({k: profiler[k] for k in ("switch", "interval", "acl_api", "aacpu", "aac_metrics")})
+    nfs_spec = parse_nfs(nfs) if nfs else None
+    Collector(Path(main_path), Path(config_path), Path(output), profiler, options, remote_dir, timeout,
+              accept_new_host_key, nfs_spec, keep_remote, run_all).run()
+
+
+def parse_nfs(value: str):
+    """``[SERVER]:/EXPORT`` → (server or None, export)."""
+    server, sep, rest = value.partition(":/")
+    if not sep:
+        if value.startswith("/"):
+            server, rest = "", value[1:]
+        else:
+            raise UsageError(f"--nfs must look like SERVER:/EXPORT or :/EXPORT, not {value!r}")
+    export = "/" + rest
+    if server.startswith("[") and server.endswith("]"):
+        server = server[1:-1]
+    if any(c.isspace() for c in server + export) or server.startswith("-"):
+        raise UsageError(f"--nfs: invalid server or export in {value!r}")
+    return (server or None), export
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+def _show_progress() -> bool:
+    try:
+        return sys.stderr.isatty() and log.isEnabledFor(NOTICE) and any(
+            getattr(h, "stream", None) is sys.stderr and h.level <= NOTICE for h in log.handlers)
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def _progress(total: int, label: str):
+    if total > 0 and _show_progress():
+        with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+            yield bar.update
+    else:
+        yield None
+
+
+class Collector:
+    def __init__(self, main: Path, config: Path, output: Path, profiler: dict, options: dict,
+                 remote_dir: Optional[str], timeout: float, accept_new: bool, nfs, keep_remote: bool,
+                 run_all: bool):
+        self.main, self.config_path, self.output = main, config, output
+        self.profiler, self.options = profiler, options
+        self.remote_dir_arg, self.timeout, self.accept_new = remote_dir, timeout, accept_new
+        self.nfs, self.keep_remote, self.run_all = nfs, keep_remote, run_all
+
+    def run(self) -> None:
+        main = self.main
+        if not main.exists():
+            raise UsageError(f"--main {main}: no such file")
+        if not main.is_file():
+            raise UsageError(f"--main {main}: not a regular file")
+        project = main.resolve().parent
+        cfg = load_config(self.config_path)
+        existing_acl = acljson.read_project_acl(project / "acl.json")
+        files, total = project_files(project, exclude=[self.output, self.config_path])
+        partial = self.output / ".partial"
+        _warn_pending(partial, cfg)
+        self.output.mkdir(parents=True, exist_ok=True)
+        started = _now()
+
+        board = Board.connect(cfg, self.accept_new)
+        with board:
+            log.info("connected to %s (auth: %s)", cfg.address, board.auth)
+            home = board.home()
+            workdir = resolve_remote_dir(self.remote_dir_arg, home)
+            created = board.makedirs(workdir, 0o700)
+            profiling_dir = f"{workdir}/{PROFILING_SUBDIR}"
+            notice("msprof: remote work dir %s:%s", cfg.host, workdir)
+            try:
+                self._upload(board, files, total, workdir)
+                acl = acljson.merge(existing_acl, dict(self.profiler, output=profiling_dir),
+                                    source=str(project / "acl.json"))
+                try:
+                    board.write_file(f"{workdir}/acl.json", acljson.dumps(acl))
+                except OSError as exc:
+                    self._upload_failed(board, workdir, "acl.json", exc)
+            except BaseException:
+                if created and not self.keep_remote:
+                    _remove_remote(board, workdir)
+                raise
+            board.makedirs(profiling_dir)
+            mounted = False
+            if self.nfs:
+                mounted = self._mount(board, profiling_dir)
+            before = list_jobs(board, profiling_dir)
+            state = {
+                "version": 1, "host": cfg.host, "port": cfg.port, "username": cfg.username,
+                "remote_dir": workdir, "profiling_dir": profiling_dir, "created_remote_dir": created,
+                "nfs_mounted": mounted, "before": before, "acl_json": acl, "options": self.options,
+                "started": started, "main_status": None,
+            }
+            _save_state(partial, state)
+            result = self._run_main(board, workdir, main.name)
+            state["main_status"] = result.status
+            state["main_ended"] = _now()
+            _save_state(partial, state)
+            failure = _main_failure(result, main.name, self.timeout)
+            if result.connection_lost:
+                raise RemoteError(f"{failure}; the data stays on the board: {_resume_hint(self.config_path, self.output)}")
+            jobs = finish_pull(board, cfg, state, self.output, self.config_path, self.keep_remote)
+        if failure:
+            if jobs:
+                notice("msprof: pulled %d JOB director%s despite the failure: %s", len(jobs),
+                       "y" if len(jobs) == 1 else "ies", ", ".join(str(j) for j in jobs))
+            raise RemoteError(failure)
+        if not jobs and self.profiler["switch"] == "on":
+            raise RemoteError(f"{main.name} finished but wrote no JOB directory in {profiling_dir} "
+                              "(does the app call aclInit with the acl.json in its working directory?)")
+        _report(jobs, self.run_all)
+
+    def _upload(self, board: Board, files, total: int, workdir: str) -> None:
+        free = board.free_bytes(workdir)
+        if free is not None and total > free:
+            raise DiskSpaceError(f"not enough space on the board in {workdir}: the project needs "
+                                 f"{_kib(total)}, {_kib(free)} free")
+        log.info("uploading %d files (%s) to %s", len(files), _kib(total), workdir)
+        began = time.monotonic()
+        with _progress(total, "upload") as update:
+            try:
+                board.upload(files, workdir, progress=update)
+            except (OSError, EOFError) as exc:
+                self._upload_failed(board, workdir, "", exc)
+            except Exception as exc:
+                import paramiko
+
+                if isinstance(exc, paramiko.SSHException):
+                    self._upload_failed(board, workdir, "", exc)
+                raise
+        log.info("upload took %.2f s", time.monotonic() - began)
+
+    def _upload_failed(self, board: Board, workdir: str, what: str, exc: BaseException):
+        cause = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        if board.is_active() and board.out_of_space(workdir):
+            raise DiskSpaceError(f"no space left on the board in {workdir} while uploading the project "
+                                 f"({cause})") from None
+        if not board.is_active():
+            raise RemoteError(f"connection to {board.cfg.host} lost during the upload ({cause})") from None
+        raise RemoteError(f"upload {what + ' ' if what else ''}to {workdir} failed: {cause}") from None
+
+    def _mount(self, board: Board, profiling_dir: str) -> bool:
+        server, export = self.nfs
+        server = server or board.local_address()
+        source = f"[{server}]:{export}" if ":" in server else f"{server}:{export}"
+        command = f"mount -t nfs -o nolock,tcp {q(source)} {q(profiling_dir)}"
+        notice("msprof: on the board: %s", command)
+        status, out, err = board.exec(command, timeout=max(60.0, board.cfg.timeout))
+        if status != 0:
+            lines = [ln for ln in (err + out).decode("utf-8", "replace").splitlines() if ln.strip()]
+            raise RemoteError(f"mounting {source} on {profiling_dir} failed (exit {status})"
+                              f"{': ' + lines[-1].strip() if lines else ''}")
+        return True
+
+    def _run_main(self, board: Board, workdir: str, name: str):
+        stdout = click.get_binary_stream("stdout")
+        stderr = click.get_binary_stream("stderr")
+
+        def out(data):
+            stdout.write(data)
+            stdout.flush()
+
+        def err(data):
+            stderr.write(data)
+            stderr.flush()
+
+        command = f"cd {q(workdir)} && exec ./{q(name)}"
+        notice("msprof: running ./%s on %s", name, board.cfg.host)
+        began = time.monotonic()
+        result = board.run(command, timeout=self.timeout or None, on_stdout=out, on_stderr=err)
+        log.info("./%s ended with status %d after %.2f s", name, result.status, time.monotonic() - began)
+        return result
+
+
+def _main_failure(result, name: str, timeout: float) -> Optional[str]:
+    if result.timed_out:
+        return f"./{name} did not finish within {timeout:g} s; its process group on the board was killed"
+    if result.connection_lost:
+        return f"the connection to the board was lost while ./{name} was running"
+    status = result.status
+    detail = f": {result.last_stderr_line}" if result.last_stderr_line else ""
+    if status == 0:
+        return None
+    if status == 126:
+        return f"./{name} could not be executed on the board (exit 126: not executable?){detail}"
+    if status == 127:
+        return f"./{name} or its interpreter was not found on the board (exit 127){detail}"
+    if status == -1:
+        return f"./{name} was killed on the board (no exit status){detail}"
+    return f"./{name} exited with status {status} on the board{detail}"
+
+
+def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, config_path: Path,
+                keep_remote: bool) -> List[Path]:
+    """Pull every JOB of ``state`` not yet local, write collect.json, rename; then clean up the board."""
+    partial = output / ".partial"
+    profiling_dir = state["profiling_dir"]
+    try:
+        jobs = [j for j in list_jobs(board, profiling_dir) if j not in set(state.get("before") or [])]
+        found = [manifest(board, profiling_dir, job) for job in jobs]
+        todo, ready, conflicts = [], [], []
+        for item in found:
+            where = local_state(output, item)
+            if where == "identical":
+                notice("msprof: %s already in %s (identical); skipped", item.job, output)
+                ready.append(output / item.job)
+            elif where == "different":
+                conflicts.append(item.job)
+            else:
+                todo.append(item)
+        check_local_space(output, sum(item.total for item in todo))
+        method = cfg.transfer
+        if method == "auto":
+            method = "tar" if todo and board.has_command("tar") else "sftp"
+        total = sum(item.total for item in todo)
+        began = time.monotonic()
+        with _progress(total, "download") as update:
+            for item in todo:
+                log.info("pulling %s (%d files, %s) with %s", item.job, len(item.files), _kib(item.total), method)
+                staged = pull_job(board, profiling_dir, item, partial, method, update)
+                _write_collect_json(staged, cfg, state, method)
+                final = output / item.job
+                if os.path.lexists(final):  # appeared meanwhile: never overwrite
+                    conflicts.append(item.job)
+                    continue
+                os.rename(staged, final)
+                ready.append(final)
+                notice("msprof: pulled %s", final)
+        if todo:
+            seconds = time.monotonic() - began
+            log.info("download: %s in %.2f s (%.1f MB/s, %s)", _kib(total), seconds,
+                     total / 1e6 / max(seconds, 1e-6), method)
+    except BaseException as exc:
+        if not isinstance(exc, UsageError):
+            notice("msprof: the download is unfinished; the data stays on the board. %s",
+                   _resume_hint(config_path, output))
+        raise
+    if conflicts:
+        raise UsageError(f"{output / conflicts[0]} already exists and differs from the board's {conflicts[0]}; "
+                         f"not overwritten. Move it away (or use another --output) and finish with: "
+                         f"{_resume_command(config_path, output)}")
+    _cleanup(board, state, keep_remote)
+    _clear_state(partial)
+    return ready
+
+
+def _cleanup(board: Board, state: dict, keep_remote: bool) -> None:
+    workdir = state["remote_dir"]
+    if state.get("nfs_mounted"):
+        status, _, err = board.exec(f"umount {q(state['profiling_dir'])}")
+        if status != 0:
+            log.warning("could not unmount %s on the board (%s); the work dir %s is left in place",
+                        state["profiling_dir"], err.decode("utf-8", "replace").strip()[:200], workdir)
+            return
+    if keep_remote:
+        notice("msprof: kept the remote work dir %s:%s", board.cfg.host, workdir)
+        return
+    if state.get("created_remote_dir"):
+        _remove_remote(board, workdir)
+    elif not state.get("nfs_mounted"):
+        # a work dir the user gave us: remove only what this run made (the profiling output dir)
+        _remove_remote(board, state["profiling_dir"])
+
+
+def _remove_remote(board: Board, path: str) -> None:
+    if not path.startswith("/") or path.rstrip("/").count("/") < 2 and not path.startswith("/tmp/"):
+        log.warning("not removing %s on the board (too close to /)", path)
+        return
+    with contextlib.suppress(Exception):
+        status, _, err = board.exec(f"rm -rf -- {q(path)}")
+        if status == 0:
+            log.info("removed %s on the board", path)
+            return
+        log.warning("could not remove %s on the board: %s", path, err.decode("utf-8", "replace").strip()[:200])
+
+
+def _resume(config_path, output: Path, remote_dir, accept_new, run_all, keep_remote, options) -> None:
+    cfg = load_config(Path(config_path))
+    partial = output / ".partial"
+    state = _load_state(partial)
+    if state is not None and (state.get("host"), state.get("port")) != (cfg.host, cfg.port):
+        if remote_dir is None:
+            raise UsageError(f"the unfinished pull in {partial} is from {state.get('host')}:{state.get('port')}, "
+                             f"not {cfg.host}:{cfg.port}; use the matching --config")
+        state = None
+    board = Board.connect(cfg, accept_new)
+    with board:
+        home = board.home()
+        if remote_dir is not None:
+            workdir = resolve_remote_dir(remote_dir, home)
+            if state is None or state.get("remote_dir") != workdir:
+                state = {"version": 1, "host": cfg.host, "port": cfg.port, "username": cfg.username,
+                         "remote_dir": workdir, "profiling_dir": f"{workdir}/{PROFILING_SUBDIR}",
+                         "created_remote_dir": False, "nfs_mounted": False, "before": [], "acl_json": None,
+                         "options": options, "started": None, "main_status": None}
+        elif state is None:
+            raise UsageError(f"nothing to resume: no unfinished pull recorded in {partial}; "
+                             "pass --remote-dir DIR (the work dir on the board) to pull its JOB directories")
+        st = board.stat(state["profiling_dir"])
+        if st is None:
+            raise RemoteError(f"{state['profiling_dir']} does not exist on the board (already cleaned up?)")
+        notice("msprof: resuming the pull from %s:%s", cfg.host, state["profiling_dir"])
+        output.mkdir(parents=True, exist_ok=True)
+        state["resumed"] = _now()
+        jobs = finish_pull(board, cfg, state, output, Path(config_path), keep_remote)
+    if not jobs:
+        notice("msprof: no JOB directory to pull in %s", state["profiling_dir"])
+        return
+    _report(jobs, run_all)
+
+
+def _report(jobs: List[Path], run_all: bool) -> None:
+    if run_all:
+        from msprof import api
+
+        for job in jobs:
+            notice("msprof: analysing %s", job)
+            written = api.analyse(job)
+            dirs = sorted({str(Path(p).parent) for p in written})
+            notice("msprof: results of %s in %s", job.name, ", ".join(dirs) if dirs else str(job))
+    for job in jobs:
+        click.echo(str(job))
+    if jobs and not run_all:
+        notice("msprof: analyse with: msprof export summary -dir %s (or rerun collect with --all)", jobs[0])
+
+
+def _write_collect_json(job_dir: Path, cfg: BoardConfig, state: dict, method: str) -> None:
+    record = {
+        "tool": "msprof", "version": __version__,
+        "board": {"host": cfg.host, "port": cfg.port, "username": cfg.username},
+        "remote_dir": state.get("remote_dir"), "profiling_dir": state.get("profiling_dir"),
+        "options": state.get("options"), "acl_json": state.get("acl_json"),
+        "main_exit_status": state.get("main_status"),
+        "started": state.get("started"), "main_ended": state.get("main_ended"),
+        "resumed": state.get("resumed"), "pulled": _now(), "transfer": method,
+    }
+    with atomic_open(job_dir / "collect.json", "w", encoding="utf-8") as handle:
+        json.dump(record, handle, indent=2)
+        handle.write("\n")
+
+
+def project_files(project: Path, exclude=()):
+    """(local path, relative posix path, mode, mtime) of every file to upload, and the total size.
+
+    Left out: the local acl.json (a merged one is written), the ini (it may hold a password) and the local
+    output directory when they sit inside the project; symlinked directories are not followed.
+    """
+    skip = set()
+    for item in exclude:
+        with contextlib.suppress(OSError):
+            skip.add(Path(item).resolve())
+    files, total = [], 0
+    for dirpath, dirnames, filenames in os.walk(project):
+        here = Path(dirpath)
+        kept = []
+        for name in sorted(dirnames):
+            path = here / name
+            if path.resolve() in skip or (name == ".partial"):
+                continue
+            if path.is_symlink():
+                log.warning("not uploading %s: symlinked directory", path)
+                continue
+            kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            path = here / name
+            rel = path.relative_to(project).as_posix()
+            if rel == "acl.json" or path.resolve() in skip:
+                continue
+            try:
+                st = path.stat()
+            except OSError:
+                log.warning("not uploading %s: broken symlink or unreadable", path)
+                continue
+            files.append((path, rel, st.st_mode, int(st.st_mtime)))
+            total += st.st_size
+    return files, total
+
+
+def resolve_remote_dir(value: Optional[str], home: str) -> str:
+    if value is None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        return f"{home.rstrip('/')}/msprof-{stamp}-{secrets.token_hex(3)}"
+    text = value.strip()
+    if text in ("~", "") or text.startswith("~/"):
+        text = home.rstrip("/") + text[1:]
+    elif not text.startswith("/"):
+        text = f"{home.rstrip('/')}/{text}"
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if ".." in parts or not parts:
+        raise UsageError(f"--remote-dir {value!r}: give a directory without '..' (and not /)")
+    return "/" + "/".join(parts)
+
+
+def _kib(size: int) -> str:
+    return f"{size / 1024:.0f} KiB" if size < 10 * 1024 * 1024 else f"{size / 1048576:.1f} MiB"
+
+
+def _resume_command(config_path: Path, output: Path) -> str:
+    return f"msprof collect --resume --config {shlex.quote(str(config_path))} --output {shlex.quote(str(output))}"
+
+
+def _resume_hint(config_path: Path, output: Path) -> str:
+    return f"Finish with: {_resume_command(config_path, output)}"
+
+
+def _save_state(partial: Path, state: dict) -> None:
+    partial.mkdir(parents=True, exist_ok=True)
+    with atomic_open(partial / STATE_FILE, "w", encoding="utf-8") as handle:
+        json.dump(state, handle, indent=2)
+
+
+def _load_state(partial: Path) -> Optional[dict]:
+    path = partial / STATE_FILE
+    if not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        log.warning("ignoring unreadable %s", path)
+        return None
+    if not isinstance(state, dict) or not state.get("profiling_dir") or not state.get("remote_dir"):
+        return None
+    return state
+
+
+def _clear_state(partial: Path) -> None:
+    with contextlib.suppress(OSError):
+        (partial / STATE_FILE).unlink()
+    with contextlib.suppress(OSError):
+        partial.rmdir()  # only when empty
+
+
+def _warn_pending(partial: Path, cfg: BoardConfig) -> None:
+    state = _load_state(partial)
+    if state is not None:
+        log.warning("an earlier download from %s:%s is unfinished; finish it with: msprof collect --resume "
+                    "--config FILE --output %s --remote-dir %s (this run replaces the record)",
+                    state.get("host"), state.get("profiling_dir"), shlex.quote(str(partial.parent)),
+                    shlex.quote(state.get("remote_dir", "")))
