@@ -1,0 +1,387 @@
+"""Self-tests of fixtures/profgen.py and reference smoke tests (marker ``reference``).
+
+The reference tests run ../shared/reference (Huawei's msprof analyser) on generated PROF data and check that
+its op_summary / op_statistic / api_statistic / task_time rows equal values computed here, by hand, from the
+generator's truth.  This is what the later msprof-vs-reference differential tests rely on.
+"""
+from __future__ import annotations
+
+import math
+import struct
+import sys
+import time
+from collections import OrderedDict
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fixtures import profgen as pg  # noqa: E402
+from reference_runner import reference_available, run_reference  # noqa: E402
+
+MULTI = {
+    "iterations": 2,
+    "threads": [
+        {"tid": 1001, "ops": [
+            {"name": "conv1", "type": "Conv2D", "block_dim": 8, "dur_us": 20},
+            {"name": "cast1", "type": "Cast", "task_type": "AI_CPU", "dur_us": [3, 4.5]},
+            {"name": "conv1b", "type": "Conv2D", "block_dim": 32, "dur_us": 12.34},
+        ]},
+        {"tid": 2002, "stream": 7, "start_us": 13, "ops": [
+            {"name": "add1", "type": "Add", "task_type": "AI_VECTOR_CORE", "block_dim": 2, "dur_us": 7},
+            {"name": "conv2", "type": "Conv2D", "dur_us": [9, 11], "stream": 9},
+            {"name": "relu2", "type": "Relu", "task_type": "AI_VECTOR_CORE", "block_dim": 4, "dur_us": 1.1,
+             "pmu": [100, 0, 7, 9, 11, 13, 50, 3]},
+        ]},
+    ],
+}
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def r3_half_up(x: float) -> float:
+    """SQLite round(x, 3) (half away from zero on the decimal repr)."""
+    return float(Decimal(repr(x)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+
+
+def local_us_text(prof: pg.Prof, t_ns: int) -> str:
+    us = Decimal(t_ns) / 1000 + Decimal(prof.collection_begin_us) - Decimal(prof.host_mono_ns) / 1000
+    return str(us.quantize(Decimal("0.000")))
+
+
+def close(a, b, rel=1e-9, abs_=1e-9) -> bool:
+    return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=abs_)
+
+
+def unpack_all(fmt: str, data: bytes):
+    size = struct.calcsize(fmt)
+    assert len(data) % size == 0
+    return [struct.unpack_from(fmt, data, i) for i in range(0, len(data), size)]
+
+
+# ------------------------------------------------------------------------------------------ generator self-tests
+def test_record_sizes():
+    assert struct.calcsize(pg.API_EVENT_FMT) == 40
+    assert struct.calcsize(pg.NODE_BASIC_INFO_FMT) == 64
+    assert struct.calcsize(pg.TASK_TRACK_FMT) == 64
+    assert struct.calcsize(pg.GRAPH_ID_MAP_FMT) == 256
+    assert struct.calcsize(pg.HWTS_FMT) == 64
+    assert struct.calcsize(pg.AICORE_FMT) == 128
+    assert struct.calcsize(pg.STARS_ACSQ_FMT) == 64
+
+
+def test_default_hand_computed_values():
+    prof = pg.build({})
+    conv, relu = prof.tasks
+    # thread 0 starts 10 µs after the sync point; node launch at +10.5 µs, runtime API ends at +11.8 µs,
+    # the device starts 1 µs later: 12.8 µs = 640 ticks of 50 MHz after dev_cntvct
+    assert conv.start_syscnt == 2 * 10 ** 9 + 640
+    assert conv.start_ns == 10 ** 12 + 12_800
+    assert conv.end_syscnt - conv.start_syscnt == 20 * 50
+    assert conv.dur_ns == 20_000
+    assert local_us_text(prof, conv.start_ns) == "1700000000000012.800"
+    assert prof.syscnt_to_ns(conv.end_syscnt) == conv.end_ns
+    assert (relu.stream, relu.task, conv.task) == (3, 1, 0)
+    names = {(a.level, a.name): (a.begin, a.end) for a in prof.apis}
+    assert names[(20000, "aclmdlExecute")] == (10 ** 12 + 10_000, 10 ** 12 + 10_000 + 11_700)
+    assert names[(5000, "KernelLaunch")][1] - names[(5000, "KernelLaunch")][0] == 900
+
+
+def test_api_event_round_trip_and_nesting():
+    prof = pg.build(dict(MULTI, model_as_events=True))
+    recs = unpack_all(pg.API_EVENT_FMT, pg.api_records(prof))
+    apis = [r for r in recs if r[6] != pg.EVENT_END]
+    events = [r for r in recs if r[6] == pg.EVENT_END]
+    assert all(r[0] == pg.MAGIC_HOST for r in recs)
+    assert len(events) == 2 * 2 * 2   # model level as event pairs: 2 threads x 2 iterations x (begin, end)
+    assert {r[1] for r in events} == {pg.LEVEL_MODEL}
+    truth = sorted((a.level, a.type_id, a.thread, a.begin, a.end, a.item_id) for a in prof.apis if not a.as_events)
+    assert sorted((r[1], r[2], r[3], r[5], r[6], r[7]) for r in apis) == truth
+    # every task_track lies inside exactly one node-level and one runtime-level API of its thread
+    for tr in prof.tracks:
+        enclosing = [a for a in prof.apis if a.thread == tr.thread and a.begin <= tr.timestamp <= a.end]
+        assert sorted(a.level for a in enclosing) == [5000, 10000, 15000, 20000]
+        node = [a for a in enclosing if a.level == 10000][0]
+        assert node.item == tr.kernel_name
+    for n in prof.nodes:
+        node = [a for a in prof.apis if a.level == 10000 and a.thread == n.thread and a.begin <= n.timestamp <= a.end]
+        assert len(node) == 1 and node[0].item == n.op_name
+
+
+def test_compact_and_additional_round_trip():
+    prof = pg.build(MULTI)
+    nodes = unpack_all(pg.NODE_BASIC_INFO_FMT, pg.node_basic_info_records(prof))
+    assert [(r[1], r[3], r[5], r[6], r[7], r[8], r[9]) for r in nodes] == [
+        (10000, n.thread, n.timestamp, pg.name_hash(n.op_name), pg.GE_TASK_TYPES[n.task_type],
+         pg.name_hash(n.op_type), n.block_dim) for n in prof.nodes]
+    tracks = unpack_all(pg.TASK_TRACK_FMT, pg.task_track_records(prof))
+    assert [(r[1], r[3], r[5], r[6], r[7], r[8], r[9], r[10], r[11]) for r in tracks] == [
+        (5000, t.thread, t.timestamp, t.device_id, t.stream, t.task, t.batch,
+         pg.RUNTIME_TASK_TYPE_IDS[t.runtime_task_type], pg.name_hash(t.kernel_name)) for t in prof.tracks]
+    maps = unpack_all(pg.GRAPH_ID_MAP_FMT, pg.graph_id_map_records(prof))
+    assert {(r[6], r[7]) for r in maps} == {(pg.name_hash("resnet50"), 1)}
+    hashes = prof.hash_strings()
+    assert hashes[pg.name_hash("conv1")] == "conv1" and hashes[pg.name_hash("Conv2D")] == "Conv2D"
+    types = prof.type_names()
+    assert types[5000][11] == "KERNEL_AIVEC" and types[20000][(2 << 16) | 1] == "aclmdlExecute"
+
+
+def test_device_records_round_trip():
+    prof = pg.build(dict(MULTI, pmu="PipeUtilization"))
+    hw = unpack_all(pg.HWTS_FMT, pg.hwts_records(prof))
+    starts = {(r[6] & 0x7FF, r[4]): r[5] for r in hw if r[0] & 7 == 0}
+    ends = {(r[6] & 0x7FF, r[4]): r[5] for r in hw if r[0] & 7 == 1}
+    assert [(r[0] >> 4) for r in hw] == [i % 16 for i in range(len(hw))]
+    for x in prof.tasks:
+        assert starts[(x.stream, x.task)] == x.start_syscnt and ends[(x.stream, x.task)] == x.end_syscnt
+    aic = unpack_all(pg.AICORE_FMT, pg.aicore_records(prof))
+    pmu_tasks = [x for x in prof.tasks if x.pmu is not None]
+    assert len(aic) == len(pmu_tasks) == len([x for x in prof.tasks if x.task_type != "AI_CPU"])
+    by_key = {(r[17], r[4]): r for r in aic}
+    for x in pmu_tasks:
+        r = by_key[(x.stream, x.task)]
+        assert r[0] & 7 == 4 and r[7] == x.total_cycles and list(r[9:17]) == x.pmu
+    relu2 = [x for x in prof.tasks if x.op_name == "relu2"][0]
+    assert relu2.pmu == [100, 0, 7, 9, 11, 13, 50, 3]
+    stars = unpack_all(pg.STARS_ACSQ_FMT, pg.stars_records(pg.build(dict(MULTI, platform_version=5))))
+    assert {r[1] for r in stars} == {pg.MAGIC_DEV}
+    assert {r[0] & 0x3F for r in stars} == {0, 1}
+    assert {r[0] >> 10 for r in stars} == {0, 1, 2}
+
+
+def test_write_prof_layout_and_slices(tmp_path):
+    desc = dict(MULTI, pmu="ArithmeticUtilization",
+                slices={"api_event": 3, "task_track": 2, "hwts": 2, "aicore": 2, "node_basic_info": 2})
+    p = pg.write_prof(tmp_path, desc, name="PROF_X")
+    prof = pg.build(desc)
+    host, dev = p / "host", p / "device_0"
+    for f in ("info.json", "sample.json", "start_info", "end_info", "host_start.log"):
+        assert (host / f).is_file()
+    for f in ("info.json.0", "sample.json", "start_info.0", "dev_start.log.0", "host_start.log.0"):
+        assert (dev / f).is_file()
+
+    def joined(d, stem):
+        files = sorted(d.glob(stem + "*"), key=lambda f: int(f.name.rsplit("_", 1)[1]))
+        return files, b"".join(f.read_bytes() for f in files)
+
+    files, data = joined(host / "data", "unaging.api_event.data.slice_")
+    assert len(files) == 3 and data == pg.api_records(prof)
+    assert any(f.stat().st_size % 40 for f in files)        # cuts are not record aligned
+    q = pg.write_prof(tmp_path, dict(desc, slices={"api_event": {"count": 3, "aligned": True}}), name="PROF_Y")
+    files, data = joined(q / "host" / "data", "unaging.api_event.data.slice_")
+    assert len(files) == 3 and data == pg.api_records(prof)
+    assert not any(f.stat().st_size % 40 for f in files)
+    assert joined(host / "data", "unaging.compact.task_track.slice_")[1] == pg.task_track_records(prof)
+    assert joined(dev / "data", "hwts.data.0.slice_")[1] == pg.hwts_records(prof)
+    assert joined(dev / "data", "aicore.data.0.slice_")[1] == pg.aicore_records(prof)
+    import json
+    sample = json.loads((dev / "sample.json").read_text())
+    assert sample["ai_core_metrics"] == "ArithmeticUtilization"
+    assert sample["ai_core_profiling_events"] == ",".join(pg.PMU_EVENTS["ArithmeticUtilization"])
+    info = json.loads((dev / "info.json.0").read_text())
+    assert info["DeviceInfo"][0]["hwts_frequency"] == "50"
+    assert "dev_start" not in [f.name for f in (p / "device_0" / "data").iterdir()]
+
+
+def test_unknown_key_rejected():
+    with pytest.raises(KeyError):
+        pg.build({"no_such_key": 1})
+
+
+# ------------------------------------------------------------------------------------------ expected tables
+def expected_task_time(prof):
+    rows = []
+    for x in sorted(prof.tasks, key=lambda t: t.start_ns):
+        rows.append({"Device_id": "0", "kernel_name": x.op_name, "kernel_type": x.task_type,
+                     "stream_id": str(x.stream), "task_id": str(x.task), "task_time(us)": round(x.dur_ns / 1000, 3),
+                     "task_start(us)": local_us_text(prof, x.start_ns),
+                     "task_stop(us)": local_us_text(prof, x.end_ns)})
+    return rows
+
+
+def pmu_columns(prof, x):
+    d = prof.desc
+    if x.pmu is None:
+        return None
+    cyc = x.total_cycles
+    cores = d["ai_core_num"]
+    aicore_time = round(cyc * 1000 * 1000.0 / (d["aic_freq_mhz"] * 1e6) / x.block_dim
+                        * ((x.block_dim + cores - 1) // cores), 2)
+    out = OrderedDict()
+    out["aicore_time(us)"] = r3_half_up(aicore_time)
+    out["total_cycles"] = cyc
+    c = x.pmu
+    if d["pmu"] == "PipeUtilization":
+        ratios = OrderedDict([("vec", c[0] / cyc), ("mac", c[1] / cyc), ("scalar", c[2] / cyc),
+                              ("mte1", c[3] / cyc), ("mte2", c[4] / cyc), ("mte3", c[5] / cyc)])
+        for k, v in ratios.items():
+            out["%s_time(us)" % k] = r3_half_up(aicore_time * v)
+            out["%s_ratio" % k] = r3_half_up(v)
+        out["icache_miss_rate"] = r3_half_up((c[7] / cyc) / (c[6] / cyc)) if c[6] else "N/A"
+        vec, mac, mte2 = out["vec_ratio"], out["mac_ratio"], out["mte2_ratio"]
+        out["memory_bound"] = round(mte2 / max(vec, mac), 3) if max(vec, mac) else 0
+        out["cube_utilization(%)"] = round(cyc / (d["aic_freq_mhz"] * cores * x.dur_ns) * 1000 * 100, 3) \
+            if min(mac, cyc, x.dur_ns) else 0
+    else:
+        r = [v / cyc for v in c]
+        out["mac_fp16_ratio"] = r3_half_up(r[0])
+        out["mac_int8_ratio"] = r3_half_up(r[1])
+        out["vec_fp32_ratio"] = r3_half_up(r[2])
+        out["vec_fp16_ratio"] = r3_half_up(r[3] + r[4])
+        out["vec_int32_ratio"] = r3_half_up(r[5])
+        out["vec_misc_ratio"] = r3_half_up(r[6])
+        out["cube_fops"] = r3_half_up(r[0] * cyc * 16 * 16 * 16 * 2 + r[1] * cyc * 16 * 16 * 32 * 2)
+        # chip v2 (platform 1) coefficients: r4b*64 + r4c*128 + r4d*64 + r4e*64 + r4f*32
+        out["vector_fops"] = r3_half_up(r[2] * cyc * 64.0 + r[3] * cyc * 128.0 + r[4] * cyc * 64.0
+                                        + r[5] * cyc * 64.0 + r[6] * cyc * 32.0)
+    return out
+
+
+PMU_HEADERS = {
+    None: [],
+    "PipeUtilization": ["aicore_time(us)", "total_cycles", "vec_time(us)", "vec_ratio", "mac_time(us)", "mac_ratio",
+                        "scalar_time(us)", "scalar_ratio", "mte1_time(us)", "mte1_ratio", "mte2_time(us)",
+                        "mte2_ratio", "mte3_time(us)", "mte3_ratio", "icache_miss_rate", "memory_bound",
+                        "cube_utilization(%)"],
+    "ArithmeticUtilization": ["aicore_time(us)", "total_cycles", "mac_fp16_ratio", "mac_int8_ratio", "vec_fp32_ratio",
+                              "vec_fp16_ratio", "vec_int32_ratio", "vec_misc_ratio", "cube_fops", "vector_fops"],
+}
+OP_SUMMARY_BASE = ["Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
+                   "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)", "Block Num"]
+OP_SUMMARY_TENSOR = ["HF32 Eligible", "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
+                     "Output Data Types", "Output Formats"]
+
+
+def expected_op_summary_header(prof):
+    if prof.is_stars:
+        return OP_SUMMARY_BASE + ["Mix Block Num"] + OP_SUMMARY_TENSOR + ["Context ID"] + PMU_HEADERS[prof.desc["pmu"]]
+    return OP_SUMMARY_BASE + OP_SUMMARY_TENSOR + PMU_HEADERS[prof.desc["pmu"]]
+
+
+def expected_op_summary(prof):
+    rows = []
+    prev = None
+    for x in sorted(prof.tasks, key=lambda t: t.start_ns):
+        wait = 0 if prev is None else round(max(x.start_ns - prev.start_ns - prev.dur_ns, 0) / 1000, 3)
+        prev = x
+        row = OrderedDict([("Device_id", "0"), ("Model ID", str(x.model_id)), ("Task ID", str(x.task)),
+                           ("Stream ID", str(x.stream)), ("Op Name", x.op_name), ("OP Type", x.op_type),
+                           ("OP State", "static"), ("Task Type", x.task_type),
+                           ("Task Start Time(us)", local_us_text(prof, x.start_ns)),
+                           ("Task Duration(us)", round(x.dur_ns / 1000, 3)), ("Task Wait Time(us)", wait),
+                           ("Block Num", str(x.block_dim))])
+        if prof.is_stars:
+            row["Mix Block Num"] = "0"
+        for h in OP_SUMMARY_TENSOR:
+            row[h] = "NO" if h == "HF32 Eligible" else "N/A"
+        if prof.is_stars:
+            row["Context ID"] = "N/A"
+        pmu = pmu_columns(prof, x)
+        for h in PMU_HEADERS[prof.desc["pmu"]]:
+            row[h] = "N/A" if pmu is None else pmu[h]
+        rows.append(row)
+    return rows
+
+
+def expected_op_statistic(prof):
+    groups = OrderedDict()
+    for x in prof.tasks:
+        groups.setdefault((x.op_type, x.task_type), []).append(x.dur_ns)
+    grand = sum(sum(v) for v in groups.values())
+    rows = []
+    for (otype, ttype), durs in groups.items():
+        rows.append({"Device_id": "0", "OP Type": otype, "Core Type": ttype, "Count": str(len(durs)),
+                     "Total Time(us)": round(sum(durs) / 1000, 3), "Min Time(us)": round(min(durs) / 1000, 3),
+                     "Avg Time(us)": round(sum(durs) / len(durs) / 1000, 3),
+                     "Max Time(us)": round(max(durs) / 1000, 3),
+                     "Ratio(%)": round(round(sum(durs) / grand * 100, 6), 3)})
+    rows.sort(key=lambda r: -r["Total Time(us)"])
+    return rows
+
+
+def expected_api_statistic(prof):
+    groups = {}
+    for a in prof.apis:
+        if a.as_events:
+            continue          # event pairs are not in the api_data table
+        groups.setdefault((a.name, a.level_name), []).append((a.end - a.begin) / 1000)
+    rows = []
+    for (name, level) in sorted(groups):
+        d = groups[(name, level)]
+        total = round(sum(d), 3)
+        avg = round(total / len(d), 3)
+        var = round(sum(round((v - avg) ** 2, 3) for v in d) / len(d), 3)
+        rows.append({"Device_id": "0", "Level": level, "API Name": name, "Time(us)": total, "Count": str(len(d)),
+                     "Avg(us)": avg, "Min(us)": round(min(d), 3), "Max(us)": round(max(d), 3), "Variance": var})
+    return rows
+
+
+def assert_rows_equal(table, got, want):
+    assert len(got) == len(want), "%s: %d rows, expected %d\n%s" % (table, len(got), len(want), got)
+    for i, (g, w) in enumerate(zip(got, want)):
+        for k, v in w.items():
+            assert k in g, "%s row %d: no column %r (have %s)" % (table, i, k, list(g))
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                assert g[k] not in ("", "N/A") and close(g[k], v), \
+                    "%s row %d col %r: reference %r, expected %r\nrow %s" % (table, i, k, g[k], v, g)
+            else:
+                assert g[k] == v, "%s row %d col %r: reference %r, expected %r\nrow %s" % (table, i, k, g[k], v, g)
+
+
+# ------------------------------------------------------------------------------------------ reference smoke tests
+SCENARIOS = {
+    "hwts_pipe_sliced": dict(MULTI, platform_version="1", pmu="PipeUtilization",
+                             slices={"api_event": {"count": 3, "aligned": True}, "task_track": 2,
+                                     "node_basic_info": 2, "hwts": 3, "aicore": 2}),
+    "hwts_arith": dict(MULTI, platform_version="1", pmu="ArithmeticUtilization"),
+    "hwts_off_events": dict(MULTI, platform_version="1", pmu=None, model_as_events=True, iterations=3),
+    "stars_off": dict(MULTI, platform_version="5", pmu=None),
+}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_reference_agrees_with_truth(scenario, tmp_path):
+    ok, reason = reference_available()
+    if not ok:
+        print("SKIP reference test:", reason)
+        pytest.skip(reason)
+    desc = SCENARIOS[scenario]
+    prof = pg.build(desc)
+    prof_dir = pg.write_prof(tmp_path / "gen", desc)
+    t0 = time.monotonic()
+    ref = run_reference(prof_dir, tmp_path / "work")
+    print("reference run for %s took %.2f s" % (scenario, time.monotonic() - t0))
+
+    assert ref["_headers"]["op_summary"] == expected_op_summary_header(prof)
+    assert ref["_headers"]["task_time"] == ["Device_id", "kernel_name", "kernel_type", "stream_id", "task_id",
+                                            "task_time(us)", "task_start(us)", "task_stop(us)"]
+    assert ref["_headers"]["op_statistic"] == ["Device_id", "OP Type", "Core Type", "Count", "Total Time(us)",
+                                               "Min Time(us)", "Avg Time(us)", "Max Time(us)", "Ratio(%)"]
+    assert ref["_headers"]["api_statistic"] == ["Device_id", "Level", "API Name", "Time(us)", "Count", "Avg(us)",
+                                                "Min(us)", "Max(us)", "Variance"]
+    assert_rows_equal("task_time", ref["task_time"], expected_task_time(prof))
+    assert_rows_equal("op_summary", ref["op_summary"], expected_op_summary(prof))
+    assert_rows_equal("op_statistic", ref["op_statistic"], expected_op_statistic(prof))
+    assert_rows_equal("api_statistic", ref["api_statistic"], expected_api_statistic(prof))
+
+
+@pytest.mark.reference
+def test_reference_loses_api_records_straddling_slices(tmp_path):
+    """Documented reference bug (docs/prof-format.md): the api_event parser reads ``file_size // 40`` records
+    per slice file although the carried-over partial record makes the buffer longer, so a record cut by a
+    slice boundary can be lost.  compact files (task_track, node_basic_info) and hwts are not affected."""
+    ok, reason = reference_available()
+    if not ok:
+        print("SKIP reference test:", reason)
+        pytest.skip(reason)
+    desc = dict(MULTI, slices={"api_event": 3})
+    prof = pg.build(desc)
+    ref = run_reference(pg.write_prof(tmp_path / "gen", desc), tmp_path / "work")
+    got = sum(int(r["Count"]) for r in ref["api_statistic"])
+    want = sum(int(r["Count"]) for r in expected_api_statistic(prof))
+    assert 0 < want - got <= 2, (got, want)
+    assert_rows_equal("task_time", ref["task_time"], expected_task_time(prof))
