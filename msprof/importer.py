@@ -8,7 +8,7 @@ from typing import Dict, List, Optional
 
 from msprof import metrics
 from msprof.collection import ResultDir, data_files, read_result_dir, require_hwts_frequency
-from msprof.console import log
+from msprof.console import log, notice
 from msprof.errors import DataError
 from msprof.raw import acl, freq, hwts, pmu, step_trace, textinfo
 from msprof.raw.slices import SliceStream, digest_file, group_files
@@ -26,9 +26,9 @@ class Notices:
         log.warning(message)
         self.items.append(("warning", message))
 
-    def info(self, message: str) -> None:
-        log.info(message)
-        self.items.append(("info", message))
+    def notice(self, message: str) -> None:
+        notice(message)
+        self.items.append(("notice", message))
 
 
 class TaskPlacer:
@@ -102,7 +102,7 @@ def import_result_dir(result_dir: Path) -> Path:
         for kind, label in (("pmu", "AA Core PMU"), ("acl", "ACL API"), ("step_trace", "step trace"),
                             ("hwts", "HWTS task log")):
             if not grouped.get(kind):
-                notices.info(f"no {label} data in {result.path / 'data'}: outputs that need it are skipped")
+                notices.notice(f"no {label} data in {result.path / 'data'}: outputs that need it are skipped")
         if not layers and grouped.get("hwts"):
             notices.warn(f"no layer.info in {result.path / 'data'}: tasks are named by task type")
         store.create_indexes(db)

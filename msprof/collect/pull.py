@@ -221,45 +221,12 @@ def _pull_tar(board, profiling_dir, found, root, progress):
     channel.exec_command(board.wrap(f"tar -C {q(profiling_dir)} -cf - {q(found.job)}"))
     channel.shutdown_write()
     stream = channel.makefile("rb", CHUNK)
-    dir_modes = {}
-    written = {}
     try:
-        with tarfile.open(fileobj=stream, mode="r|", bufsize=CHUNK) as archive:
-            for member in archive:
-                parts = check_relpath(member.name)
-                if parts[0] != found.job:
-                    raise RemoteError(f"the board's tar stream holds {member.name!r} outside {found.job}; refused")
-                rel = "/".join(parts)
-                local = root.joinpath(*parts)
-                if member.isdir():
-                    local.mkdir(parents=True, exist_ok=True)
-                    dir_modes[local] = (member.mode, member.mtime)
-                elif member.isreg():
-                    local.parent.mkdir(parents=True, exist_ok=True)
-                    source = archive.extractfile(member)
-                    with _create(local) as out:
-                        while True:
-                            block = source.read(CHUNK)
-                            if not block:
-                                break
-                            out.write(block)
-                            if progress:
-                                progress(len(block))
-                    _finish(local, member.mode, member.mtime)
-                    written[rel] = local
-                elif member.islnk():
-                    link_parts = check_relpath(member.linkname)
-                    link_rel = "/".join(link_parts)
-                    if link_rel not in written:
-                        raise RemoteError(f"the board's tar stream has a hard link {rel!r} to {member.linkname!r}, "
-                                          "which is not a file of this JOB; refused")
-                    local.parent.mkdir(parents=True, exist_ok=True)
-                    with open(written[link_rel], "rb") as src, _create(local) as out:
-                        shutil.copyfileobj(src, out, CHUNK)
-                    _finish(local, member.mode, member.mtime)
-                    written[rel] = local
-                else:
-                    log.warning("skipping %s from the board: not a regular file or directory", rel)
+        extract_tar(stream, found, root, progress)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            channel.close()
+        raise
     finally:
         with contextlib.suppress(Exception):
             stream.close()
@@ -273,10 +240,67 @@ def _pull_tar(board, profiling_dir, found, root, progress):
         lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
         cause = lines[-1] if lines else ("connection lost" if status == -1 else f"exit status {status}")
         raise RemoteError(f"tar on the board failed while sending {found.job}: {cause}")
+
+
+def extract_tar(fileobj, found: Manifest, root: Path, progress=None) -> None:
+    """Extract a tar stream of one JOB under ``root`` safely (works on Python 3.9: no ``filter=``).
+
+    Only directories, regular files and hard links to files already extracted, all inside ``found.job``;
+    names validated component by component; files created O_EXCL|O_NOFOLLOW; no setuid bits.
+    """
+    dir_modes = {}
+    written = {}
+    with tarfile.open(fileobj=fileobj, mode="r|", bufsize=CHUNK) as archive:
+        for member in archive:
+            parts = check_relpath(member.name)
+            if parts[0] != found.job:
+                raise RemoteError(f"the board's tar stream holds {member.name!r} outside {found.job}; refused")
+            rel = "/".join(parts)
+            local = root.joinpath(*parts)
+            if member.isdir():
+                _mkdirs(root, parts)
+                dir_modes[local] = (member.mode, member.mtime)
+            elif member.isreg():
+                _mkdirs(root, parts[:-1])
+                source = archive.extractfile(member)
+                with _create(local) as out:
+                    while True:
+                        block = source.read(CHUNK)
+                        if not block:
+                            break
+                        out.write(block)
+                        if progress:
+                            progress(len(block))
+                _finish(local, member.mode, member.mtime)
+                written[rel] = local
+            elif member.islnk():
+                link_rel = "/".join(check_relpath(member.linkname))
+                if link_rel not in written:
+                    raise RemoteError(f"the board's tar stream has a hard link {rel!r} to {member.linkname!r}, "
+                                      "which is not a file of this JOB; refused")
+                _mkdirs(root, parts[:-1])
+                with open(written[link_rel], "rb") as src, _create(local) as out:
+                    shutil.copyfileobj(src, out, CHUNK)
+                _finish(local, member.mode, member.mtime)
+                written[rel] = local
+            else:
+                log.warning("skipping %s from the board: not a regular file or directory", rel)
     for path, (mode, mtime) in dir_modes.items():
         with contextlib.suppress(OSError):
             os.chmod(path, (mode & 0o777) | 0o700)
             os.utime(path, (mtime, mtime))
+
+
+def _mkdirs(root: Path, parts) -> None:
+    """Create root/parts… one level at a time, refusing to pass through anything but a real directory."""
+    path = root
+    for part in parts:
+        path = path / part
+        try:
+            os.mkdir(path, 0o750)
+        except FileExistsError:
+            if path.is_symlink() or not path.is_dir():
+                raise RemoteError(f"the board's tar stream would write through {path}; refused") from None
 
 
 @contextlib.contextmanager

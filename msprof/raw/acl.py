@@ -4,7 +4,7 @@ import struct
 RECORD_SIZE = 128
 MAGIC = 0x5A5A
 # magic, tag, api type, start, end, pid, tid, name (reserved tail skipped)
-LAYOUT = struct.Struct("<HHIQQII64s32x")
+LAYOUT = struct.Struct("<HHIqqII64s32x")
 API_TYPES = {1: "ACL_OP", 2: "ACL_MODEL", 3: "ACL_RTS", 4: "ACL_OTHERS"}
 
 

@@ -4,7 +4,7 @@ import struct
 RECORD_SIZE = 888
 ENTRIES = 55
 HEADER = struct.Struct("<II")
-ENTRY = struct.Struct("<QII")
+ENTRY = struct.Struct("<qII")
 
 
 def decode(chunk: bytes, counts: dict):

@@ -7,7 +7,7 @@ import struct
 
 RECORD_SIZE = 64
 # flags (log type | counter << 4), task type, magic, task id, syscnt, stream field (reserved skipped)
-LAYOUT = struct.Struct("<BBH2xHQI44x")
+LAYOUT = struct.Struct("<BBH2xHqI44x")
 LOG_START, LOG_END = 0, 1
 TASK_TYPES = {0: "AA_CORE", 1: "AA_CPU"}
 ASCEND_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE"}

@@ -6,7 +6,7 @@ COUNTERS = 10
 MAGIC = 0x6BD3
 PMU_LOG = 4
 # flags, core id, magic, task id, stream id, total cycles, 10 counters (reserved skipped)
-LAYOUT = struct.Struct("<BBHxxHxxxxIQ10Q24x")
+LAYOUT = struct.Struct("<BBHxxHxxxxIq10q24x")
 
 
 def looks_aligned(record: bytes) -> bool:

@@ -5,7 +5,7 @@ RECORD_SIZE = 40
 STEP_TRACE_TAG = 10
 ITERATION_START, ITERATION_END = 0, 1
 # mode, tag, buffer size, syscnt, index id, model id, stream id, task id, tag id
-LAYOUT = struct.Struct("<BBH4xQQQHHH2x")
+LAYOUT = struct.Struct("<BBH4xqqqHHH2x")
 
 
 def decode(chunk: bytes, counts: dict):

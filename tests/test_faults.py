@@ -1,0 +1,211 @@
+"""Fault fixtures through the real CLI: documented messages and exit codes, never a traceback,
+never a destroyed earlier result."""
+import csv
+import hashlib
+import sqlite3
+
+import pytest
+
+from fixtures import faults
+from fixtures.board import jobgen
+from fixtures.networks import small_job
+
+
+@pytest.fixture
+def job(tmp_path):
+    return jobgen.write_job(tmp_path, small_job())
+
+
+def no_traceback(proc):
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout, proc.stderr
+
+
+def db_count(job_dir, sql):
+    with sqlite3.connect(job_dir / "sqlite" / "msprof.db") as conn:
+        return conn.execute(sql).fetchone()[0]
+
+
+def summary_names(job_dir):
+    return sorted(p.name for p in (job_dir / "summary").iterdir())
+
+
+def test_clean_job_is_silent_and_complete(job, msprof_cli):
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr
+    assert db_count(job, "SELECT count(*) FROM task WHERE start_syscnt IS NULL OR end_syscnt IS NULL") == 0
+    assert len(summary_names(job)) == 3 + 1 + 1  # 3 iterations, op_statistic, acl_statistic
+
+
+def test_tail_cut_reports_bytes_lost(job, msprof_cli):
+    truth = faults.tail_cut(job, "hwts")
+    proc = msprof_cli("import", "-dir", job)
+    assert proc.returncode == 0
+    no_traceback(proc)
+    assert f"{truth['bytes_lost']} bytes of HWTS data lost at the tail" in proc.stderr
+    assert db_count(job, "SELECT count(*) FROM hwts_log") == truth["records_after"]
+    # the last end record was cut: that task's start is kept, its end is not invented
+    assert "1 task start(s) never ended" in proc.stderr
+    assert db_count(job, "SELECT count(*) FROM task WHERE end_syscnt IS NULL") == 1
+
+
+def test_head_partial_record_dropped_from_head(job, msprof_cli):
+    truth = faults.head_partial(job, "pmu")
+    proc = msprof_cli("import", "-dir", job)
+    assert proc.returncode == 0
+    assert f"{truth['bytes_lost']} bytes of AA Core PMU data lost at the head" in proc.stderr
+    assert db_count(job, "SELECT count(*) FROM pmu") == truth["records_after"]
+
+
+def test_straddling_records_decode_identically(tmp_path, msprof_cli):
+    a = jobgen.write_job(tmp_path / "a", small_job())
+    b = jobgen.write_job(tmp_path / "b", small_job())
+    faults.straddle(b, "hwts", slice_bytes=100)
+    faults.straddle(b, "pmu", slice_bytes=300)
+    for path in (a, b):
+        assert msprof_cli("export", "summary", "-dir", path).returncode == 0
+    for name in summary_names(a):
+        assert (a / "summary" / name).read_bytes() == (b / "summary" / name).read_bytes()
+
+
+def test_bad_magic_skipped_and_counted(job, msprof_cli):
+    faults.bad_magic(job, "acl_model", 0)
+    proc = msprof_cli("import", "-dir", job)
+    assert proc.returncode == 0
+    assert "AclModule.acl_model.0.slice_0: 1 ACL record(s) with a bad magic or tag skipped" in proc.stderr
+    assert db_count(job, "SELECT sum(skipped) FROM decode_count WHERE kind = 'acl'") == 1
+
+
+def test_counter_gap_names_stream_and_task(job, msprof_cli):
+    truth = faults.hwts_counter_gap(job, index=2, count=2)
+    proc = msprof_cli("import", "-dir", job)
+    assert proc.returncode == 0
+    assert (f"rolling counter gap, HWTS records lost before stream {truth['next_stream_id']} "
+            f"task {truth['next_task_id']}") in proc.stderr
+
+
+def test_end_without_start_is_not_given_a_time(job, msprof_cli):
+    truth = faults.end_without_start(job, index=0)
+    proc = msprof_cli("import", "-dir", job)
+    assert proc.returncode == 0
+    assert "1 task end(s) without a start (no start time invented)" in proc.stderr
+    row = sqlite3.connect(job / "sqlite" / "msprof.db").execute(
+        "SELECT start_syscnt, end_syscnt, dur_us FROM task WHERE start_syscnt IS NULL").fetchall()
+    # conv1's first execution lost its start; its time comes from PMU cycles (100000 / 1000 MHz)
+    assert len(row) == 1 and row[0][0] is None and row[0][2] == 100.0
+    assert truth["task_id"] == 10
+
+
+@pytest.mark.parametrize("fault, gone, kept, message", [
+    (faults.missing_pmu, "Mac Busy Ratio", "op_summary", "no AA Core PMU data"),
+    (faults.missing_acl, "acl_statistic", "op_summary", "no ACL API data"),
+    (faults.missing_step_trace, "op_summary", "acl_statistic", "no step trace"),
+])
+def test_missing_files_skip_only_what_needs_them(job, msprof_cli, fault, gone, kept, message):
+    fault(job)
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert proc.returncode == 0, proc.stderr
+    no_traceback(proc)
+    assert message in proc.stderr
+    names = summary_names(job)
+    assert any(n.startswith(kept) for n in names)
+    if gone == "Mac Busy Ratio":
+        header = next(csv.reader(open(job / "summary" / [n for n in names if n.startswith("op_summary")][0])))
+        assert header == ["Layer Id", "Ori Layer Name", "Layer Name", "Layer Type", "Time(us)", "Time Ratio"]
+    else:
+        assert not any(n.startswith(gone) for n in names)
+
+
+def test_missing_layer_info_names_tasks_by_type(job, msprof_cli):
+    faults.missing_layer_info(job)
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert proc.returncode == 0
+    assert "no layer.info" in proc.stderr
+    rows = list(csv.reader(open(next((job / "summary").glob("op_statistic_*")))))
+    assert {r[2] for r in rows[1:]} == {"N/A"}
+
+
+def _digest_tree(path):
+    return {p.relative_to(path): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file() and "log" not in p.parts}
+
+
+def test_corrupt_info_json_exit_8_and_earlier_results_kept(job, msprof_cli):
+    assert msprof_cli("export", "summary", "-dir", job).returncode == 0
+    before = {k: v for k, v in _digest_tree(job).items() if k.parts[0] in ("sqlite", "summary")}
+    faults.corrupt_info_json(job)
+    for command in (["import"], ["export", "summary"], ["show"]):
+        proc = msprof_cli(*command, "-dir", job)
+        assert proc.returncode == 8, proc.stderr
+        no_traceback(proc)
+        assert "info.json.0: line 1: invalid JSON" in proc.stderr
+    after = {k: v for k, v in _digest_tree(job).items() if k.parts[0] in ("sqlite", "summary")}
+    assert after == before
+
+
+def test_empty_data_exit_8_names_directory(job, msprof_cli):
+    faults.empty_data(job)
+    proc = msprof_cli("import", "-dir", job)
+    assert proc.returncode == 8
+    assert f"{job / 'data'}: raw data directory is empty" in proc.stderr
+    assert not (job / "sqlite" / "msprof.db").exists()
+
+
+def test_not_a_collection_exit_2(tmp_path, msprof_cli):
+    proc = msprof_cli("import", "-dir", tmp_path)
+    assert proc.returncode == 2
+    assert f"no info.json* found under {tmp_path} (expected a JOB or PROF_ directory)" in proc.stderr
+
+
+def test_no_dir_and_no_collection_in_cwd(tmp_path, msprof_cli):
+    proc = msprof_cli("show", cwd=tmp_path)
+    assert proc.returncode == 2 and "pass one with -dir" in proc.stderr
+
+
+def test_newest_collection_used_without_dir(tmp_path, msprof_cli):
+    job = jobgen.write_job(tmp_path, small_job())
+    proc = msprof_cli("export", "summary", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert f"using {job.name}" in proc.stderr
+    assert (job / "summary").is_dir()
+
+
+@pytest.mark.parametrize("bad, what", [("JOB;rm", "';'"), ("a$b", "'$'"), ("x\ty", "control character")])
+def test_forbidden_characters_in_paths(msprof_cli, bad, what):
+    proc = msprof_cli("import", "-dir", bad)
+    assert proc.returncode == 2 and what in proc.stderr
+
+
+def test_model_id_needs_iteration_id(job, msprof_cli):
+    proc = msprof_cli("export", "summary", "-dir", job, "--model-id", "1")
+    assert proc.returncode == 2 and "--model-id and --iteration-id go together" in proc.stderr
+
+
+def test_missing_hwts_frequency_names_file_and_key(job, msprof_cli):
+    info = next(job.glob("info.json.*"))
+    info.write_text(info.read_text().replace('"hwts_frequency"', '"hwts_freq_renamed"'))
+    proc = msprof_cli("import", "-dir", job)
+    assert proc.returncode == 8
+    assert f"{info}: DeviceInfo[0].hwts_frequency missing" in proc.stderr
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_bytes_never_crash(tmp_path, msprof_cli, seed):
+    """Fuzz: random and truncated bytes in every stream give a clean exit, never a traceback."""
+    import random
+
+    rng = random.Random(seed)
+    job = jobgen.write_job(tmp_path, small_job())
+    for path in (job / "data").iterdir():
+        data = bytearray(path.read_bytes())
+        if "info" in path.name:
+            continue
+        for _ in range(rng.randint(1, 20)):
+            if data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        if rng.random() < 0.5 and data:
+            del data[rng.randrange(len(data)):]
+        path.write_bytes(bytes(data))
+    proc = msprof_cli("export", "summary", "-dir", job)
+    no_traceback(proc)
+    assert proc.returncode in (0, 8), proc.stderr

@@ -1,0 +1,144 @@
+"""Exact values of every summary column on a generated JOB, computed by hand from the spec formulas."""
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from fixtures.board import jobgen
+
+COUNTERS_CONV = [20000, 10000, 4000, 2000, 8000, 1000, 12000, 6000, 3200, 1600]
+COUNTERS_ACT = [0, 0, 6000, 5000, 3000, 500, 2000, 0, 640, 320]
+TINY = {
+    "hwts_frequency": "100", "aic_frequency": "1000",
+    "slice_bytes": 1000,  # not a multiple of any record size: records straddle slices
+    "models": [{
+        "name": "tiny", "id": 7, "stream_id": 5, "executions": 2, "batch_num": 2,
+        "layers": [
+            {"name": "conv1", "type": "Convolution", "ori": "conv1;bn1", "duration_us": 40,
+             "total_cycles": 40000, "counters": COUNTERS_CONV},
+            {"name": "act", "type": "Mish", "duration_us": [10, 20], "total_cycles": 10000,
+             "counters": COUNTERS_ACT},
+            {"name": "nms", "type": "Proposal", "task_type": "AA_CPU", "duration_us": 50},
+        ]}],
+}
+SUMMARY_COLUMNS = ["Layer Id", "Ori Layer Name", "Layer Name", "Layer Type", "Time(us)", "Time Ratio",
+                   "Mac Busy Ratio", "Mac Ppen Ratio", "Vec Busy Ratio", "Vec Ppen Ratio", "Dstr Ratio",
+                   "Dtrans Ratio", "DLD Ratio", "WLD Ratio", "Memory Bound", "DDR Read(byte)",
+                   "DDR Write(byte)", "DDR Total(byte)"]
+NA8 = ["N/A"] * 12
+
+
+def read_csv(path: Path):
+    with open(path, newline="") as handle:
+        rows = list(csv.reader(handle))
+    return rows[0], rows[1:]
+
+
+@pytest.fixture(scope="module")
+def tiny_job(tmp_path_factory):
+    parent = tmp_path_factory.mktemp("tiny")
+    return jobgen.build(TINY), jobgen.write_job(parent, TINY)
+
+
+@pytest.fixture(scope="module")
+def summary_dir(tiny_job):
+    from msprof import api
+
+    _, path = tiny_job
+    api.export_summary(path)
+    return path / "summary"
+
+
+def test_summary_file_names(summary_dir):
+    # op_summary_{dev}.{model}.{id}.{batch}.{input_pic_num = 2 exec × batch 2}.{index × batch}.{icache}.{MHz}
+    assert sorted(p.name for p in summary_dir.iterdir()) == sorted([
+        "op_summary_0.tiny.7.2.4.2.N_A.1000.csv",
+        "op_summary_0.tiny.7.2.4.4.N_A.1000.csv",
+        "op_statistic_0_7_4_2.csv",
+        "acl_statistic_0_7_2.csv",
+    ])
+
+
+def test_op_summary_first_iteration(summary_dir):
+    header, rows = read_csv(summary_dir / "op_summary_0.tiny.7.2.4.2.N_A.1000.csv")
+    assert header == SUMMARY_COLUMNS
+    assert rows == [
+        # conv1: 40 µs of 100; 20000/40000 = 0.5 …; memory bound max(.2,.3,.15)/max(.5,.05) = 0.6
+        ["0", "conv1;bn1", "conv1", "Convolution", "40.0", "40.0",
+         "0.5", "0.25", "0.1", "0.05", "0.2", "0.025", "0.3", "0.15", "0.6", "3200", "1600", "4800"],
+        # act: max(.3,.2,0)/max(0,.5) = 0.6
+        ["1", "act", "act", "Mish", "10.0", "10.0",
+         "0.0", "0.0", "0.6", "0.5", "0.3", "0.05", "0.2", "0.0", "0.6", "640", "320", "960"],
+        ["2", "nms", "nms", "Proposal", "50.0", "50.0"] + NA8,
+        # total: cycle-weighted over 50000 cycles; memory bound .28/.4 = 0.7
+        ["-", "-", "-", "-", "100.0", "100.0",
+         "0.4", "0.2", "0.2", "0.14", "0.22", "0.03", "0.28", "0.12", "0.7", "3840", "1920", "5760"],
+    ]
+
+
+def test_op_summary_second_iteration_ratios(summary_dir):
+    _, rows = read_csv(summary_dir / "op_summary_0.tiny.7.2.4.4.N_A.1000.csv")
+    assert [r[4] for r in rows] == ["40.0", "20.0", "50.0", "110.0"]
+    # 40/110, 20/110, 50/110 in %, 4 decimals
+    assert [r[5] for r in rows] == ["36.3636", "18.1818", "45.4545", "100.0"]
+
+
+def test_op_statistic(summary_dir):
+    header, rows = read_csv(summary_dir / "op_statistic_0_7_4_2.csv")
+    assert header == ["Task ID", "Stream ID", "OP Name", "Task Type", "Total Time Ratio(%)", "Total Time(us)",
+                      "Count", "Avg(us)", "Max(us)", "Min(us)"]
+    assert rows == [  # grand total 210 µs
+        ["3", "5", "nms", "AA_CPU", "47.619", "100.0", "2", "50.0", "50.0", "50.0"],
+        ["1", "5", "conv1", "AA_CORE", "38.0952", "80.0", "2", "40.0", "40.0", "40.0"],
+        ["2", "5", "act", "AA_CORE", "14.2857", "30.0", "2", "15.0", "20.0", "10.0"],
+    ]
+
+
+def test_acl_statistic_matches_generator_truth(tiny_job, summary_dir):
+    job, _ = tiny_job
+    groups = {}
+    for call in job.acl_calls:
+        key = (call["pid"], call["tid"], jobgen.API_TYPES[call["api_type"]], call["name"])
+        groups.setdefault(key, []).append((call["end_ns"] - call["start_ns"]) / 1000)
+    grand = sum(sum(v) for v in groups.values())
+    expected = [[str(pid), str(tid), kind, name, str(round(sum(v) / grand * 100, 4)), str(round(sum(v), 3)),
+                 str(len(v)), str(round(sum(v) / len(v), 3)), str(round(max(v), 3)), str(round(min(v), 3))]
+                for (pid, tid, kind, name), v in groups.items()]
+    expected.sort(key=lambda r: -float(r[5]))
+    header, rows = read_csv(summary_dir / "acl_statistic_0_7_2.csv")
+    assert header[:4] == ["Process ID", "Thread ID", "Type", "Name"]
+    assert sorted(rows, key=lambda r: (-float(r[5]), r[3])) == sorted(expected, key=lambda r: (-float(r[5]), r[3]))
+    execute = [r for r in rows if r[3] == "svp_acl_mdl_execute"][0]
+    assert execute[2] == "ACL_MODEL" and execute[6] == "2"
+
+
+def test_json_format_has_same_rows(tiny_job, tmp_path):
+    import shutil
+
+    from msprof import api
+
+    _, path = tiny_job
+    copy = tmp_path / path.name
+    shutil.copytree(path, copy, ignore=shutil.ignore_patterns("summary", "sqlite", "log", "timeline"))
+    api.export_summary(copy, fmt="json")
+    rows = json.loads((copy / "summary" / "op_summary_0.tiny.7.2.4.2.N_A.1000.json").read_text())
+    assert rows[0]["Layer Name"] == "conv1" and rows[0]["Time(us)"] == 40.0 and rows[0]["Memory Bound"] == 0.6
+    assert rows[2]["Mac Busy Ratio"] == "N/A"
+    assert rows[-1]["Layer Id"] == "-" and rows[-1]["DDR Total(byte)"] == 5760
+
+
+def test_meta_records_sources_and_counts(tiny_job, summary_dir):
+    import sqlite3
+
+    _, path = tiny_job
+    conn = sqlite3.connect(path / "sqlite" / "msprof.db")
+    counts = {k: (r, s) for k, r, s in conn.execute("SELECT kind, sum(records), sum(skipped) FROM decode_count GROUP BY kind")}
+    # 3 tasks × 2 executions: 12 HWTS records, 4 PMU (AA_CORE only), 2 × 2 step-trace marks
+    assert counts["hwts"] == (12, 0)
+    assert counts["pmu"] == (4, 0)
+    assert counts["step_trace"] == (4, 0)
+    sources = {p for (p,) in conn.execute("SELECT path FROM source_file")}
+    assert "data/hwts.data.0.slice_0" in sources and "info.json.0" in sources
+    meta = dict(conn.execute("SELECT key, value FROM meta"))
+    assert meta["schema_version"] == "1" and meta["bytes_lost"] == "0"
