@@ -5,9 +5,9 @@ Every failure to reach or log in to the board becomes an :class:`SshError` (exit
 import base64
 import contextlib
 import errno
-import fnmatch
 import hashlib
 import os
+import re
 import select
 import shlex
 import socket
@@ -61,7 +61,11 @@ def _name_matches(name: str, pattern: str) -> bool:
             return False
     if pattern.startswith("!"):
         return False
-    return fnmatch.fnmatchcase(name, pattern)
+    if "*" not in pattern and "?" not in pattern:
+        return name == pattern
+    # OpenSSH patterns know only * and ?; '[' is literal ([host]:port), unlike fnmatch
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, name) is not None
 
 
 def find_host_lines(files: List[Path], name: str) -> List[Tuple[Path, int, str]]:

@@ -1,0 +1,418 @@
+"""msprof collect against a REAL OpenSSH sshd on 127.0.0.1 (no mocks).
+
+The "board" is this machine seen through sshd as a throw-away user, so the tests can read what the board
+wrote directly from that user's home dir (with --keep-remote) and compare it byte for byte.
+"""
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sshd_harness  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE_BOARD = REPO / "fixtures" / "board"
+STUB_BOARD = Path(__file__).resolve().parent / "board_stub"
+TEST_USER = "msproft"
+
+pytestmark = pytest.mark.ssh
+_REASON = sshd_harness.skip_reason()
+if _REASON:
+    pytest.skip(_REASON, allow_module_level=True)
+
+
+# -- fixtures ------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    server = sshd_harness.SshdServer(tmp_path_factory.mktemp("sshd")).start()
+    server.write_known_hosts()
+    yield server
+    server.stop()
+    print("\n--- sshd.log (tail) ---\n" + server.log_path.read_text(errors="replace")[-2000:])
+
+
+@pytest.fixture(scope="module")
+def board_user(sshd):
+    password = sshd_harness.random_password()
+    entry = sshd_harness.ensure_user(TEST_USER, password)
+    sshd_harness.install_user_key(TEST_USER, (sshd.client_key.with_suffix(".pub")).read_text())
+    yield {"name": TEST_USER, "password": password, "home": Path(entry.pw_dir), "uid": entry.pw_uid}
+    sshd_harness.remove_user(TEST_USER)
+
+
+class Env:
+    """One test's local side: a fresh HOME, an ini, a project copy and an output dir."""
+
+    def __init__(self, tmp: Path, sshd, user):
+        self.tmp, self.sshd, self.user = tmp, sshd, user
+        self.home = tmp / "home"
+        self.home.mkdir()
+        self.output = tmp / "out"
+        self.ini = tmp / "board.ini"
+        self.env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "MSPROF_SSH_PASSWORD")}
+        self.env.update(HOME=str(self.home), NO_COLOR="1", PYTHONPATH=str(REPO))
+        self.secrets = [user["password"]]
+        self.write_ini()
+
+    def write_ini(self, **keys):
+        values = {"ip": "127.0.0.1", "port": self.sshd.port, "username": self.user["name"],
+                  "pwd": self.user["password"], "known_hosts": self.sshd.known_hosts}
+        values.update(keys)
+        lines = ["[ssh_config]"] + [f"{k} = {v}" for k, v in values.items() if v is not None]
+        self.ini.write_text("\n".join(lines) + "\n")
+        os.chmod(self.ini, 0o600)
+        return self.ini
+
+    def project(self, source: Path = STUB_BOARD, sim: dict = None) -> Path:
+        project = self.tmp / "project"
+        shutil.copytree(source, project, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        if sim is not None:
+            (project / "sim.json").write_text(json.dumps(sim))
+        return project / "main"
+
+    def remote_dir(self, name: str) -> Path:
+        return self.user["home"] / name
+
+    def collect(self, *args, check_secret=True, env=None, timeout=120):
+        cmd = [sys.executable, "-m", "msprof", "collect", "--config", str(self.ini), "--output", str(self.output),
+               *map(str, args)]
+        proc = subprocess.run(cmd, cwd=self.tmp, env=dict(self.env, **(env or {})), capture_output=True,
+                              timeout=timeout)
+        proc.out = proc.stdout.decode("utf-8", "replace")
+        proc.err = proc.stderr.decode("utf-8", "replace")
+        if check_secret:
+            self.assert_no_secret(proc)
+        return proc
+
+    def assert_no_secret(self, proc=None):
+        for secret in self.secrets:
+            if proc is not None:
+                assert secret.encode() not in proc.stdout + proc.stderr, "password leaked to the terminal"
+            if self.output.exists():
+                for path in self.output.rglob("*"):
+                    if path.is_file():
+                        assert secret.encode() not in path.read_bytes(), f"password leaked into {path}"
+
+
+@pytest.fixture
+def env(tmp_path, sshd, board_user):
+    return Env(tmp_path, sshd, board_user)
+
+
+def tree_digest(root: Path, skip=("collect.json",)):
+    """{relative path: (sha256, size)} of every regular file under root."""
+    result = {}
+    for path in sorted(Path(root).rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and rel not in skip:
+            result[rel] = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_size)
+    return result
+
+
+def single_job(output: Path) -> Path:
+    jobs = [p for p in output.iterdir() if p.name.startswith("JOB")]
+    assert len(jobs) == 1, jobs
+    return jobs[0]
+
+
+def remote_jobs(remote: Path):
+    return sorted((remote / "msprof_output").glob("JOB*"))
+
+
+def user_processes(uid: int):
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    pids.append(int(entry))
+            except OSError:
+                pass
+    return pids
+
+
+# -- the happy path ------------------------------------------------------------------------------------
+def test_happy_path_byte_identical(env):
+    """Password auth, the fixture board simulator, tar pull: pulled JOB == what the board wrote."""
+    if not (FIXTURE_BOARD / "main").exists():
+        pytest.skip("fixtures/board/main (the board simulator) is not in the tree yet")
+    main = env.project(FIXTURE_BOARD)
+    (main.parent / "acl.json").write_text(json.dumps({"dump": {"dump_path": "/tmp/d"}, "other": {"k": 1}}))
+    proc = env.collect("-m", main, "--keep-remote", "--remote-dir", "msprof-happy", "--interval", "0",
+                       "--aac-metrics", "ArithmeticUtilization")
+    assert proc.returncode == 0, proc.err
+    assert "dump section" in proc.err
+    remote = env.remote_dir("msprof-happy")
+    try:
+        acl = json.loads((remote / "acl.json").read_text())
+        assert acl["profiler"]["switch"] == "on" and acl["profiler"]["output"] == str(remote / "msprof_output")
+        assert "dump" not in acl and acl["other"] == {"k": 1}
+        assert os.stat(remote / "main").st_mode & stat.S_IXUSR
+        assert not (remote / "board.ini").exists()
+        [board_job] = remote_jobs(remote)
+        job = single_job(env.output)
+        assert job.name == board_job.name
+        assert tree_digest(job) == tree_digest(board_job)
+        record = json.loads((job / "collect.json").read_text())
+        assert record["board"] == {"host": "127.0.0.1", "port": env.sshd.port, "username": TEST_USER}
+        assert record["acl_json"]["profiler"]["aac_metrics"] == "ArithmeticUtilization"
+        assert record["main_exit_status"] == 0 and record["transfer"] == "tar"
+        assert str(job) in proc.out
+        assert not (env.output / ".partial").exists()
+    finally:
+        shutil.rmtree(remote, ignore_errors=True)
+
+
+def test_all_end_to_end(env):
+    """msprof collect -m fixtures/board/main --config board.ini --all; the remote work dir is cleaned up."""
+    if not (FIXTURE_BOARD / "main").exists():
+        pytest.skip("fixtures/board/main (the board simulator) is not in the tree yet")
+    main = env.project(FIXTURE_BOARD)
+    before = set(env.user["home"].glob("msprof-*"))
+    proc = env.collect("-m", main, "--all")
+    assert proc.returncode == 0, proc.err
+    job = single_job(env.output)
+    assert "results of" in proc.err
+    produced = [p for p in job.rglob("*") if p.is_file() and p.parent.name in ("summary", "timeline")]
+    assert produced, "no summary/timeline files after --all"
+    assert set(env.user["home"].glob("msprof-*")) == before, "remote work dir not cleaned up"
+
+
+def test_key_auth_default_remote_dir_cleaned(env):
+    main = env.project(sim={"exit_code": 0})
+    env.write_ini(pwd=None, key_file=env.sshd.client_key)
+    before = set(env.user["home"].glob("msprof-*"))
+    proc = env.collect("-m", main)
+    assert proc.returncode == 0, proc.err
+    job = single_job(env.output)
+    assert (job / "info.json.0").exists() and (job / "collect.json").exists()
+    assert "stub: start" in proc.out and "stub: to stderr" in proc.err  # main's streams, separately
+    assert set(env.user["home"].glob("msprof-*")) == before
+
+
+def test_env_password_and_sftp_pull(env):
+    """MSPROF_SSH_PASSWORD, and the SFTP walk instead of tar (ini transfer = sftp)."""
+    main = env.project(sim={"write_bytes": 300000})
+    env.write_ini(pwd=None, transfer="sftp")
+    proc = env.collect("-m", main, "--keep-remote", "--remote-dir", "msprof-sftp",
+                       env={"MSPROF_SSH_PASSWORD": env.user["password"]})
+    remote = env.remote_dir("msprof-sftp")
+    try:
+        assert proc.returncode == 0, proc.err
+        job = single_job(env.output)
+        [board_job] = remote_jobs(remote)
+        assert tree_digest(job) == tree_digest(board_job)
+        assert json.loads((job / "collect.json").read_text())["transfer"] == "sftp"
+    finally:
+        shutil.rmtree(remote, ignore_errors=True)
+
+
+# -- host keys, auth, network -------------------------------------------------------------------------
+def _fingerprint(pub: Path) -> str:
+    out = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", str(pub)], capture_output=True, text=True,
+                         check=True).stdout
+    return out.split()[1]
+
+
+def test_unknown_host_refused_then_accepted(env):
+    main = env.project()
+    env.write_ini(known_hosts=None)  # only ~/.ssh/known_hosts, which does not exist in the fresh HOME
+    proc = env.collect("-m", main, "--switch", "off")
+    assert proc.returncode == 3, proc.err
+    assert _fingerprint(env.sshd.host_key.with_suffix(".pub")) in proc.err
+    assert "--accept-new-host-key" in proc.err and "Traceback" not in proc.err
+    proc = env.collect("-m", main, "--switch", "off", "--accept-new-host-key")
+    assert proc.returncode == 0, proc.err
+    known = (env.home / ".ssh" / "known_hosts").read_text()
+    assert known.startswith(f"[127.0.0.1]:{env.sshd.port} ssh-ed25519 ")
+    proc = env.collect("-m", main, "--switch", "off")  # now known: no flag needed
+    assert proc.returncode == 0, proc.err
+
+
+def test_changed_host_key_refused(env, tmp_path):
+    other = sshd_harness.keygen(tmp_path / "other_key")
+    kind, b64 = other.with_suffix(".pub").read_text().split()[:2]
+    known = tmp_path / "known_hosts"
+    known.write_text(f"# board\n[127.0.0.1]:{env.sshd.port} {kind} {b64}\n")
+    env.write_ini(known_hosts=known)
+    main = env.project()
+    for extra in ([], ["--accept-new-host-key"]):
+        proc = env.collect("-m", main, "--switch", "off", *extra)
+        assert proc.returncode == 3, proc.err
+        assert "CHANGED" in proc.err and f"{known}:2" in proc.err and "reflashed" in proc.err
+    assert known.read_text().count("\n") == 2  # never auto-accepted
+
+
+def test_wrong_password(env):
+    wrong = "Wr0ng-" + env.user["password"][::-1]
+    env.secrets.append(wrong)
+    env.write_ini(pwd=wrong)
+    proc = env.collect("-m", env.project())
+    assert proc.returncode == 3
+    assert "authentication failed" in proc.err and len(proc.err.strip().splitlines()) == 1
+
+
+def test_closed_port(env):
+    env.write_ini(port=sshd_harness.free_port())
+    proc = env.collect("-m", env.project())
+    assert proc.returncode == 3
+    assert "connection refused" in proc.err and len(proc.err.strip().splitlines()) == 1
+
+
+def test_bad_ini_names_key(env):
+    env.write_ini(port="22x")
+    proc = env.collect("-m", env.project())
+    assert proc.returncode == 5 and "'port'" in proc.err
+
+
+# -- main misbehaving ----------------------------------------------------------------------------------
+def test_main_fails_data_still_pulled(env):
+    main = env.project(sim={"exit_code": 3})
+    proc = env.collect("-m", main)
+    assert proc.returncode == 4, proc.err
+    assert "exited with status 3" in proc.err
+    assert (single_job(env.output) / "info.json.0").exists()
+
+
+def test_main_not_executable(env):
+    main = env.project()
+    os.chmod(main, 0o644)
+    proc = env.collect("-m", main)
+    assert proc.returncode == 4, proc.err
+    assert "exit 126" in proc.err and "Traceback" not in proc.err
+
+
+def test_timeout_kills_process_group(env):
+    main = env.project(sim={"sleep": 60})
+    started = time.monotonic()
+    proc = env.collect("-m", main, "--timeout", "1")
+    assert proc.returncode == 4, proc.err
+    assert "did not finish within 1 s" in proc.err
+    assert time.monotonic() - started < 20
+    assert (single_job(env.output) / "info.json.0").exists()  # what it wrote is still pulled
+    deadline = time.monotonic() + 5
+    while user_processes(env.user["uid"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not user_processes(env.user["uid"]), "the remote main survived the timeout"
+
+
+# -- board disk full -----------------------------------------------------------------------------------
+@pytest.fixture
+def small_tmpfs():
+    mounts = []
+
+    def make(options):
+        point = Path(tempfile.mkdtemp(prefix="msprof-full-"))
+        result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True,
+                                text=True)
+        if result.returncode != 0:
+            point.rmdir()
+            pytest.skip(f"cannot mount a tmpfs here ({result.stderr.strip()}); needs root and CAP_SYS_ADMIN")
+        mounts.append(point)
+        return point
+
+    yield make
+    for point in mounts:
+        subprocess.run(["umount", "-l", str(point)], check=False)
+        shutil.rmtree(point, ignore_errors=True)
+
+
+def test_board_disk_full_before_upload(env, small_tmpfs):
+    point = small_tmpfs("size=256k,mode=0777")
+    main = env.project()
+    (main.parent / "model.om").write_bytes(os.urandom(1024 * 1024))
+    proc = env.collect("-m", main, "--remote-dir", point)
+    assert proc.returncode == 6, proc.err
+    assert "not enough space on the board" in proc.err
+
+
+def test_board_disk_full_during_upload(env, small_tmpfs):
+    """Free bytes look fine but the inodes run out mid-upload: SFTP says 'Failure', the probe says ENOSPC."""
+    point = small_tmpfs("size=64m,nr_inodes=6,mode=0777")
+    main = env.project()
+    for i in range(10):
+        (main.parent / f"layer{i}.bin").write_bytes(b"x" * 100)
+    proc = env.collect("-m", main, "--remote-dir", point)
+    assert proc.returncode == 6, proc.err
+    assert "no space left on the board" in proc.err and "Traceback" not in proc.err
+
+
+# -- connection cut during the pull, then --resume ----------------------------------------------------
+def test_connection_cut_during_pull_then_resume(env):
+    main = env.project(sim={"write_bytes": 96 * 1024 * 1024})
+    cmd = [sys.executable, "-m", "msprof", "collect", "--config", str(env.ini), "--output", str(env.output),
+           "-m", str(main)]
+    proc = subprocess.Popen(cmd, cwd=env.tmp, env=env.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    partial = env.output / ".partial"
+    killed = False
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        big = list(partial.glob("JOB*/data/big.data.0.slice_0")) if partial.exists() else []
+        if big and big[0].stat().st_size > 2 * 1024 * 1024:
+            killed = env.sshd.kill_sessions() > 0
+            break
+        time.sleep(0.005)
+    out, err = proc.communicate(timeout=60)
+    err = err.decode()
+    for secret in env.secrets:
+        assert secret.encode() not in out + err.encode()
+    assert killed, f"the pull finished before it could be cut: {err}"
+    assert proc.returncode == 4, err
+    assert "--resume" in err
+    assert not [p for p in env.output.iterdir() if p.name.startswith("JOB")], "a partial JOB was renamed"
+    state = json.loads((partial / "collect-state.json").read_text())
+    [board_job] = remote_jobs(Path(state["remote_dir"]))
+    expected = tree_digest(board_job)
+
+    proc = env.collect("--resume")
+    assert proc.returncode == 0, proc.err
+    job = single_job(env.output)
+    assert tree_digest(job) == expected
+    assert not partial.exists()
+    assert not Path(state["remote_dir"]).exists(), "remote work dir not cleaned up after the resumed pull"
+
+    # a second resume finds nothing to do; an existing JOB is never overwritten
+    proc = env.collect("--resume")
+    assert proc.returncode == 2 and "nothing to resume" in proc.err
+
+
+# -- --nfs ---------------------------------------------------------------------------------------------
+def test_nfs_issues_mount(env):
+    """The board's mount is a test double on the PATH given by the ini's remote_path."""
+    user = env.user
+    fakebin = user["home"] / "fakebin"
+    fakebin.mkdir(exist_ok=True)
+    record = user["home"] / "mount.argv"
+    for tool in ("mount", "umount"):
+        script = fakebin / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> {record}\n')
+        os.chmod(script, 0o755)
+    entry = pwd.getpwnam(user["name"])
+    for path in (fakebin, *fakebin.iterdir()):
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+    if record.exists():
+        record.unlink()
+    env.write_ini(remote_path=fakebin)
+    main = env.project()
+    proc = env.collect("-m", main, "--nfs", ":/srv/nfs/prof", "--remote-dir", "msprof-nfs")
+    remote = env.remote_dir("msprof-nfs")
+    try:
+        assert proc.returncode == 0, proc.err
+        lines = record.read_text().splitlines()
+        assert lines[0] == f"mount -t nfs -o nolock,tcp 127.0.0.1:/srv/nfs/prof {remote}/msprof_output"
+        assert lines[1] == f"umount {remote}/msprof_output"
+        single_job(env.output)
+    finally:
+        shutil.rmtree(remote, ignore_errors=True)
+        shutil.rmtree(fakebin, ignore_errors=True)
