@@ -220,7 +220,7 @@ def pmu_columns(prof, x):
         for k, v in ratios.items():
             out["%s_time(us)" % k] = r3_half_up(aicore_time * v)
             out["%s_ratio" % k] = r3_half_up(v)
-        out["icache_miss_rate"] = r3_half_up((c[7] / cyc) / (c[6] / cyc)) if c[6] else "N/A"
+        out["icache_miss_rate"] = r3_half_up((c[7] / cyc) / (c[6] / cyc)) if c[6] else r3_half_up(c[7] / cyc)
         vec, mac, mte2 = out["vec_ratio"], out["mac_ratio"], out["mte2_ratio"]
         out["memory_bound"] = round(mte2 / max(vec, mac), 3) if max(vec, mac) else 0
         out["cube_utilization(%)"] = round(cyc / (d["aic_freq_mhz"] * cores * x.dur_ns) * 1000 * 100, 3) \
