@@ -509,3 +509,27 @@ def test_demo_data_is_current(tmp_path):
     files = sorted(p.relative_to(jobs[0]) for p in jobs[0].rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
     assert all((jobs[0] / f).read_bytes() == (fresh / f).read_bytes() for f in files)
+
+
+def test_extra_calls_flags_done_files_and_custom_events(tmp_path):
+    desc = small_job(extra_acl_calls=[{"name": "svp_acl_op_execute", "api_type": 1,
+                                       "duration_us": 7},
+                                      {"name": "svp_acl_custom", "api_type": 7}],
+                     hwts_stream_flags=0x800, done_files=True,
+                     events=["0x300", "0x302", 0x3FF])
+    for ly in desc["models"][0]["layers"][:2]:
+        ly.pop("counters")
+    d = jobgen.write_job(tmp_path, desc)
+    op = unpack_all("=HHIQQII64s4Q", stream(d, "AclModule.acl_op"))
+    assert [(r[2], r[4] - r[3]) for r in op] == [(1, 7000)]
+    others = unpack_all("=HHIQQII64s4Q", stream(d, "AclModule.acl_others"))
+    assert [r[2] for r in others] == [4, 7, 4]                # init, custom, finalize
+    assert (d / "data" / "hwts.data.0.slice_0.done").exists()
+    hw = unpack_all("=BBHHHQ12I", stream(d, "hwts.data"))
+    assert all(r[6] == 0x800 | 3 for r in hw)
+    assert json.loads((d / "sample.json").read_text())["ai_core_profiling_events"] == \
+        "0x300,0x302,0x3ff"
+    pmu = unpack_all("=BBHHHIIQ10Q6I", stream(d, "AAcore.data"))
+    # conv1 execution 1: 100000 cycles, Convolution ratios mac_busy .72, vec_busy .18;
+    # unknown 0x3ff -> total * 16 // 32; unused slots 0
+    assert list(pmu[0][8:18]) == [72000, 18000, 50000] + [0] * 7
