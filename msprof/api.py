@@ -9,12 +9,33 @@ from msprof.console import notice, result_log
 from msprof.reports import open_report
 
 
+def split_layouts(path: Path):
+    """(JOB result dirs, PROF_ roots) under ``path``: a PROF_ directory is analysed as one unit
+    (its host/ and device_N/ result dirs together), see msprof.prof."""
+    jobs, prof_roots = [], []
+    for result_dir in find_result_dirs(path):
+        if result_dir.parent.name.startswith("PROF_") and (result_dir.name == "host"
+                                                           or result_dir.name.startswith("device_")):
+            if result_dir.parent not in prof_roots:
+                prof_roots.append(result_dir.parent)
+        else:
+            jobs.append(result_dir)
+    return jobs, prof_roots
+
+
+def _prof_api():
+    from msprof.prof import api as prof_api
+
+    return prof_api
+
+
 def import_collection(path: Path) -> List[Path]:
     """Rebuild the database of every result directory under ``path``; return the database paths."""
     from msprof.importer import import_result_dir
 
-    databases = []
-    for result_dir in find_result_dirs(path):
+    jobs, prof_roots = split_layouts(path)
+    databases = [db for root in prof_roots for db in _prof_api().import_prof(root)]
+    for result_dir in jobs:
         with result_log(result_dir, "import"):
             database = import_result_dir(result_dir)
         notice(f"imported {result_dir} -> {database}")
@@ -39,8 +60,9 @@ def export_timeline(path: Path, model_id: Optional[int] = None, iteration_id: Op
     """Write Chrome traces into <result dir>/timeline/ (importing first when needed); return the files."""
     from msprof.export.timeline import write_timeline
 
-    written = []
-    for result_dir in find_result_dirs(path):
+    jobs, prof_roots = split_layouts(path)
+    written = [f for root in prof_roots for f in _prof_api().export_timeline(root, model_id, iteration_id)]
+    for result_dir in jobs:
         with result_log(result_dir, "export timeline"):
             ensure_database(result_dir)
             with open_report(result_dir) as report:
@@ -54,8 +76,9 @@ def export_summary(path: Path, fmt: str = "csv", model_id: Optional[int] = None,
     """Write op_summary/op_statistic/acl_statistic files into <result dir>/summary/; return the files."""
     from msprof.export.summary import write_summary
 
-    written = []
-    for result_dir in find_result_dirs(path):
+    jobs, prof_roots = split_layouts(path)
+    written = [f for root in prof_roots for f in _prof_api().export_summary(root, fmt, model_id, iteration_id)]
+    for result_dir in jobs:
         with result_log(result_dir, f"export summary --format {fmt}"):
             ensure_database(result_dir)
             with open_report(result_dir) as report:
@@ -75,7 +98,10 @@ def show(path: Path, model_id=None, iteration_id=None, top=None, fmt="table", st
     from msprof.show import print_tables
     from msprof.export.timeline import write_timeline, timeline_current
 
-    for result_dir in find_result_dirs(path):
+    jobs, prof_roots = split_layouts(path)
+    for root in prof_roots:
+        _prof_api().show(root, model_id=model_id, iteration_id=iteration_id, top=top, fmt=fmt, style=style)
+    for result_dir in jobs:
         with result_log(result_dir, "show"):
             ensure_database(result_dir)
             with open_report(result_dir) as report:
@@ -87,7 +113,10 @@ def show(path: Path, model_id=None, iteration_id=None, top=None, fmt="table", st
 def query(path: Path) -> None:
     from msprof.show import print_query
 
-    for result_dir in find_result_dirs(path):
+    jobs, prof_roots = split_layouts(path)
+    for root in prof_roots:
+        _prof_api().query(root)
+    for result_dir in jobs:
         with result_log(result_dir, "query"):
             ensure_database(result_dir)
             with open_report(result_dir) as report:

@@ -69,10 +69,6 @@ def import_result_dir(result_dir: Path) -> Path:
     """Rebuild sqlite/msprof.db of one result directory; return its path."""
     started = time.monotonic()
     result = read_result_dir(result_dir)
-    if result.layout.startswith("PROF"):
-        from msprof.prof.importer import import_prof_dir  # Ascend layout has its own tables
-
-        return import_prof_dir(result)
     notices = Notices()
     for message in result.warnings:
         notices.warn(message)
