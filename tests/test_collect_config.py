@@ -1,0 +1,319 @@
+"""Unit tests of collect's pieces that need no board: ini, credentials, acl.json, options, names, tar safety."""
+import io
+import json
+import logging
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from msprof.cli import cli
+from msprof.collect import acljson, config
+from msprof.collect.command import parse_nfs, project_files, resolve_remote_dir
+from msprof.collect.pull import Manifest, RemoteFile, check_name, check_relpath, extract_tar, local_state, verify
+from msprof.errors import ConfigError, RemoteError, UsageError
+
+SECRET = "s3cret-%pass;word"
+
+
+def write_ini(tmp_path, body, mode=0o600):
+    path = tmp_path / "board.ini"
+    path.write_text(body)
+    os.chmod(path, mode)
+    return path
+
+
+def test_ini_full(tmp_path):
+    key = tmp_path / "id"
+    key.write_text("x")
+    path = write_ini(tmp_path, f"[ssh_config]\nip = 192.168.1.10\nusername = root\npwd = {SECRET}\nport = 2222\n"
+                               f"key_file = id\nknown_hosts = kh\ntimeout = 5\n")
+    cfg = config.load_config(path)
+    assert (cfg.host, cfg.username, cfg.port, cfg.password, cfg.timeout) == ("192.168.1.10", "root", 2222, SECRET, 5)
+    assert cfg.key_file == key and cfg.known_hosts == tmp_path / "kh"
+    assert SECRET not in repr(cfg)
+
+
+def test_ini_defaults(tmp_path):
+    cfg = config.load_config(write_ini(tmp_path, "[ssh_config]\nip=10.0.0.2\nusername=root\n"))
+    assert cfg.port == 22 and cfg.password is None and cfg.transfer == "auto"
+
+
+@pytest.mark.parametrize("body, key", [
+    ("[ssh_config]\nusername=root\n", "'ip'"),
+    ("[ssh_config]\nip=1.2.3.4\n", "'username'"),
+    ("[ssh_config]\nip=1.2.3.4\nusername=root\nport=70000\n", "'port'"),
+    ("[ssh_config]\nip=1.2.3.4\nusername=root\nport=abc\n", "'port'"),
+    ("[ssh_config]\nip=1.2.3.4\nusername=root\nkey_file=/nonexistent/key\n", "'key_file'"),
+    ("[ssh_config]\nip=1.2.3.4\nusername=root\ntransfer=rsync\n", "'transfer'"),
+    ("[other]\nip=1.2.3.4\n", "[ssh_config]"),
+    ("ip=1.2.3.4\n", "not a valid ini"),
+])
+def test_ini_errors_name_the_key(tmp_path, body, key):
+    with pytest.raises(ConfigError) as info:
+        config.load_config(write_ini(tmp_path, body))
+    assert key in info.value.message and info.value.exit_code == 5
+
+
+def test_ini_parse_error_does_not_echo_password(tmp_path):
+    path = write_ini(tmp_path, f"[ssh_config]\nip=1.2.3.4\npwd={SECRET}\npwd={SECRET}\n")
+    with pytest.raises(ConfigError) as info:
+        config.load_config(path)
+    assert SECRET not in info.value.message
+
+
+def test_missing_ini(tmp_path):
+    with pytest.raises(ConfigError):
+        config.load_config(tmp_path / "nope.ini")
+
+
+def _warnings(caplog_records):
+    return [r.getMessage() for r in caplog_records if r.levelno >= logging.WARNING]
+
+
+@pytest.fixture
+def captured():
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+
+    handler = Keep(logging.DEBUG)
+    logging.getLogger("msprof").addHandler(handler)
+    yield records
+    logging.getLogger("msprof").removeHandler(handler)
+
+
+def test_readable_ini_with_password_warns(tmp_path, captured):
+    config.load_config(write_ini(tmp_path, f"[ssh_config]\nip=1.2.3.4\nusername=u\npwd={SECRET}\n", 0o644))
+    text = " ".join(_warnings(captured))
+    assert "readable by group and others" in text and "chmod 600" in text and SECRET not in text
+
+
+def test_private_ini_or_no_password_no_warning(tmp_path, captured):
+    config.load_config(write_ini(tmp_path, f"[ssh_config]\nip=1.2.3.4\nusername=u\npwd={SECRET}\n", 0o600))
+    config.load_config(write_ini(tmp_path, "[ssh_config]\nip=1.2.3.4\nusername=u\n", 0o644))
+    assert not _warnings(captured)
+
+
+def test_unknown_key_warns(tmp_path, captured):
+    config.load_config(write_ini(tmp_path, "[ssh_config]\nip=1.2.3.4\nusername=u\npasswd=x\n"))
+    assert "passwd" in " ".join(_warnings(captured))
+
+
+def test_credentials_order(tmp_path, monkeypatch):
+    monkeypatch.setenv(config.PASSWORD_ENV, "from-env")
+    with_pwd = config.BoardConfig("h", "u", password="from-ini")
+    creds = config.credentials(with_pwd)
+    assert (creds.password, creds.password_source, creds.allow_agent) == ("from-ini", "ini", False)
+    key = config.BoardConfig("h", "u", key_file=Path("/k"))
+    creds = config.credentials(key)
+    assert creds.key_files == ["/k"] and creds.password == "from-env" and not creds.allow_agent
+    bare = config.credentials(config.BoardConfig("h", "u"))
+    assert bare.allow_agent and bare.look_for_keys and bare.password == "from-env"
+    monkeypatch.delenv(config.PASSWORD_ENV)
+    bare = config.credentials(config.BoardConfig("h", "u"))
+    assert bare.password is None and "agent" in bare.describe() and "from" not in bare.describe()
+
+
+# -- acl.json ------------------------------------------------------------------------------------------
+def test_profiler_section_and_merge(captured):
+    section = acljson.profiler_section("/w/out", switch="ON", interval=5, acl_api="off", aac_metrics="pipeutilization")
+    assert section == {"switch": "on", "output": "/w/out", "interval": "5", "acl_api": "off", "aacpu": "on",
+                       "aac_metrics": "PipeUtilization"}
+    merged = acljson.merge({"profiler": {"extra": "1", "switch": "off"}, "dump": {"dump_path": "x"}, "k": [1]},
+                           section)
+    assert merged["profiler"]["extra"] == "1" and merged["profiler"]["switch"] == "on"
+    assert "dump" not in merged and merged["k"] == [1]
+    assert "dump section" in " ".join(_warnings(captured))
+    off = acljson.merge({"dump": {"dump_path": "x"}}, dict(section, switch="off"))
+    assert "dump" in off
+
+
+@pytest.mark.parametrize("call", [
+    lambda: acljson.normalize_on_off("yes", "--aacpu"),
+    lambda: acljson.normalize_metric("Bogus"),
+    lambda: acljson.normalize_interval("-1"),
+    lambda: acljson.normalize_interval("fast"),
+])
+def test_bad_values(call):
+    with pytest.raises(UsageError):
+        call()
+
+
+def test_read_project_acl(tmp_path):
+    assert acljson.read_project_acl(tmp_path / "acl.json") is None
+    (tmp_path / "acl.json").write_text("{bad")
+    with pytest.raises(ConfigError):
+        acljson.read_project_acl(tmp_path / "acl.json")
+    (tmp_path / "acl.json").write_text(json.dumps({"a": 1}))
+    assert acljson.read_project_acl(tmp_path / "acl.json") == {"a": 1}
+
+
+# -- CLI option validation (exit 2 before any connection) ----------------------------------------------
+@pytest.mark.parametrize("args, text", [
+    (["--acl_api", "maybe"], "--acl_api must be 'on' or 'off'"),
+    (["--acl-api", "1"], "--acl_api must be 'on' or 'off'"),
+    (["--aacpu", "enabled"], "--aacpu"),
+    (["--switch", "true"], "--switch"),
+    (["--aac_metrics", "Nope"], "unknown metric set"),
+    (["--aac-metrics", "Nope"], "unknown metric set"),
+    (["--interval", "x"], "--interval"),
+    (["--nfs", "server-without-export"], "--nfs"),
+    (["--output", "out;rm"], "forbidden character"),
+    (["--remote-dir", "a$b"], "forbidden character"),
+])
+def test_cli_usage_errors(tmp_path, capsys, args, text):
+    ini = write_ini(tmp_path, "[ssh_config]\nip=127.0.0.1\nusername=u\n")
+    (tmp_path / "main").write_text("#!/bin/sh\n")
+    code, err = _run_main(capsys, ["collect", "-m", str(tmp_path / "main"), "--config", str(ini), *args])
+    assert code == 2, err
+    assert text in err
+
+
+def _run_main(capsys, argv):
+    from msprof.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    return info.value.code, capsys.readouterr().err
+
+
+def test_cli_requires_main(tmp_path, capsys):
+    ini = write_ini(tmp_path, "[ssh_config]\nip=127.0.0.1\nusername=u\n")
+    code, err = _run_main(capsys, ["collect", "--config", str(ini)])
+    assert code == 2 and "--main" in err
+
+
+def test_help_lists_options():
+    result = CliRunner().invoke(cli, ["collect", "--help"])
+    for option in ("--acl_api", "--acl-api", "--aac_metrics", "--aac-metrics", "--keep-remote", "--remote-dir",
+                   "--timeout", "--accept-new-host-key", "--nfs", "--resume", "--all", "--output"):
+        assert option in result.output
+
+
+def test_parse_nfs():
+    assert parse_nfs(":/srv/prof") == (None, "/srv/prof")
+    assert parse_nfs("/srv/prof") == (None, "/srv/prof")
+    assert parse_nfs("10.0.0.1:/srv/prof") == ("10.0.0.1", "/srv/prof")
+    assert parse_nfs("[fe80::1]:/x") == ("fe80::1", "/x")
+    with pytest.raises(UsageError):
+        parse_nfs("10.0.0.1:srv")
+
+
+def test_resolve_remote_dir():
+    assert resolve_remote_dir("work", "/root") == "/root/work"
+    assert resolve_remote_dir("~/a/b/", "/home/u") == "/home/u/a/b"
+    assert resolve_remote_dir("/data/x", "/root") == "/data/x"
+    assert resolve_remote_dir(None, "/root").startswith("/root/msprof-")
+    for bad in ("../x", "/", "a/../../b"):
+        with pytest.raises(UsageError):
+            resolve_remote_dir(bad, "/root")
+
+
+def test_project_files_skips_ini_output_and_acl(tmp_path):
+    project = tmp_path / "p"
+    (project / "output" / "JOBX").mkdir(parents=True)
+    (project / "output" / "JOBX" / "f").write_text("x")
+    (project / "model").mkdir()
+    (project / "model" / "a.om").write_bytes(b"1234")
+    (project / "main").write_text("#!/bin/sh\n")
+    os.chmod(project / "main", 0o755)
+    (project / "acl.json").write_text("{}")
+    (project / "board.ini").write_text("[ssh_config]\n")
+    files, total = project_files(project, exclude=[project / "output", project / "board.ini"])
+    rels = {rel: mode for _, rel, mode, _ in files}
+    assert set(rels) == {"main", "model/a.om"} and rels["main"] & 0o111
+    assert total == len("#!/bin/sh\n") + 4
+
+
+# -- names and tar safety -------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\\b", "x\x00y", "x\ny", "x\x1b[31m"])
+def test_unsafe_names_refused(name):
+    with pytest.raises(RemoteError):
+        check_name(name)
+
+
+def test_relpaths():
+    assert check_relpath("./JOBA/data/x") == ["JOBA", "data", "x"]
+    for bad in ("/etc/passwd", "JOBA/../../x", "", "JOBA//x"):
+        with pytest.raises(RemoteError):
+            check_relpath(bad)
+
+
+def _tar(members):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for info, data in members:
+            tf.addfile(info, io.BytesIO(data) if data is not None else None)
+    buf.seek(0)
+    return buf
+
+
+def _file(name, data=b"abc", mode=0o644):
+    info = tarfile.TarInfo(name)
+    info.size, info.mode = len(data), mode
+    return info, data
+
+
+def _manifest(*files):
+    m = Manifest("JOBA", dirs=["JOBA"])
+    for rel, size in files:
+        m.files[rel] = RemoteFile(rel, size, 0o644, 0)
+    return m
+
+
+def test_extract_tar_good(tmp_path):
+    d = tarfile.TarInfo("JOBA/data")
+    d.type, d.mode = tarfile.DIRTYPE, 0o755
+    link = tarfile.TarInfo("JOBA/data/y")
+    link.type, link.linkname = tarfile.LNKTYPE, "JOBA/data/x"
+    stream = _tar([(d, None), _file("JOBA/data/x", b"hello", 0o4755), (link, None)])
+    found = _manifest(("JOBA/data/x", 5), ("JOBA/data/y", 5))
+    extract_tar(stream, found, tmp_path)
+    verify(tmp_path, found)
+    assert (tmp_path / "JOBA/data/y").read_bytes() == b"hello"
+    assert not os.stat(tmp_path / "JOBA/data/x").st_mode & 0o4000  # no setuid from the board
+
+
+@pytest.mark.parametrize("members", [
+    [_file("../evil")],
+    [_file("/etc/evil")],
+    [_file("JOBB/x")],
+    [_file("JOBA/../../evil")],
+    [_file("JOBA/bad\nname")],
+])
+def test_extract_tar_refuses_escapes(tmp_path, members):
+    with pytest.raises(RemoteError):
+        extract_tar(_tar(members), _manifest(), tmp_path / "root")
+    assert not (tmp_path / "evil").exists()
+
+
+def test_extract_tar_refuses_symlink_trick(tmp_path, captured):
+    sym = tarfile.TarInfo("JOBA/link")
+    sym.type, sym.linkname = tarfile.SYMTYPE, str(tmp_path / "outside")
+    (tmp_path / "outside").mkdir()
+    root = tmp_path / "root"
+    root.mkdir()
+    extract_tar(_tar([(sym, None)]), _manifest(), root)  # skipped with a warning
+    assert not os.path.lexists(root / "JOBA/link")
+    hard = tarfile.TarInfo("JOBA/h")
+    hard.type, hard.linkname = tarfile.LNKTYPE, "/etc/passwd"
+    with pytest.raises(RemoteError):
+        extract_tar(_tar([(hard, None)]), _manifest(), root)
+
+
+def test_verify_and_local_state(tmp_path):
+    found = _manifest(("JOBA/a", 3))
+    assert local_state(tmp_path, found) == "absent"
+    (tmp_path / "JOBA").mkdir()
+    (tmp_path / "JOBA/a").write_bytes(b"abc")
+    (tmp_path / "JOBA/collect.json").write_text("{}")
+    assert local_state(tmp_path, found) == "identical"
+    (tmp_path / "JOBA/a").write_bytes(b"abcd")
+    assert local_state(tmp_path, found) == "different"
+    with pytest.raises(RemoteError):
+        verify(tmp_path, found)
