@@ -1,0 +1,380 @@
+"""Checker of Chrome trace JSON files: the rules a timeline must follow to load in a real viewer.
+
+``check_trace(path_or_obj)`` returns a list of problems (empty = valid); ``assert_valid(path)`` raises
+``TraceError`` listing them. Rules (outputs.md §2, docs/timeline.md):
+
+* a JSON object with a ``traceEvents`` list (``displayTimeUnit``, when present, is "ms" or "ns");
+* every event is an object with a known ``ph`` and the keys that phase needs; metadata events
+  (``ph: "M"``) all come before the first other event;
+* ``ts``/``dur`` are finite numbers (not strings), ``dur`` >= 0; ``pid``/``tid`` are integers;
+* ``X`` events of one (pid, tid) nest properly: two slices are disjoint or one contains the other
+  (shared boundaries allowed); compared at 1 ns resolution;
+* flow events ``s``/``f`` pair up one to one by (cat, id), share a name, the ``f`` is not before its
+  ``s``, ``id`` is an integer in [0, 2^53), and each endpoint lies on or inside an ``X`` slice of its own
+  thread (viewers bind flows to the enclosing slice);
+* names (event names, process/thread names) hold no control characters.
+
+Speed: files in the one-event-per-line layout written by msprof.export.timeline are read line by line
+and checked in one pass with a stack per thread (memory does not grow with the number of events as long
+as each thread's events are in time order). Any other JSON layout is loaded whole; threads whose events
+are out of time order are checked after sorting.
+"""
+import json
+import math
+import re
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Tuple, Union
+
+MAX_FLOW_ID = 2 ** 53
+MAX_PROBLEMS = 50          # stop collecting after this many (a broken file would list millions)
+_BATCH_LINES = 4096
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_REQUIRED = {
+    "M": ("name", "pid", "args"),
+    "X": ("name", "ts", "dur", "pid", "tid"),
+    "B": ("name", "ts", "pid", "tid"),
+    "E": ("ts", "pid", "tid"),
+    "i": ("name", "ts", "pid"),
+    "I": ("name", "ts", "pid"),
+    "C": ("name", "ts", "pid", "args"),
+    "s": ("name", "cat", "id", "ts", "pid", "tid"),
+    "t": ("name", "cat", "id", "ts", "pid", "tid"),
+    "f": ("name", "cat", "id", "ts", "pid", "tid"),
+}
+_METADATA_NAMES = {"process_name": "name", "thread_name": "name", "process_sort_index": "sort_index",
+                   "thread_sort_index": "sort_index", "process_labels": "labels"}
+# Sort order of items of one thread at the same time: slices first (longest first), then flow points.
+_SLICE, _POINT = 0, 1
+
+
+class TraceError(RuntimeError):
+    """A timeline broke the trace rules: a bug in the writer (reported as an internal error)."""
+
+
+class _Unsorted(Exception):
+    """A thread's events are not in time order: rerun with per-thread sorting."""
+
+
+class _Problems(list):
+    def add(self, message: str) -> None:
+        if len(self) < MAX_PROBLEMS:
+            self.append(message)
+        elif len(self) == MAX_PROBLEMS:
+            self.append("... (more problems not listed)")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _ns(value: float) -> int:
+    return int(round(value * 1000))
+
+
+class _Thread:
+    """Slices and flow points of one (pid, tid): a nesting stack, or a buffer when out of order."""
+
+    __slots__ = ("stack", "last", "items")
+
+    def __init__(self, buffered: bool):
+        self.stack: List[Tuple[int, int, int]] = []     # (start ns, end ns, event index)
+        self.last = None                                  # sort key of the previous item
+        self.items = [] if buffered else None
+
+
+class _Checker:
+    def __init__(self, buffered: bool):
+        self.buffered = buffered
+        self.problems = _Problems()
+        self.threads: Dict[Tuple[int, int], _Thread] = {}
+        self.flows: Dict[tuple, dict] = {}   # (cat, id) -> {"s": (index, ts_ns, name), "f": ...}
+        self.seen_other = False
+        self.count = 0
+        self._names_ok = set()
+
+    # --- per event ----------------------------------------------------------------------------------
+    def event(self, index: int, event) -> None:
+        problems = self.problems
+        self.count += 1
+        if not isinstance(event, dict):
+            problems.add(f"event {index}: not an object")
+            return
+        ph = event.get("ph")
+        required = _REQUIRED.get(ph) if isinstance(ph, str) else None
+        if required is None:
+            problems.add(f"event {index}: unknown or missing ph {ph!r}")
+            return
+        missing = [key for key in required if key not in event]
+        if ph == "M" and event.get("name") in ("thread_name", "thread_sort_index") and "tid" not in event:
+            missing.append("tid")
+        if missing:
+            problems.add(f"event {index} (ph {ph}): missing {', '.join(missing)}")
+            return
+        name = event.get("name")
+        if name is not None:
+            self._check_name(index, "name", name)
+        pid = event["pid"]
+        tid = event.get("tid", 0)
+        if not _is_int(pid) or not _is_int(tid):
+            problems.add(f"event {index}: pid/tid must be integers, got {pid!r}/{tid!r}")
+            return
+        if ph == "M":
+            if self.seen_other:
+                problems.add(f"event {index}: metadata event after the first non-metadata event")
+            self._metadata(index, event)
+            return
+        self.seen_other = True
+        ts = event["ts"]
+        if not _is_number(ts):
+            problems.add(f"event {index}: ts must be a finite number, got {ts!r}")
+            return
+        if ph == "X":
+            dur = event["dur"]
+            if not _is_number(dur) or dur < 0:
+                problems.add(f"event {index}: dur must be a finite number >= 0, got {dur!r}")
+                return
+            start = _ns(ts)
+            self._item(index, pid, tid, (start, _SLICE, -(start + _ns(dur))))
+        elif ph in ("s", "f", "t"):
+            self._flow(index, event, pid, tid, ts)
+
+    def _check_name(self, index: int, what: str, name) -> None:
+        if name in self._names_ok:
+            return
+        if not isinstance(name, str):
+            self.problems.add(f"event {index}: {what} must be a string, got {name!r}")
+        elif _CONTROL.search(name):
+            self.problems.add(f"event {index}: {what} {name!r} contains control characters")
+        elif len(self._names_ok) < 100000:
+            self._names_ok.add(name)
+
+    def _metadata(self, index: int, event: dict) -> None:
+        args = event["args"]
+        key = _METADATA_NAMES.get(event["name"])
+        if not isinstance(args, dict):
+            self.problems.add(f"event {index}: metadata args must be an object")
+        elif key is not None and key not in args:
+            self.problems.add(f"event {index}: {event['name']} needs args.{key}")
+        elif key == "name":
+            self._check_name(index, f"{event['name']}", args["name"])
+        elif key == "sort_index" and not _is_int(args["sort_index"]):
+            self.problems.add(f"event {index}: sort_index must be an integer")
+
+    def _flow(self, index: int, event: dict, pid: int, tid: int, ts) -> None:
+        flow_id = event["id"]
+        if not _is_int(flow_id) or not 0 <= flow_id < MAX_FLOW_ID:
+            self.problems.add(f"event {index}: flow id must be an integer in [0, 2^53), got {flow_id!r}")
+            return
+        ph = event["ph"]
+        if ph == "f" and event.get("bp") not in (None, "e"):
+            self.problems.add(f"event {index}: flow end bp must be \"e\" when given, got {event.get('bp')!r}")
+        ts_ns = _ns(ts)
+        if ph in ("s", "f"):
+            entry = self.flows.setdefault((event["cat"], flow_id), {})
+            if ph in entry:
+                self.problems.add(f"event {index}: second flow '{ph}' for cat {event['cat']!r} id {flow_id}")
+            else:
+                entry[ph] = (index, ts_ns, event["name"])
+        self._item(index, pid, tid, (ts_ns, _POINT, 0))
+
+    # --- per thread: nesting and flow binding -------------------------------------------------------
+    def _item(self, index: int, pid: int, tid: int, key: tuple) -> None:
+        thread = self.threads.get((pid, tid))
+        if thread is None:
+            thread = self.threads[(pid, tid)] = _Thread(self.buffered)
+        if thread.items is not None:
+            thread.items.append(key + (index,))
+            return
+        if thread.last is not None and key < thread.last:
+            raise _Unsorted()
+        thread.last = key
+        self._place(thread, pid, tid, key, index)
+
+    def _place(self, thread: _Thread, pid: int, tid: int, key: tuple, index: int) -> None:
+        stack = thread.stack
+        start, kind, neg_end = key
+        if kind == _SLICE:
+            end = -neg_end
+            while stack and stack[-1][1] <= start:
+                stack.pop()
+            if stack and end > stack[-1][1]:
+                other = stack[-1]
+                self.problems.add(
+                    f"event {index}: X [{start / 1000}, {end / 1000}] µs on pid {pid} tid {tid} partially overlaps "
+                    f"event {other[2]} [{other[0] / 1000}, {other[1] / 1000}]")
+                return
+            stack.append((start, end, index))
+        else:
+            while stack and stack[-1][1] < start:
+                stack.pop()
+            if not stack:
+                self.problems.add(f"event {index}: flow point at {start / 1000} µs on pid {pid} tid {tid} is not "
+                                  "on or inside any X slice of its thread")
+
+    # --- end of file ----------------------------------------------------------------------------------
+    def finish(self) -> List[str]:
+        for (pid, tid), thread in self.threads.items():
+            if thread.items is not None:
+                thread.items.sort()
+                for item in thread.items:
+                    self._place(thread, pid, tid, item[:3], item[3])
+        for (cat, flow_id), entry in self.flows.items():
+            if "s" not in entry or "f" not in entry:
+                have = "s" if "s" in entry else "f"
+                self.problems.add(f"event {entry[have][0]}: flow cat {cat!r} id {flow_id} has a '{have}' but no "
+                                  f"'{'f' if have == 's' else 's'}'")
+                continue
+            (s_index, s_ts, s_name), (f_index, f_ts, f_name) = entry["s"], entry["f"]
+            if s_name != f_name:
+                self.problems.add(f"event {f_index}: flow cat {cat!r} id {flow_id}: names differ "
+                                  f"({s_name!r} vs {f_name!r})")
+            if f_ts < s_ts:
+                self.problems.add(f"event {f_index}: flow cat {cat!r} id {flow_id} ends before it starts")
+        return list(self.problems)
+
+
+def _check_top(obj, problems: _Problems) -> bool:
+    if not isinstance(obj, dict):
+        problems.add("top level is not a JSON object")
+        return False
+    if not isinstance(obj.get("traceEvents"), list):
+        problems.add("no traceEvents list")
+        return False
+    unit = obj.get("displayTimeUnit")
+    if unit is not None and unit not in ("ms", "ns"):
+        problems.add(f"displayTimeUnit must be \"ms\" or \"ns\", got {unit!r}")
+    return True
+
+
+def _run(events_factory, top_problems: List[str]) -> List[str]:
+    """Check once streaming; if some thread is out of time order, again with per-thread sorting."""
+    for buffered in (False, True):
+        checker = _Checker(buffered)
+        checker.problems.extend(top_problems)
+        try:
+            for index, event in events_factory():
+                checker.event(index, event)
+        except _Unsorted:
+            continue
+        except _LayoutError as exc:
+            checker.problems.add(str(exc))
+            return list(checker.problems)
+        return checker.finish()
+    raise AssertionError("unreachable")
+
+
+class _LayoutError(Exception):
+    pass
+
+
+_HEADER = '{"traceEvents":['
+
+
+def _line_events(path: Path, trailer_out: list) -> Iterator[Tuple[int, object]]:
+    """Events of a file in the one-event-per-line layout; raises _LayoutError on any deviation."""
+    index = 0
+    with open(path, "r", encoding="utf-8") as handle:
+        if handle.readline().rstrip("\r\n") != _HEADER:
+            raise _LayoutError("not in line layout")
+        batch: List[str] = []
+        trailer = None
+        last_had_comma = None
+        for line in handle:
+            if trailer is not None:
+                if line.strip():
+                    raise _LayoutError(f"invalid JSON: text after the end of the object: {line[:80]!r}")
+                continue
+            if line.startswith("]"):
+                trailer = line
+                continue
+            stripped = line.rstrip()
+            last_had_comma = stripped.endswith(",")
+            batch.append(stripped)
+            if len(batch) >= _BATCH_LINES:
+                if not last_had_comma:
+                    raise _LayoutError(f"invalid JSON: missing ',' after event {index + len(batch) - 1}")
+                for event in _parse_batch(batch, index):
+                    yield index, event
+                    index += 1
+                batch = []
+        if trailer is None:
+            raise _LayoutError("invalid JSON: the traceEvents list is not closed (truncated file?)")
+        if batch:
+            if last_had_comma:
+                raise _LayoutError(f"invalid JSON: trailing ',' after the last event {index + len(batch) - 1}")
+            batch[-1] += ","
+            for event in _parse_batch(batch, index):
+                yield index, event
+                index += 1
+        try:
+            tail = json.loads(_HEADER + trailer)
+        except ValueError as exc:
+            raise _LayoutError(f"invalid JSON after the events: {exc}") from None
+        trailer_out.append(tail)
+
+
+def _parse_batch(lines: List[str], first_index: int) -> list:
+    text = "[" + "".join(lines)[:-1] + "]"
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    for offset, line in enumerate(lines):
+        if not line.endswith(","):
+            raise _LayoutError(f"invalid JSON: missing ',' after event {first_index + offset}")
+        try:
+            json.loads(line[:-1])
+        except ValueError as exc:
+            raise _LayoutError(f"invalid JSON in event {first_index + offset}: {exc}") from None
+    raise _LayoutError(f"invalid JSON near event {first_index}")
+
+
+def _is_line_layout(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.readline().rstrip(b"\r\n") == _HEADER.encode()
+
+
+def check_trace(path_or_obj: Union[str, Path, dict, list]) -> List[str]:
+    """Problems of a trace (a file path, or an already loaded object); an empty list means valid."""
+    if not isinstance(path_or_obj, (str, Path)):
+        problems = _Problems()
+        if not _check_top(path_or_obj, problems):
+            return list(problems)
+        events = path_or_obj["traceEvents"]
+        return _run(lambda: enumerate(events), list(problems))
+    path = Path(path_or_obj)
+    try:
+        line_layout = _is_line_layout(path)
+    except OSError as exc:
+        return [f"cannot read {path}: {exc}"]
+    if line_layout:
+        trailer: list = []
+        problems = _run(lambda: _line_events(path, trailer), [])
+        if trailer:
+            top = _Problems()
+            _check_top(trailer[0], top)
+            problems = list(top) + problems
+        return problems
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            obj = json.load(handle)
+    except (OSError, ValueError) as exc:
+        return [f"invalid JSON: {exc}"]
+    return check_trace(obj)
+
+
+def assert_valid(path: Union[str, Path, dict]) -> None:
+    problems = check_trace(path)
+    if problems:
+        raise TraceError(f"{path if isinstance(path, (str, Path)) else 'trace'} breaks the trace rules: "
+                         + "; ".join(problems[:10]))
+
+
+def iter_problems(paths: Iterable[Union[str, Path]]) -> Iterator[Tuple[Path, List[str]]]:
+    for path in paths:
+        yield Path(path), check_trace(path)
