@@ -214,6 +214,16 @@ def test_env_password_and_sftp_pull(env):
         [board_job] = remote_jobs(remote)
         assert tree_digest(job) == tree_digest(board_job)
         assert json.loads((job / "collect.json").read_text())["transfer"] == "sftp"
+        # pulling the same work dir again: the identical local JOB is skipped, a different one refused
+        again = env.collect("--resume", "--remote-dir", "msprof-sftp", "--keep-remote",
+                            env={"MSPROF_SSH_PASSWORD": env.user["password"]})
+        assert again.returncode == 0 and "identical" in again.err, again.err
+        victim = next(p for p in job.rglob("*.slice_*"))
+        victim.write_bytes(victim.read_bytes() + b"x")
+        again = env.collect("--resume", "--remote-dir", "msprof-sftp", "--keep-remote",
+                            env={"MSPROF_SSH_PASSWORD": env.user["password"]})
+        assert again.returncode == 2 and "not overwritten" in again.err, again.err
+        assert victim.read_bytes().endswith(b"x")
     finally:
         shutil.rmtree(remote, ignore_errors=True)
 

@@ -196,7 +196,12 @@ class Collector:
                 "started": started, "main_status": None,
             }
             _save_state(partial, state)
-            result = self._run_main(board, workdir, main.name)
+            try:
+                result = self._run_main(board, workdir, main.name)
+            except KeyboardInterrupt:
+                notice("msprof: interrupted; ./%s was stopped on the board. To download what it wrote: %s",
+                       main.name, _resume_command(self.config_path, self.output))
+                raise
             state["main_status"] = result.status
             state["main_ended"] = _now()
             _save_state(partial, state)
@@ -318,17 +323,23 @@ def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, confi
             method = "tar" if todo and board.has_command("tar") else "sftp"
         total = sum(item.total for item in todo)
         began = time.monotonic()
-        with _progress(total, "download") as update:
-            for item in todo:
-                log.info("pulling %s (%d files, %s) with %s", item.job, len(item.files), _kib(item.total), method)
-                staged = pull_job(board, profiling_dir, item, partial, method, update)
-                _write_collect_json(staged, cfg, state, method)
-                final = output / item.job
-                if os.path.lexists(final):  # appeared meanwhile: never overwrite
-                    conflicts.append(item.job)
-                    continue
-                os.rename(staged, final)
-                ready.append(final)
+        pulled = []
+        try:
+            with _progress(total, "download") as update:
+                for item in todo:
+                    log.info("pulling %s (%d files, %s) with %s", item.job, len(item.files), _kib(item.total),
+                             method)
+                    staged = pull_job(board, profiling_dir, item, partial, method, update)
+                    _write_collect_json(staged, cfg, state, method)
+                    final = output / item.job
+                    if os.path.lexists(final):  # appeared meanwhile: never overwrite
+                        conflicts.append(item.job)
+                        continue
+                    os.rename(staged, final)
+                    ready.append(final)
+                    pulled.append(final)
+        finally:
+            for final in pulled:  # after the progress bar is gone
                 notice("msprof: pulled %s", final)
         if todo:
             seconds = time.monotonic() - began
