@@ -29,6 +29,7 @@ MAX_FLOW_ID = 2 ** 53
 MAX_PROBLEMS = 50          # stop collecting after this many (a broken file would list millions)
 _BATCH_LINES = 4096
 
+_NUMBER = (int, float)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _REQUIRED = {
     "M": ("name", "pid", "args"),
@@ -98,6 +99,34 @@ class _Checker:
         self._names_ok = set()
 
     # --- per event ----------------------------------------------------------------------------------
+    def events(self, first_index: int, batch: list) -> None:
+        """Check a batch of events; the common case (a well-formed X event) takes a fast path."""
+        names_ok, threads, isfinite = self._names_ok, self.threads, math.isfinite
+        index = first_index
+        for event in batch:
+            try:
+                if event["ph"] == "X":
+                    ts, dur, pid, tid = event["ts"], event["dur"], event["pid"], event["tid"]
+                    if (event["name"] in names_ok and type(pid) is int and type(tid) is int
+                            and type(ts) in _NUMBER and type(dur) in _NUMBER
+                            and isfinite(ts) and isfinite(dur) and dur >= 0):
+                        self.count += 1
+                        self.seen_other = True
+                        start = int(round(ts * 1000))
+                        key = (start, _SLICE, -(start + int(round(dur * 1000))))
+                        thread = threads.get((pid, tid))
+                        if thread is not None and thread.items is None and key >= thread.last:
+                            thread.last = key
+                            self._place(thread, pid, tid, key, index)
+                        else:
+                            self._item(index, pid, tid, key)
+                        index += 1
+                        continue
+            except (KeyError, TypeError):
+                pass
+            self.event(index, event)
+            index += 1
+
     def event(self, index: int, event) -> None:
         problems = self.problems
         self.count += 1
@@ -257,8 +286,8 @@ def _run(events_factory, top_problems: List[str]) -> List[str]:
         checker = _Checker(buffered)
         checker.problems.extend(top_problems)
         try:
-            for index, event in events_factory():
-                checker.event(index, event)
+            for index, batch in events_factory():
+                checker.events(index, batch)
         except _Unsorted:
             continue
         except _LayoutError as exc:
@@ -275,8 +304,8 @@ class _LayoutError(Exception):
 _HEADER = '{"traceEvents":['
 
 
-def _line_events(path: Path, trailer_out: list) -> Iterator[Tuple[int, object]]:
-    """Events of a file in the one-event-per-line layout; raises _LayoutError on any deviation."""
+def _line_events(path: Path, trailer_out: list) -> Iterator[Tuple[int, list]]:
+    """Batches of events (first index, events) of a file in the one-event-per-line layout; raises _LayoutError on any deviation."""
     index = 0
     with open(path, "r", encoding="utf-8") as handle:
         if handle.readline().rstrip("\r\n") != _HEADER:
@@ -298,9 +327,9 @@ def _line_events(path: Path, trailer_out: list) -> Iterator[Tuple[int, object]]:
             if len(batch) >= _BATCH_LINES:
                 if not last_had_comma:
                     raise _LayoutError(f"invalid JSON: missing ',' after event {index + len(batch) - 1}")
-                for event in _parse_batch(batch, index):
-                    yield index, event
-                    index += 1
+                events = _parse_batch(batch, index)
+                yield index, events
+                index += len(events)
                 batch = []
         if trailer is None:
             raise _LayoutError("invalid JSON: the traceEvents list is not closed (truncated file?)")
@@ -308,9 +337,7 @@ def _line_events(path: Path, trailer_out: list) -> Iterator[Tuple[int, object]]:
             if last_had_comma:
                 raise _LayoutError(f"invalid JSON: trailing ',' after the last event {index + len(batch) - 1}")
             batch[-1] += ","
-            for event in _parse_batch(batch, index):
-                yield index, event
-                index += 1
+            yield index, _parse_batch(batch, index)
         try:
             tail = json.loads(_HEADER + trailer)
         except ValueError as exc:
@@ -346,7 +373,7 @@ def check_trace(path_or_obj: Union[str, Path, dict, list]) -> List[str]:
         if not _check_top(path_or_obj, problems):
             return list(problems)
         events = path_or_obj["traceEvents"]
-        return _run(lambda: enumerate(events), list(problems))
+        return _run(lambda: iter([(0, events)]), list(problems))
     path = Path(path_or_obj)
     try:
         line_layout = _is_line_layout(path)

@@ -1,0 +1,211 @@
+"""msprof.export.tracecheck: each rule accepts good traces and catches a hand-made violation."""
+import copy
+import json
+
+import pytest
+
+from msprof.export.tracecheck import MAX_FLOW_ID, TraceError, assert_valid, check_trace
+
+
+def meta(pid=1, tid=2):
+    return [
+        {"ph": "M", "pid": pid, "tid": 0, "name": "process_name", "args": {"name": "P"}},
+        {"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": "T"}},
+        {"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": 0}},
+    ]
+
+
+def x(ts, dur, name="a", pid=1, tid=2):
+    return {"ph": "X", "pid": pid, "tid": tid, "ts": ts, "dur": dur, "name": name}
+
+
+def flow(ph, ts, id_=1, pid=1, tid=2, cat="HostToDevice", name="HostToDevice"):
+    event = {"ph": ph, "cat": cat, "name": name, "id": id_, "pid": pid, "tid": tid, "ts": ts}
+    if ph == "f":
+        event["bp"] = "e"
+    return event
+
+
+def trace(*events, metadata=True):
+    return {"traceEvents": (meta() if metadata else []) + list(events), "displayTimeUnit": "ms", "otherData": {}}
+
+
+GOOD = trace(x(0, 10), x(1, 2), x(3, 0), x(10, 5), x(10, 5), flow("s", 2), flow("f", 12))
+
+
+def test_good_trace_is_valid():
+    assert check_trace(GOOD) == []
+    assert check_trace({"traceEvents": []}) == []
+
+
+def test_equal_boundaries_and_nesting_allowed():
+    assert check_trace(trace(x(0, 10), x(0, 10), x(0, 4), x(4, 6), x(10, 0), x(10.0005, 1))) == []
+
+
+@pytest.mark.parametrize("obj, fragment", [
+    ([], "not a JSON object"),
+    ({"events": []}, "no traceEvents"),
+    ({"traceEvents": {}}, "no traceEvents"),
+    ({"traceEvents": [], "displayTimeUnit": "s"}, "displayTimeUnit"),
+])
+def test_top_level(obj, fragment):
+    problems = check_trace(obj)
+    assert problems and fragment in problems[0]
+
+
+def test_metadata_after_first_event():
+    bad = trace(x(0, 1), meta()[0])
+    assert any("metadata event after" in p for p in check_trace(bad))
+
+
+@pytest.mark.parametrize("field, value", [("ts", "1.5"), ("dur", "2"), ("ts", float("nan")),
+                                          ("dur", float("inf")), ("dur", -0.001), ("ts", True)])
+def test_bad_numbers(field, value):
+    event = x(0, 1)
+    event[field] = value
+    problems = check_trace(trace(event))
+    assert len(problems) == 1 and field in problems[0]
+
+
+@pytest.mark.parametrize("event, missing", [
+    ({"ph": "X", "pid": 1, "tid": 2, "ts": 0, "name": "a"}, "dur"),
+    ({"ph": "X", "pid": 1, "ts": 0, "dur": 1, "name": "a"}, "tid"),
+    ({"ph": "s", "pid": 1, "tid": 2, "ts": 0, "name": "a", "cat": "c"}, "id"),
+    ({"ph": "f", "pid": 1, "tid": 2, "ts": 0, "name": "a", "id": 1}, "cat"),
+    ({"ph": "M", "pid": 1, "name": "thread_name", "args": {"name": "T"}}, "tid"),
+])
+def test_required_keys(event, missing):
+    problems = check_trace(trace(event, metadata=False))
+    assert problems and f"missing {missing}" in problems[0]
+
+
+def test_metadata_args_and_unknown_phase():
+    assert "needs args.name" in check_trace(trace({"ph": "M", "pid": 1, "tid": 0, "name": "process_name",
+                                                   "args": {}}))[0]
+    assert "sort_index must be an integer" in check_trace(
+        trace({"ph": "M", "pid": 1, "tid": 2, "name": "thread_sort_index", "args": {"sort_index": "1"}}))[0]
+    assert "unknown or missing ph" in check_trace(trace({"ph": "Q", "pid": 1}))[0]
+    assert "pid/tid must be integers" in check_trace(trace(x(0, 1, pid="1")))[0]
+
+
+def test_partial_overlap_is_caught():
+    problems = check_trace(trace(x(0, 10), x(5, 10)))
+    assert len(problems) == 1 and "partially overlaps" in problems[0]
+    # the same intervals on two threads are fine
+    assert check_trace(trace(x(0, 10), x(5, 10, tid=3))) == []
+    # overlap by one ns at µs resolution 3 decimals
+    assert check_trace(trace(x(0, 10.001), x(10, 1)))
+
+
+def test_out_of_order_events_are_sorted_per_thread():
+    assert check_trace(trace(x(10, 5), x(0, 10), x(2, 3))) == []
+    problems = check_trace(trace(x(10, 5), x(0, 12)))
+    assert len(problems) == 1 and "partially overlaps" in problems[0]
+
+
+def test_flow_pairing():
+    assert "has a 's' but no 'f'" in check_trace(trace(x(0, 10), flow("s", 1)))[0]
+    assert "has a 'f' but no 's'" in check_trace(trace(x(0, 10), flow("f", 1)))[0]
+    assert "second flow 's'" in check_trace(trace(x(0, 10), flow("s", 1), flow("s", 2), flow("f", 3)))[0]
+    assert "names differ" in check_trace(trace(x(0, 10), flow("s", 1), flow("f", 3, name="other")))[0]
+    assert "ends before it starts" in check_trace(trace(x(0, 10), flow("s", 5), flow("f", 3)))[0]
+    # pairing is by (cat, id): same id in another category is another flow
+    assert check_trace(trace(x(0, 10), flow("s", 1), flow("f", 2), flow("s", 3, cat="c2"), flow("f", 4, cat="c2"))) == []
+
+
+@pytest.mark.parametrize("bad_id", ["1", 1.0, -1, MAX_FLOW_ID, True])
+def test_flow_id_rules(bad_id):
+    problems = check_trace(trace(x(0, 10), flow("s", 1, id_=bad_id), flow("f", 2, id_=bad_id)))
+    assert problems and "flow id" in problems[0]
+
+
+def test_flow_id_just_below_limit_is_fine():
+    assert check_trace(trace(x(0, 10), flow("s", 1, id_=MAX_FLOW_ID - 1), flow("f", 2, id_=MAX_FLOW_ID - 1))) == []
+
+
+def test_flow_endpoints_must_lie_on_a_slice_of_their_thread():
+    # on the boundaries is fine
+    assert check_trace(trace(x(0, 10), flow("s", 0), flow("f", 10))) == []
+    problems = check_trace(trace(x(0, 10), flow("s", 1), flow("f", 11)))
+    assert len(problems) == 1 and "not on or inside any X slice" in problems[0]
+    # a slice on another thread does not count
+    problems = check_trace(trace(x(0, 10), x(0, 20, tid=3), flow("s", 1), flow("f", 15)))
+    assert len(problems) == 1 and "not on or inside" in problems[0]
+    # the flow point may come before its slice in the file
+    assert check_trace(trace(flow("s", 1), x(0, 10), flow("f", 2))) == []
+
+
+def test_control_characters_in_names():
+    assert "control characters" in check_trace(trace(x(0, 1, name="conv\n1")))[0]
+    assert "control characters" in check_trace(trace(x(0, 1, name="conv\x851")))[0]
+    bad_meta = meta()
+    bad_meta[1]["args"]["name"] = "Stream\t3"
+    assert "control characters" in check_trace({"traceEvents": bad_meta})[0]
+    assert check_trace(trace(x(0, 1, name="卷积 conv µs"))) == []
+
+
+# --- files ----------------------------------------------------------------------------------------------
+def line_layout(obj) -> str:
+    """The one-event-per-line layout msprof writes."""
+    events = ",\n".join(json.dumps(e) for e in obj["traceEvents"])
+    rest = json.dumps({k: v for k, v in obj.items() if k != "traceEvents"})[1:]
+    return '{"traceEvents":[\n' + events + "\n]" + ("," + rest if rest != "}" else "}") + "\n"
+
+
+def test_line_layout_file(tmp_path):
+    path = tmp_path / "t.json"
+    text = line_layout(GOOD)
+    assert json.loads(text) == GOOD
+    path.write_text(text)
+    assert check_trace(path) == []
+    assert_valid(path)
+
+
+def test_line_layout_with_many_batches(tmp_path, monkeypatch):
+    import msprof.export.tracecheck as tc
+
+    monkeypatch.setattr(tc, "_BATCH_LINES", 3)
+    events = [x(i, 1) for i in range(20)]
+    path = tmp_path / "t.json"
+    path.write_text(line_layout(trace(*events)))
+    assert check_trace(path) == []
+    events[13] = x(12.5, 1)
+    path.write_text(line_layout(trace(*events)))
+    problems = check_trace(path)
+    assert len(problems) == 1 and "event 16" in problems[0]   # 3 metadata events first
+
+
+@pytest.mark.parametrize("mangle, fragment", [
+    (lambda t: t[: len(t) // 2], "not closed"),
+    (lambda t: t.replace("\n]", ",\n]"), "trailing ','"),
+    (lambda t: t.replace("},\n", "}\n", 1), "missing ','"),
+    (lambda t: t + "{}\n", "after the end"),
+    (lambda t: t.replace('"otherData": {}', '"otherData": {'), "after the events"),
+    (lambda t: t.replace('"ts": 1,', '"ts": 1,,'), "invalid JSON"),
+])
+def test_broken_line_layout_files(tmp_path, mangle, fragment):
+    path = tmp_path / "t.json"
+    path.write_text(mangle(line_layout(GOOD)))
+    problems = check_trace(path)
+    assert problems and fragment in problems[0], problems
+
+
+def test_other_layouts_and_bad_json(tmp_path):
+    path = tmp_path / "pretty.json"
+    path.write_text(json.dumps(GOOD, indent=2))
+    assert check_trace(path) == []
+    bad = copy.deepcopy(GOOD)
+    bad["traceEvents"].append(x(2, 20))
+    path.write_text(json.dumps(bad, indent=2))
+    assert "partially overlaps" in check_trace(path)[0]
+    path.write_text("{not json")
+    assert "invalid JSON" in check_trace(path)[0]
+    assert "cannot read" in check_trace(tmp_path / "missing.json")[0]
+    with pytest.raises(TraceError):
+        assert_valid(path)
+
+
+def test_problem_list_is_bounded():
+    events = [x(i, 10) for i in range(500)]
+    problems = check_trace(trace(*events))
+    assert 10 < len(problems) <= 51 and problems[-1].startswith("...")
