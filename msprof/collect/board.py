@@ -6,6 +6,7 @@ import base64
 import contextlib
 import errno
 import hashlib
+import logging
 import os
 import re
 import select
@@ -22,6 +23,10 @@ import paramiko
 from msprof.collect.config import BoardConfig, Credentials, can_prompt, credentials, prompt_password
 from msprof.console import log, notice
 from msprof.errors import RemoteError, SshError
+
+# paramiko's transport thread logs errors ("Exception (client): Error reading SSH protocol banner") that
+# would reach stderr through logging's last-resort handler; our one-line errors say it better.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 SFTP_TIMEOUT = 30.0  # seconds without progress on an SFTP or transfer channel before giving up
 PID_MARK = b"@@PID "
@@ -449,7 +454,10 @@ def _open_client(cfg: BoardConfig, creds: Credentials, accept_new_host_key: bool
         _close(client, sock)
         text = str(exc)
         if "No existing session" in text or "banner" in text.lower():
-            text = f"no SSH server answered on {where} within {cfg.timeout:g} s ({_cause(exc)})"
+            text = (f"no SSH server answered on {where} within {cfg.timeout:g} s (wrong port, or the board's "
+                    "sshd is stuck?)")
+            if "reset" in str(exc).lower() or "EOF" in str(exc):
+                text = f"{where} closed the connection before the SSH banner (not an SSH server, or overloaded)"
         else:
             text = f"SSH handshake with {where} failed: {_cause(exc)}"
         raise SshError(text) from None
