@@ -1,5 +1,6 @@
 """import: raw files of one result directory → decoders → sqlite/msprof.db (built atomically)."""
 import bisect
+import contextlib
 import os
 import time
 from dataclasses import asdict
@@ -17,18 +18,26 @@ from msprof import store
 
 
 class Notices:
-    """Warnings met while importing: logged once each and kept in the database's notice table."""
+    """Warnings met while importing: logged once each and kept in the database's notice table.
+    A worker process collects them silently (echo=False); the parent replays them."""
 
-    def __init__(self):
+    def __init__(self, echo: bool = True):
         self.items: List[tuple] = []
+        self.echo = echo
 
     def warn(self, message: str) -> None:
-        log.warning(message)
+        if self.echo:
+            log.warning(message)
         self.items.append(("warning", message))
 
     def notice(self, message: str) -> None:
-        notice(message)
+        if self.echo:
+            notice(message)
         self.items.append(("notice", message))
+
+    def replay(self, items) -> None:
+        for level, message in items:
+            (self.warn if level == "warning" else self.notice)(message)
 
 
 class TaskPlacer:
@@ -38,21 +47,27 @@ class TaskPlacer:
     def __init__(self, iterations, layers):
         self.iterations = iterations  # [(model_id, index_id, start, end)] sorted by start
         self.starts = [it[2] for it in iterations]
+        self.last = None
         self.layer_in_model = {(m, s, t): lid for (m, lid, t, s, *_rest) in layers}
         by_key: Dict[tuple, Optional[tuple]] = {}
         for (m, lid, t, s, *_rest) in layers:
             by_key[(s, t)] = (m, lid) if (s, t) not in by_key else None  # ambiguous across models
         self.layer_any = {k: v for k, v in by_key.items() if v is not None}
 
-    def place(self, stream_id, task_id, start, end):
-        moment = start if start is not None else end
-        model_id = index_id = None
-        position = bisect.bisect_right(self.starts, moment) - 1
-        for candidate in range(position, max(position - 4, -1), -1):
-            m, i, it_start, it_end = self.iterations[candidate]
-            if it_start <= moment <= it_end:
-                model_id, index_id = m, i
-                break
+    def place(self, stream_id, task_id, moment):
+        """(model_id, index_id, layer_id) of a task at syscnt ``moment``; None where unknown."""
+        last = self.last
+        if last is not None and last[2] <= moment <= last[3]:  # tasks come in time order: usually a hit
+            model_id, index_id = last[0], last[1]
+        else:
+            model_id = index_id = None
+            position = bisect.bisect_right(self.starts, moment) - 1
+            for candidate in range(position, max(position - 4, -1), -1):
+                m, i, it_start, it_end = self.iterations[candidate]
+                if it_start <= moment <= it_end:
+                    model_id, index_id = m, i
+                    self.last = self.iterations[candidate]
+                    break
         if model_id is not None:
             layer_id = self.layer_in_model.get((model_id, stream_id, task_id))
             if layer_id is not None:
@@ -92,9 +107,19 @@ def import_result_dir(result_dir: Path) -> Path:
         db["iteration"].insert_all([dict(zip(("model_id", "index_id", "start_syscnt", "end_syscnt"), it))
                                     for it in iterations])
         _load_simple(conn, device_streams.get("freq", []), freq, "freq_change", counts, notices)
-        _load_hwts(conn, device_streams.get("hwts", []), TaskPlacer(iterations, layers), result, counts, notices)
-        _load_pmu(conn, device_streams.get("pmu", []), counts, notices)
-        _load_simple(conn, grouped.get("acl", []), acl, "acl_api", counts, notices)
+        side_streams = (device_streams.get("pmu", []), grouped.get("acl", []))
+        side_bytes = sum(p.stat().st_size for streams in side_streams for item in streams for p in item.files)
+        if side_bytes >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1:
+            with _side_load_in_worker(store.db_path(result.path), side_streams) as finished:
+                _load_hwts(conn, device_streams.get("hwts", []), TaskPlacer(iterations, layers), result, counts,
+                           notices)
+                part, side_counts, side_notices = finished()
+                notices.replay(side_notices)
+                counts.update(side_counts)
+                _merge_part(conn, part)
+        else:
+            _load_hwts(conn, device_streams.get("hwts", []), TaskPlacer(iterations, layers), result, counts, notices)
+            _load_side(conn, side_streams, counts, notices)
         for kind, label in (("pmu", "AA Core PMU"), ("acl", "ACL API"), ("step_trace", "step trace"),
                             ("hwts", "HWTS task log")):
             if not grouped.get(kind):
@@ -110,6 +135,76 @@ def import_result_dir(result_dir: Path) -> Path:
     total_records = sum(c["records"] for c in counts.values())
     log.info("imported %s: %d records in %.2f s", result.path, total_records, time.monotonic() - started)
     return store.db_path(result.path)
+
+
+# PMU and ACL streams are loaded in a second process (into a part database merged afterwards) when
+# they hold at least this much: below it, starting a process costs more than it saves.
+PARALLEL_MIN_BYTES = 32 << 20
+
+
+def _load_side(conn, side_streams, counts, notices):
+    pmu_streams, acl_streams = side_streams
+    _load_pmu(conn, pmu_streams, counts, notices)
+    _load_simple(conn, acl_streams, acl, "acl_api", counts, notices)
+
+
+def _side_worker(part_path: str, side_streams):
+    """In a child process: PMU + ACL into a part database; returns (counts, notices)."""
+    import sqlite3
+
+    import sqlite_utils
+
+    conn = sqlite3.connect(part_path, isolation_level=None)
+    try:
+        store.tune_for_bulk_load(conn)
+        conn.execute("BEGIN")
+        db = sqlite_utils.Database(conn)
+        for table in ("pmu", "acl_api"):
+            columns, pk = store.TABLES[table]
+            db[table].create(columns, pk=pk)
+        counts: Dict[str, dict] = {}
+        notices = Notices(echo=False)
+        _load_side(conn, side_streams, counts, notices)
+        conn.execute("COMMIT")
+        return counts, notices.items
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
+def _side_load_in_worker(target: Path, side_streams):
+    """Run _side_worker in a child process while the block loads HWTS; yield a function that waits
+    for the child and returns (part database path, counts, notices)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    part = target.parent / f".part-{os.getpid()}.db"
+    if part.exists():
+        part.unlink()
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(method))
+    try:
+        future = executor.submit(_side_worker, str(part), side_streams)
+
+        def finished():
+            counts, notice_items = future.result()
+            return part, counts, notice_items
+
+        yield finished
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        if part.exists():
+            part.unlink()
+
+
+def _merge_part(conn, part: Path) -> None:
+    conn.execute("ATTACH DATABASE ? AS part", (str(part),))
+    for table in ("pmu", "acl_api"):
+        columns = ", ".join(f"[{c}]" for c in store.TABLES[table][0] if c != "seq")
+        conn.execute(f"INSERT INTO main.[{table}] ({columns}) SELECT {columns} FROM part.[{table}] ORDER BY seq")
+    conn.execute("COMMIT")  # ATTACH/DETACH need no open transaction around the detach
+    conn.execute("DETACH DATABASE part")
+    conn.execute("BEGIN")
 
 
 def _load_model_files(db, text_files, notices):
@@ -183,23 +278,24 @@ def _load_step_trace(conn, stream_files, counts, notices):
 
 
 def _load_hwts(conn, stream_files, placer, result: ResultDir, counts, notices):
-    log_sql = insert_sql("hwts_log", skip_seq=True)
     task_sql = insert_sql("task", skip_seq=True)
     mhz = result.clock.hwts_mhz
 
     def task_rows(finished):
+        place = placer.place
         for stream_id, task_id, task_type, start, end, n in finished:
-            dur = (end - start) / mhz if start is not None and end is not None else None
-            yield (stream_id, task_id, task_type, start, end, n, dur) + placer.place(stream_id, task_id, start, end)
+            if start is None or end is None:
+                at, dur = (end if start is None else start), None
+            else:
+                at, dur = start, (end - start) / mhz
+            yield (stream_id, task_id, task_type, start, end, at, n, dur) + place(stream_id, task_id, at)
 
     for item, stream in _streams(stream_files, hwts, "HWTS", notices, hwts.looks_aligned):
         pairer = hwts.Pairer()
         records = 0
         for chunk in stream.chunks():
-            rows = list(hwts.LAYOUT.iter_unpack(chunk))
-            records += len(rows)
-            conn.executemany(log_sql, rows)
-            conn.executemany(task_sql, task_rows(pairer.feed(rows)))
+            records += len(chunk) // hwts.RECORD_SIZE
+            conn.executemany(task_sql, task_rows(pairer.feed(hwts.LAYOUT.iter_unpack(chunk))))
         conn.executemany(task_sql, task_rows(pairer.finish()))
         name = stream.files[0].name
         if pairer.gaps:

@@ -48,12 +48,12 @@ def event_name(event_id: int) -> str:
     return SVP_EVENTS.get(event_id, f"0x{event_id:x}")
 
 
-def ratio(value, total) -> Optional[float]:
-    return value / total if total else None
-
-
 class MetricSet:
-    """The op_summary metric columns available for the recorded events, and how to compute them."""
+    """The op_summary metric columns available for the recorded events, as SQL expressions.
+
+    ``task_columns`` are computed from one PMU row (alias ``p``), ``total_columns`` from sums over the
+    AA_CORE tasks of an iteration (cycle-weighted ratios). NULL means N/A.
+    """
 
     def __init__(self, slot_events: List[int]):
         self.slot_of = {event_name(e): slot for slot, e in enumerate(slot_events)}
@@ -69,23 +69,36 @@ class MetricSet:
     def names(self) -> List[str]:
         return [c[0] for c in self.columns]
 
-    def values(self, total_cycles, counters) -> List[object]:
-        """Metric values for one task (or a total: summed cycles and counters); None = N/A."""
-        out: List[object] = []
-        for _column, kind, slots in self.columns:
-            if kind == "ratio":
-                out.append(ratio(counters[slots[0]], total_cycles))
-            elif kind == "count":
-                out.append(counters[slots[0]])
-            elif kind == "sum":
-                out.append(sum(counters[s] for s in slots))
-            else:
-                dstr, dld, wld, mac, vec = (ratio(counters[s], total_cycles) for s in slots)
-                if None in (dstr, dld, wld, mac, vec) or max(mac, vec) == 0:
-                    out.append(None)
-                else:
-                    out.append(max(dstr, dld, wld) / max(mac, vec))
-        return out
-
     def kinds(self) -> List[str]:
         return [c[1] for c in self.columns]
+
+    def sql(self, counter: str, cycles: str) -> List[str]:
+        """One SQL expression per column; ``counter`` formats a slot number into a counter expression."""
+        out = []
+        for _column, kind, slots in self.columns:
+            c = [counter.format(s) for s in slots]
+            out.append(_FORMULAS[kind](c, cycles))
+        return out
+
+
+def rounded_ratio(numerator: str, denominator: str, decimals: int = 4) -> str:
+    """numerator/denominator of two integer expressions, rounded half up to ``decimals``, exactly.
+
+    Integer arithmetic instead of SQLite's round() (which goes through text and is the hot spot of a
+    large export); dividing the rounded integer by 10^k yields the same double as the decimal literal.
+    NULL (N/A) when the denominator is 0.
+    """
+    scale = 10 ** decimals
+    return (f"(({numerator}) * {2 * scale} + ({denominator})) / (2 * nullif({denominator}, 0))"
+            f" / {float(scale)!r}")
+
+
+# Ratios are fractions of total cycles; Memory Bound's ratios share the divisor, so it is the ratio
+# of the raw counters (N/A when the divisor is 0).
+_FORMULAS = {
+    "ratio": lambda c, cycles: rounded_ratio(c[0], cycles),
+    "count": lambda c, cycles: f"({c[0]})",
+    "sum": lambda c, cycles: "(" + " + ".join(c) + ")",
+    "memory_bound": lambda c, cycles: (f"CASE WHEN {cycles} > 0 THEN "
+                                       f"{rounded_ratio(f'max({c[0]}, {c[1]}, {c[2]})', f'max({c[3]}, {c[4]})')} END"),
+}

@@ -1,4 +1,4 @@
-"""Renderers: turn report Tables into CSV, JSON or terminal text. The only place values are rounded."""
+"""Renderers: turn report Tables into CSV, JSON or terminal text."""
 import csv
 import io
 import json
@@ -6,26 +6,14 @@ from typing import List
 
 from tabulate import tabulate
 
-from msprof.reports import INT, PERCENT, RATIO, TIME, Table
+from msprof.reports import Table
 
 NA = "N/A"
-# outputs.md: durations and times 3 decimals, ratios 4 (percent columns too), cycles and bytes integers.
-DECIMALS = {TIME: 3, RATIO: 4, PERCENT: 4}
-
-
-def cell(value, kind):
-    """One value as written: rounded number, integer, text, or N/A."""
-    if value is None or value == "":
-        return NA
-    if kind in DECIMALS and isinstance(value, (int, float)):
-        return round(float(value), DECIMALS[kind])
-    if kind == INT and isinstance(value, (int, float)):
-        return int(value)
-    return value
 
 
 def rows_of(table: Table) -> List[list]:
-    return [[cell(v, k) for v, k in zip(row, table.kinds)] for row in table.rows]
+    """Report rows are already rounded (in SQL); only a missing value still needs its N/A."""
+    return [[NA if v is None or v == "" else v for v in row] for row in table.rows]
 
 
 def to_csv(table: Table) -> str:

@@ -12,11 +12,12 @@ from typing import Iterator, List, Optional, Tuple
 
 from msprof import store
 from msprof.metrics import MetricSet
-from msprof.raw.acl import api_type_name
+from msprof.raw.acl import API_TYPES
 from msprof.raw.hwts import TASK_TYPES
 
 # Column value kinds: how a renderer rounds them (outputs.md: times 3 decimals, ratios 4, counts int).
 TEXT, TIME, RATIO, PERCENT, INT = "text", "time", "ratio", "percent", "int"
+AA_CORE = next(k for k, v in TASK_TYPES.items() if v == "AA_CORE")
 METRIC_KINDS = {"ratio": RATIO, "memory_bound": RATIO, "count": INT, "sum": INT}
 
 
@@ -90,80 +91,64 @@ class Report:
 
     # --- op_summary (outputs.md §3.1) -----------------------------------------------------------------
     def op_summary(self, iteration: Iteration) -> Table:
-        metric_columns = self.metric_set.names if self.has_pmu else []
-        columns = ["Layer Id", "Ori Layer Name", "Layer Name", "Layer Type", "Time(us)", "Time Ratio"] + metric_columns
+        """Rows in execution order, then the total row (Layer Id '-'). All formulas and rounding in SQL."""
+        metric_names = self.metric_set.names if self.has_pmu else []
+        columns = ["Layer Id", "Ori Layer Name", "Layer Name", "Layer Type", "Time(us)", "Time Ratio"] + metric_names
         kinds = [TEXT, TEXT, TEXT, TEXT, TIME, PERCENT] + [METRIC_KINDS[k] for k in self.metric_set.kinds()]
-        table = Table("AA Core metrics", columns, kinds)
-        pmu_cols = ", ".join(f"p.c{i}" for i in range(10))
-        cursor = self.conn.execute(
-            f"SELECT t.layer_id, l.ori_layer_name, l.layer_name, l.layer_type, t.task_type, t.dur_us,"
-            f" p.total_cycles, {pmu_cols} FROM task t"
-            " LEFT JOIN layer l ON l.model_id = t.model_id AND l.layer_id = t.layer_id"
-            " LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
-            " WHERE t.model_id = ? AND t.index_id = ? ORDER BY coalesce(t.start_syscnt, t.end_syscnt), t.seq",
-            (iteration.model_id, iteration.index_id))
-        sum_cycles, sum_counters, total_time = 0, [0] * 10, 0.0
-        for layer_id, ori, name, layer_type, task_type, dur, cycles, *counters in cursor:
-            is_core = TASK_TYPES.get(task_type) == "AA_CORE"
-            row = [layer_id, ori, name, layer_type, dur, None]
-            if metric_columns:
-                if is_core and cycles is not None:
-                    row += self.metric_set.values(cycles, counters)
-                    sum_cycles += cycles
-                    sum_counters = [a + b for a, b in zip(sum_counters, counters)]
-                else:
-                    row += [None] * len(metric_columns)
-            if dur is not None:
-                total_time += dur
-            table.rows.append(row)
-        for row in table.rows:
-            row[5] = row[4] / total_time * 100 if row[4] is not None and total_time else None
-        total = ["-", "-", "-", "-", total_time, 100.0 if table.rows else None]
-        if metric_columns:
-            total += self.metric_set.values(sum_cycles, sum_counters) if sum_cycles else [None] * len(metric_columns)
-        table.rows.append(total)
-        return table
+        core = f"t.task_type = {AA_CORE}"
+        per_task = [f"CASE WHEN {core} THEN {expr} END" for expr in self.metric_set.sql("p.c{}", "p.total_cycles")]
+        totals = self.metric_set.sql(f"sum(CASE WHEN {core} THEN p.c{{}} END)",
+                                     f"sum(CASE WHEN {core} THEN p.total_cycles END)")
+        source = (" FROM task t LEFT JOIN layer l ON l.model_id = t.model_id AND l.layer_id = t.layer_id"
+                  " LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
+                  " WHERE t.model_id = :model AND t.index_id = :index")
+        args = {"model": iteration.model_id, "index": iteration.index_id}
+        total_select = ", ".join(_na(e) for e in ["'-'", "'-'", "'-'", "'-'", "round(coalesce(sum(t.dur_us), 0), 3)",
+                                                  "CASE WHEN count(*) THEN 100.0 END"]
+                                 + (totals if metric_names else []))
+        total_row = list(self.conn.execute(f"SELECT sum(t.dur_us), {total_select}{source}", args).fetchone())
+        args["total"] = total_row.pop(0)
+        select = ", ".join(_na(e) for e in [
+            "t.layer_id", "l.ori_layer_name", "l.layer_name", "l.layer_type", "round(t.dur_us, 3)",
+            "round(t.dur_us * 100.0 / :total, 4)"] + (per_task if metric_names else []))
+        rows = [list(r) for r in self.conn.execute(f"SELECT {select}{source} ORDER BY t.at_syscnt, t.seq", args)]
+        rows.append(total_row)
+        return Table("AA Core metrics", columns, kinds, rows)
 
     # --- op_statistic (outputs.md §3.2) ---------------------------------------------------------------
     def op_statistic(self, model_id: int, index_id: Optional[int] = None) -> Table:
         columns = ["Task ID", "Stream ID", "OP Name", "Task Type", "Total Time Ratio(%)", "Total Time(us)", "Count",
                    "Avg(us)", "Max(us)", "Min(us)"]
         kinds = [INT, INT, TEXT, TEXT, PERCENT, TIME, INT, TIME, TIME, TIME]
-        where = "t.model_id = ? AND t.index_id IS NOT NULL AND t.dur_us IS NOT NULL"
-        args: list = [model_id]
+        where = "t.model_id = :model AND t.index_id IS NOT NULL AND t.dur_us IS NOT NULL"
         if index_id is not None:
-            where += " AND t.index_id = ?"
-            args.append(index_id)
-        cursor = self.conn.execute(
-            "SELECT t.task_id, t.stream_id, max(l.layer_name), t.task_type, sum(t.dur_us), count(*),"
-            " max(t.dur_us), min(t.dur_us) FROM task t"
+            where += " AND t.index_id = :index"
+        type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in TASK_TYPES.items())
+        rows = self.conn.execute(
+            "SELECT t.task_id, t.stream_id, coalesce(max(l.layer_name), 'N/A'),"
+            f" CASE t.task_type {type_names} ELSE t.task_type END,"
+            " round(sum(t.dur_us) * 100.0 / sum(sum(t.dur_us)) OVER (), 4), round(sum(t.dur_us), 3), count(*),"
+            " round(avg(t.dur_us), 3), round(max(t.dur_us), 3), round(min(t.dur_us), 3) FROM task t"
             " LEFT JOIN layer l ON l.model_id = t.model_id AND l.layer_id = t.layer_id"
-            f" WHERE {where} GROUP BY t.stream_id, t.task_id, t.task_type", args)
-        rows = list(cursor)
-        grand = sum(r[4] for r in rows)
-        table = Table("Op statistic", columns, kinds)
-        for task_id, stream_id, name, task_type, total, count, longest, shortest in rows:
-            table.rows.append([task_id, stream_id, name, TASK_TYPES.get(task_type, str(task_type)),
-                               total / grand * 100 if grand else None, total, count, total / count, longest, shortest])
-        table.rows.sort(key=lambda r: (-r[5], r[1], r[0]))
-        return table
+            f" WHERE {where} GROUP BY t.stream_id, t.task_id, t.task_type"
+            " ORDER BY sum(t.dur_us) DESC, t.stream_id, t.task_id", {"model": model_id, "index": index_id})
+        return Table("Op statistic", columns, kinds, [list(r) for r in rows])
 
     # --- acl_statistic (outputs.md §3.3) --------------------------------------------------------------
     def acl_statistic(self) -> Table:
         columns = ["Process ID", "Thread ID", "Type", "Name", "Total Time Ratio(%)", "Total Time(us)", "Count",
                    "Avg(us)", "Max(us)", "Min(us)"]
         kinds = [INT, INT, TEXT, TEXT, PERCENT, TIME, INT, TIME, TIME, TIME]
+        type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in API_TYPES.items())
         scale = self._host_us_scale()
-        rows = list(self.conn.execute(
-            "SELECT pid, tid, api_type, name, sum([end] - start), count(*), max([end] - start), min([end] - start)"
-            " FROM acl_api GROUP BY pid, tid, api_type, name"))
-        grand = sum(r[4] for r in rows)
-        table = Table("ACL statistic", columns, kinds)
-        for pid, tid, api_type, name, total, count, longest, shortest in rows:
-            table.rows.append([pid, tid, api_type_name(api_type), name, total / grand * 100 if grand else None,
-                               total * scale, count, total * scale / count, longest * scale, shortest * scale])
-        table.rows.sort(key=lambda r: (-r[5], r[0], r[1], r[2], r[3]))
-        return table
+        rows = self.conn.execute(
+            f"SELECT pid, tid, CASE api_type {type_names} ELSE CAST(api_type AS TEXT) END, name,"
+            " round(sum([end] - start) * 100.0 / sum(sum([end] - start)) OVER (), 4),"
+            " round(sum([end] - start) * :scale, 3), count(*), round(avg([end] - start) * :scale, 3),"
+            " round(max([end] - start) * :scale, 3), round(min([end] - start) * :scale, 3)"
+            " FROM acl_api GROUP BY pid, tid, api_type, name"
+            " ORDER BY sum([end] - start) DESC, pid, tid, api_type, name", {"scale": scale})
+        return Table("ACL statistic", columns, kinds, [list(r) for r in rows])
 
     def _host_us_scale(self) -> float:
         """µs per host timestamp unit: ns normally, CPU ticks when CPU[0].Frequency is set."""
@@ -207,6 +192,10 @@ def open_report(result_dir: Path) -> Iterator[Report]:
         yield report
     finally:
         report.close()
+
+
+def _na(expression: str) -> str:
+    return f"coalesce({expression}, 'N/A')"
 
 
 def _float(value) -> Optional[float]:

@@ -2,6 +2,11 @@
 
 Raw tables hold every decoded record as read (plus its stream order ``seq``); derived tables are
 computed from them at import. Column order here is the insert order used by the loaders.
+
+HWTS records are stored paired: each ``task`` row holds one execution's start record and end record
+(their syscnt and task type), and an unmatched record is a row with the other side NULL — so every
+decoded HWTS record is in ``task`` exactly once, without a second 2-rows-per-task copy. Their rolling
+counters are checked while decoding and gaps are reported, not stored.
 """
 from msprof.raw.pmu import COUNTERS
 
@@ -22,24 +27,22 @@ TABLES = {
     # raw records
     "acl_api": ({"seq": int, "api_type": int, "start": int, "end": int, "pid": int, "tid": int, "name": str},
                 "seq"),
-    "hwts_log": ({"seq": int, "flags": int, "task_type": int, "magic": int, "task_id": int, "syscnt": int,
-                  "stream_field": int}, "seq"),
     "pmu": (dict({"seq": int, "core_id": int, "stream_id": int, "task_id": int, "exec_n": int,
                   "total_cycles": int}, **{c: int for c in PMU_COLUMNS}), "seq"),
     "pmu_event": ({"slot": int, "event_id": int, "name": str}, "slot"),
     "step_trace": ({"seq": int, "syscnt": int, "index_id": int, "model_id": int, "stream_id": int,
                     "task_id": int, "tag_id": int}, "seq"),
     "freq_change": ({"seq": int, "syscnt": int, "mhz": int}, "seq"),
-    # derived
+    # derived (task: paired HWTS records, see above)
     "iteration": ({"model_id": int, "index_id": int, "start_syscnt": int, "end_syscnt": int}, None),
     "task": ({"seq": int, "stream_id": int, "task_id": int, "task_type": int, "start_syscnt": int,
-              "end_syscnt": int, "exec_n": int, "dur_us": float, "model_id": int, "index_id": int,
+              "end_syscnt": int, "at_syscnt": int, "exec_n": int, "dur_us": float, "model_id": int, "index_id": int,
               "layer_id": int}, "seq"),
 }
 
 # Created after the bulk load (cheaper than maintaining them row by row).
 INDEXES = [
-    ("task", ["model_id", "index_id", "start_syscnt"]),
+    ("task", ["model_id", "index_id", "at_syscnt"]),
     ("pmu", ["stream_id", "task_id", "exec_n"]),
     ("layer", ["model_id", "layer_id"]),
 ]

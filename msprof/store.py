@@ -15,7 +15,7 @@ import sqlite_utils
 
 from msprof import SCHEMA_VERSION, __version__
 from msprof.atomic import atomic_path
-from msprof.schema import INDEXES, TABLES
+from msprof.schema import INDEXES, TABLES  # noqa: F401 (TABLES re-exported for loaders)
 
 DB_NAME = "msprof.db"
 

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Scale benchmark (not a test): generate JOBs of N tasks and time msprof on them as whole processes.
+
+    python bench/run.py                      # 10k, 100k and 1M tasks
+    python bench/run.py --sizes 2000 --quick # the CI smoke size
+    python bench/run.py --no-reference       # skip the reference-analyser comparison
+
+For each size it prints wall time, records/s, peak RSS (of that child process alone, from wait4) and
+output sizes for import, export summary, export timeline and show, then how time grows with size.
+Generated JOBs are cached in bench/out/ (generation of 1M tasks takes a couple of minutes).
+When ../shared/reference exists it also times the reference analyser's import + export summary on the
+equivalent PROF data against msprof's, and prints the ratio.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+LAYERS = 1000  # tasks per iteration; iterations = tasks / LAYERS
+
+
+def job_description(tasks: int) -> dict:
+    layers = min(LAYERS, tasks)
+    executions = max(1, tasks // layers)
+    return {
+        "seed": f"bench-{tasks}",
+        "slice_bytes": 64 << 20,  # like a board's slice files; records straddle slices
+        "models": [{"name": "bench", "id": 1, "stream_id": 3, "executions": executions, "gap_us": 1,
+                    "layers": [{"name": f"layer{i}", "type": ("Convolution", "Mish", "Pooling")[i % 3],
+                                "task_id": i + 1, "duration_us": 5 + i % 11} for i in range(layers)]}],
+        # ~1 ACL call per task, as an app calling single-op APIs would make
+        "extra_acl_calls": [{"name": "svp_acl_op_execute", "api_type": 1, "duration_us": 2}] * (layers * executions),
+    }
+
+
+def generate(tasks: int, out: Path) -> Path:
+    from fixtures.board import jobgen
+
+    parent = out / f"job-{tasks}"
+    existing = sorted(parent.glob("JOB*")) if parent.is_dir() else []
+    if existing and (existing[0] / "data" / ".complete-bench").exists():
+        return existing[0]
+    shutil.rmtree(parent, ignore_errors=True)
+    parent.mkdir(parents=True)
+    started = time.monotonic()
+    job = jobgen.write_job(parent, job_description(tasks))
+    (job / "data" / ".complete-bench").write_text("")
+    print(f"  generated {job.name} ({tasks} tasks) in {time.monotonic() - started:.1f} s", flush=True)
+    return job
+
+
+def run_measured(args, cwd=None):
+    """Run one command; return (wall s, peak RSS MB of that process, exit code)."""
+    started = time.monotonic()
+    proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stderr = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if proc.returncode != 0:
+        print(f"    FAILED ({proc.returncode}): {' '.join(map(str, args))}\n{stderr[-2000:]}")
+    # ru_maxrss is in KiB on Linux
+    return wall, usage.ru_maxrss / 1024, proc.returncode
+
+
+def dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def raw_records(job: Path) -> int:
+    sizes = {"hwts": 64, "aacore": 128, "aclmodule": 128, "ts_track": 40}
+    total = 0
+    for path in (job / "data").iterdir():
+        for prefix, size in sizes.items():
+            if path.name.lower().startswith(prefix):
+                total += path.stat().st_size // size
+    return total
+
+
+def bench_job(tasks: int, out: Path) -> dict:
+    job = generate(tasks, out)
+    for sub in ("sqlite", "summary", "timeline", "log"):
+        shutil.rmtree(job / sub, ignore_errors=True)
+    msprof = [sys.executable, "-m", "msprof", "-q"]
+    records = raw_records(job)
+    steps = [("import", ["import"], "sqlite"), ("export summary", ["export", "summary"], "summary"),
+             ("export timeline", ["export", "timeline"], "timeline"), ("show", ["show", "--top", "20"], None)]
+    rows = []
+    for label, command, outdir in steps:
+        wall, rss, code = run_measured(msprof + command + ["-dir", str(job)])
+        rows.append({"step": label, "wall": wall, "rss": rss, "code": code,
+                     "rate": records / wall if label == "import" else tasks / wall,
+                     "out": dir_size(job / outdir) if outdir else 0})
+    return {"tasks": tasks, "records": records, "raw_bytes": dir_size(job / "data"), "rows": rows}
+
+
+def print_result(result: dict) -> None:
+    print(f"\n{result['tasks']:,} tasks: {result['records']:,} raw records, {result['raw_bytes'] / 1e6:.1f} MB raw")
+    print(f"  {'step':16} {'wall s':>8} {'rate':>16} {'peak RSS MB':>12} {'output MB':>10}")
+    for row in result["rows"]:
+        unit = "records/s" if row["step"] == "import" else "tasks/s"
+        status = "" if row["code"] == 0 else f"  (exit {row['code']})"
+        print(f"  {row['step']:16} {row['wall']:8.2f} {row['rate']:>10,.0f} {unit:9} {row['rss']:9.0f}"
+              f" {row['out'] / 1e6:10.1f}{status}")
+    pipeline = sum(r["wall"] for r in result["rows"] if r["step"] != "show")
+    print(f"  import + export summary + export timeline: {pipeline:.2f} s")
+
+
+def print_scaling(results) -> None:
+    if len(results) < 2:
+        return
+    print("\nScaling (µs per task; linear growth keeps these flat):")
+    steps = [r["step"] for r in results[0]["rows"]]
+    print("  " + f"{'tasks':>10} " + " ".join(f"{s:>16}" for s in steps))
+    for result in results:
+        print("  " + f"{result['tasks']:>10,} " + " ".join(
+            f"{r['wall'] / result['tasks'] * 1e6:16.2f}" for r in result["rows"]))
+
+
+def reference_ratio(tasks: int, out: Path) -> None:
+    """The reference analyser vs msprof on the same PROF data (import + export summary)."""
+    reference = Path(os.environ.get("MSPROF_REFERENCE_DIR", ROOT.parent / "shared" / "reference"))
+    script = reference / "analysis" / "msprof" / "msprof.py"
+    if not script.is_file():
+        print(f"\nreference comparison skipped: {script} not found")
+        return
+    from fixtures import profgen
+
+    work = out / f"prof-{tasks}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    ops = [{"name": f"op{i}", "type": ("Conv2D", "Relu", "MatMul")[i % 3], "task_type": "AI_CORE",
+            "block_dim": 8, "dur_us": 5 + i % 11} for i in range(100)]
+    iterations = max(1, tasks // len(ops))
+    prof = profgen.write_prof(work / "gen", {"iterations": iterations, "threads": [{"ops": ops}]})
+    for copy in ("ref", "ours"):
+        shutil.copytree(prof, work / copy / prof.name)
+    env_note = f"{iterations * len(ops):,} tasks"
+    ref_time = 0.0
+    for command in (["import"], ["export", "summary"]):
+        wall, _, code = run_measured([sys.executable, str(script), *command, "-dir", str(work / "ref" / prof.name)])
+        ref_time += wall
+        if code:
+            print("reference run failed; ratio not available")
+            return
+    ours = 0.0
+    for command in (["import"], ["export", "summary"]):
+        wall, _, code = run_measured([sys.executable, "-m", "msprof", "-q", *command, "-dir",
+                                      str(work / "ours" / prof.name)])
+        ours += wall
+        if code:
+            print("msprof failed on the PROF data; ratio not available")
+            return
+    print(f"\nReference analyser vs msprof on PROF data ({env_note}), import + export summary:")
+    print(f"  reference {ref_time:.2f} s, msprof {ours:.2f} s, ratio reference/msprof = {ref_time / ours:.1f}x")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="comma list of task counts")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "out"), help="where generated data is cached")
+    parser.add_argument("--no-reference", action="store_true")
+    parser.add_argument("--reference-tasks", type=int, default=20000)
+    parser.add_argument("--quick", action="store_true", help="smoke mode: no reference comparison")
+    options = parser.parse_args()
+    out = Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    results = []
+    failed = False
+    for tasks in [int(s) for s in options.sizes.split(",")]:
+        result = bench_job(tasks, out)
+        print_result(result)
+        failed |= any(r["code"] for r in result["rows"])
+        results.append(result)
+    print_scaling(results)
+    if not (options.no_reference or options.quick):
+        reference_ratio(options.reference_tasks, out)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
