@@ -90,6 +90,10 @@ class ProfReport:
     def local_us(self, t_ns: float) -> float:
         return t_ns / 1000 + self.offset_us
 
+    def host_ns(self, value: int) -> float:
+        """Host timestamp → ns (ticks of CPU[0].Frequency MHz when that is set)."""
+        return value * 1000.0 / self.host_cpu_mhz if self.host_cpu_mhz else float(value)
+
     def host_duration_us(self, delta: int) -> float:
         return delta / self.host_cpu_mhz if self.host_cpu_mhz else delta / 1000
 
@@ -113,7 +117,7 @@ class ProfReport:
         """Device tasks with both times, in start order, each with its host task (or None fields) and PMU."""
         pmu_cols = ", ".join(f"p.c{i}" for i in range(8))
         host_cols = ("h.op_name, h.op_type, h.task_type, h.block_dim, h.op_flag, h.op_state, h.model_id,"
-                     " h.iteration, h.kernel_name") if self.has_host else ", ".join(["NULL"] * 9)
+                     " h.iteration, h.kernel_name, h.thread, h.ts") if self.has_host else ", ".join(["NULL"] * 11)
         host_join = ""
         if self.has_host:
             host_join = (
@@ -139,7 +143,8 @@ class ProfReport:
                " LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
                + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY t.start_syscnt, t.seq")
         names = ("seq", "stream_id", "task_id", "hw_type", "start", "end", "op_name", "op_type", "task_type",
-                 "block_dim", "op_flag", "op_state", "model_id", "iteration", "kernel_name", "cycles")
+                 "block_dim", "op_flag", "op_state", "model_id", "iteration", "kernel_name", "thread", "track_ts",
+                 "cycles")
         for row in self.conn.execute(sql, args):
             task = dict(zip(names, row))
             task["counters"] = row[len(names):]
