@@ -165,7 +165,8 @@ def _side_worker(part_path: str, side_streams):
         counts: Dict[str, dict] = {}
         notices = Notices(echo=False)
         _load_side(conn, side_streams, counts, notices)
-        conn.execute("COMMIT")
+        if conn.in_transaction:
+            conn.execute("COMMIT")
         return counts, notices.items
     finally:
         conn.close()
@@ -202,7 +203,8 @@ def _merge_part(conn, part: Path) -> None:
     for table in ("pmu", "acl_api"):
         columns = ", ".join(f"[{c}]" for c in store.TABLES[table][0] if c != "seq")
         conn.execute(f"INSERT INTO main.[{table}] ({columns}) SELECT {columns} FROM part.[{table}] ORDER BY seq")
-    conn.execute("COMMIT")  # ATTACH/DETACH need no open transaction around the detach
+    if conn.in_transaction:  # DETACH is refused inside a transaction
+        conn.execute("COMMIT")
     conn.execute("DETACH DATABASE part")
     conn.execute("BEGIN")
 

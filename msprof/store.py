@@ -54,7 +54,8 @@ def building(result_dir: Path):
             conn.execute("BEGIN")
             create_schema(db)
             yield db
-            conn.execute("COMMIT")
+            if conn.in_transaction:  # some sqlite3/sqlite-utils versions commit on their own
+                conn.execute("COMMIT")
             conn.execute("PRAGMA journal_mode=DELETE")
         finally:
             conn.close()

@@ -1,0 +1,133 @@
+"""show / query output, selection options, database freshness and atomic rebuilds."""
+import json
+import os
+import sqlite3
+
+import pytest
+
+from fixtures.board import jobgen
+from fixtures.networks import small_job
+
+
+@pytest.fixture
+def job(tmp_path):
+    return jobgen.write_job(tmp_path, small_job())
+
+
+def test_show_prints_four_tables_and_creates_dirs(job, msprof_cli):
+    proc = msprof_cli("show", "-dir", job)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    # a title is the line above a table header (which is followed by the dashed rule)
+    titles = [lines[i - 1] for i in range(1, len(lines) - 1) if lines[i + 1].startswith("---")]
+    assert titles == ["AA Core metrics: tiny (model 1), iteration 3", "Op statistic: tiny (model 1)",
+                      "ACL statistic", "Frequency"]
+    # as the SS928 tool does: after show, sqlite/, log/ and timeline/ exist
+    assert (job / "sqlite" / "msprof.db").is_file() and (job / "log" / "msprof.log").is_file()
+    assert any((job / "timeline").glob("task_time_*.json"))
+    assert "imported" not in proc.stdout  # progress goes to stderr, data to stdout
+
+
+def test_show_json_values_and_top(job, msprof_cli):
+    proc = msprof_cli("show", "-dir", job, "--format", "json", "--top", "1")
+    tables = json.loads(proc.stdout)
+    summary = tables["AA Core metrics: tiny (model 1), iteration 3"]
+    # small_job: conv1 takes 120 µs in execution 3, pool 50, nms 200 → total 370
+    assert [r["Time(us)"] for r in summary] == [120.0, 50.0, 200.0, 370.0]
+    statistic = tables["Op statistic: tiny (model 1)"]
+    # nms: 3 executions × 200 µs, the longest in total
+    assert len(statistic) == 1 and statistic[0]["OP Name"] == "nms" and statistic[0]["Total Time(us)"] == 600.0
+    assert tables["Frequency"] == [{"Clock": "AA Core", "Time(us)": "N/A", "MHz": 1000},
+                                   {"Clock": "HWTS", "Time(us)": "N/A", "MHz": 100}]
+
+
+def test_show_selected_iteration_and_style(job, msprof_cli):
+    proc = msprof_cli("show", "-dir", job, "--model-id", "1", "--iteration-id", "1", "--style", "github")
+    assert proc.returncode == 0
+    assert "AA Core metrics: tiny (model 1), iteration 1" in proc.stdout and "| Layer Id" in proc.stdout
+    conv = [[c.strip() for c in l.split("|")[1:-1]] for l in proc.stdout.splitlines() if "| conv1 " in l][0]
+    # the first execution of conv1 takes 100 µs of 100 + 50 + 200
+    assert conv[:6] == ["0", "conv1;bn1;relu1", "conv1", "Convolution", "100.0", "28.5714"]
+
+
+def test_show_unknown_iteration_is_usage_error(job, msprof_cli):
+    proc = msprof_cli("show", "-dir", job, "--model-id", "1", "--iteration-id", "9")
+    assert proc.returncode == 2 and "no recorded iteration 9 of model 1" in proc.stderr
+
+
+def test_export_summary_of_one_iteration(job, msprof_cli):
+    proc = msprof_cli("export", "summary", "-dir", job, "--model-id", "1", "--iteration-id", "2")
+    assert proc.returncode == 0
+    names = sorted(p.name for p in (job / "summary").iterdir())
+    assert [n for n in names if n.startswith("op_summary")] == ["op_summary_0.tiny.1.1.3.2.N_A.1000.csv"]
+    statistic = [n for n in names if n.startswith("op_statistic")][0]
+    rows = (job / "summary" / statistic).read_text().splitlines()
+    assert rows[1].split(",")[5:7] == ["200.0", "1"]  # one execution of nms
+
+
+def test_query_lists_models_and_iterations(job, msprof_cli):
+    proc = msprof_cli("query", "-dir", job)
+    assert proc.returncode == 0
+    line = [l for l in proc.stdout.splitlines() if "tiny" in l][0].split()
+    assert line == ["0", "1", "tiny", "3", "1-3"]
+    assert "hwts" in proc.stdout and "pmu" in proc.stdout
+
+
+def test_log_records_commands_without_secrets(job, msprof_cli):
+    msprof_cli("import", "-dir", job)
+    msprof_cli("export", "summary", "-dir", job)
+    text = (job / "log" / "msprof.log").read_text()
+    assert "begin: import" in text and "begin: export summary --format csv" in text
+    assert "imported" in text
+
+
+def db_identity(job):
+    stat = (job / "sqlite" / "msprof.db").stat()
+    return stat.st_ino, stat.st_mtime_ns
+
+
+def test_database_reused_while_sources_unchanged(job, msprof_cli):
+    assert msprof_cli("import", "-dir", job).returncode == 0
+    before = db_identity(job)
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert "importing" not in proc.stderr and db_identity(job) == before
+    # touching a file without changing it keeps the database (hash unchanged)
+    hwts = sorted((job / "data").glob("hwts.data.*"))[0]
+    os.utime(hwts, ns=(1, 1))
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert "importing" not in proc.stderr and db_identity(job) == before
+
+
+def test_database_rebuilt_when_a_source_changes(job, msprof_cli):
+    assert msprof_cli("import", "-dir", job).returncode == 0
+    acl = sorted((job / "data").glob("AclModule.acl_rts.*"))[0]
+    data = bytearray(acl.read_bytes())
+    data[32:32 + len(b"svp_renamed_api") + 1] = b"svp_renamed_api\0"  # the first record's API name, same size
+    acl.write_bytes(bytes(data))
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert f"importing (data/{acl.name} changed)" in proc.stderr
+    with sqlite3.connect(job / "sqlite" / "msprof.db") as conn:
+        assert conn.execute("SELECT count(*) FROM acl_api WHERE name = 'svp_renamed_api'").fetchone()[0] == 1
+
+
+def test_new_raw_file_triggers_rebuild(job, msprof_cli):
+    assert msprof_cli("import", "-dir", job).returncode == 0
+    (job / "data" / "notes.txt").write_text("x")
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert "importing (raw files added or removed)" in proc.stderr
+
+
+def test_failed_import_keeps_previous_database(job, msprof_cli):
+    assert msprof_cli("import", "-dir", job).returncode == 0
+    before = (job / "sqlite" / "msprof.db").read_bytes()
+    (job / "data" / "tiny.1.layer.info").write_text("layer_id,task_id\n1,2\n")  # header lacks columns
+    proc = msprof_cli("import", "-dir", job)
+    assert proc.returncode == 8 and "tiny.1.layer.info: line 1: header lacks column(s)" in proc.stderr
+    assert (job / "sqlite" / "msprof.db").read_bytes() == before
+    assert [p.name for p in (job / "sqlite").iterdir()] == ["msprof.db"]  # no temp file left
+
+
+def test_outputs_respect_umask_0027(job, msprof_cli):
+    assert msprof_cli("export", "summary", "-dir", job).returncode == 0
+    for path in [job / "sqlite" / "msprof.db", *(job / "summary").iterdir()]:
+        assert path.stat().st_mode & 0o027 == 0, path
