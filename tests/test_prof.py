@@ -1,0 +1,234 @@
+"""PROF layout: decoders, import bookkeeping, bad data, selection, query, timeline and CLI exit codes."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fixtures import profgen as pg  # noqa: E402
+from reference_runner import read_csv  # noqa: E402
+from test_profgen import MULTI, expected_api_statistic, expected_task_time  # noqa: E402
+
+from msprof.errors import UsageError  # noqa: E402
+from msprof.export.tracecheck import check_trace  # noqa: E402
+from msprof.prof import api as prof_api  # noqa: E402
+from msprof.prof import decoders as dec  # noqa: E402
+from msprof.prof.metrics import AscendMetrics, round3  # noqa: E402
+
+
+def summary(prof_dir: Path, device=0, **kw):
+    prof_api.export_summary(prof_dir, "csv", **kw)
+    out = prof_dir / f"device_{device}" / "summary"
+    return {p.stem: read_csv(p) for p in out.glob("*.csv")}
+
+
+def notices(result_dir: Path):
+    with sqlite3.connect(result_dir / "sqlite" / "msprof.db") as conn:
+        return [m for (m,) in conn.execute("SELECT message FROM notice")]
+
+
+# ---------------------------------------------------------------------------------------------- decoders
+def test_api_event_decoder_splits_apis_events_and_skips_bad_records():
+    good = struct.pack("<HHIIIQQQ", 0x5A5A, 10000, 1, 7, 0, 100, 200, (1 << 64) - 5)
+    event = struct.pack("<HHIIIQQQ", 0x5A5A, 15000, 1, 7, 3, 150, dec.EVENT_END, 1)
+    bad_magic = struct.pack("<HHIIIQQQ", 0x1234, 10000, 1, 7, 0, 100, 200, 1)
+    bad_level = struct.pack("<HHIIIQQQ", 0x5A5A, 12345, 1, 7, 0, 100, 200, 1)
+    zero_begin = struct.pack("<HHIIIQQQ", 0x5A5A, 10000, 1, 7, 0, 0, 200, 1)
+    skips = dec.Skips()
+    apis, events = dec.decode_api_event(good + event + bad_magic + bad_level + zero_begin, 0, skips)
+    assert apis == [(10000, 1, 7, 100, 200, -5, 0, 0)]        # hash stored as signed 64-bit
+    assert events == [(15000, 1, 7, 3, 150, 1)]
+    assert skips.counts == {"bad magic": 1, "unknown level": 1, "API with begin 0": 1}
+
+
+def test_text_dictionaries_and_stars_ids():
+    skips = dec.Skips()
+    assert dec.parse_type_line("20000_131073:aclmdlExecute\n", skips) == (20000, 131073, "aclmdlExecute")
+    assert dec.parse_type_line("777_1:x", skips) is None
+    assert dec.parse_hash_line("%d:conv1" % ((1 << 64) - 1), skips) == (-1, "conv1")
+    assert dec.parse_hash_line("abc:def", skips) is None
+    assert skips.counts == {"unreadable line": 2}
+    assert dec.stars_ids(5, 9) == (5, 9)
+    assert dec.stars_ids(0x1000 | 0x2005, 0x0009) == (5, 0x2009)
+    assert dec.stars_ids(0x2000 | 0x003, 0x1007) == (7, 0x1003)
+
+
+def test_metric_tables_hand_computed():
+    pipe = AscendMetrics("PipeUtilization", [0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x54, 0x55], "1")
+    values = dict(zip(pipe.names, pipe.values(20000, [1250, 2500, 3750, 5000, 6250, 7500, 8750, 10000],
+                                              1000.0, 8, 8, 20000.0)))
+    # aicore_time = 20000 cycles / 1000 MHz / 8 blocks * ceil(8/8) = 2.5 µs
+    assert values["aicore_time(us)"] == 2.5 and values["total_cycles"] == 20000
+    assert values["mac_ratio"] == 0.125 and values["mte2_ratio"] == round3(0.3125) == 0.313
+    assert values["memory_bound"] == round(0.313 / 0.125, 3) == 2.504      # from the rounded ratios
+    assert values["icache_miss_rate"] == round3(10000 / 8750)
+    assert values["cube_utilization(%)"] == 12.5
+    arith = AscendMetrics("ArithmeticUtilization", [0x49, 0x4A, 0x4B, 0x4C, 0x4D, 0x4E, 0x4F, 0x50], "2")
+    v = dict(zip(arith.names, arith.values(1000, [10, 20, 30, 40, 50, 60, 70, 80], 1000.0, 1, 8, 1000.0)))
+    assert v["cube_fops"] == 10 * 8192 + 20 * 16384
+    assert v["vector_fops"] == 30 * 64 + 40 * 128 + 50 * 64 + 60 * 16 + 70 * 16   # chip v3 weights
+    assert v["vec_fp16_ratio"] == 0.09
+    unknown = AscendMetrics("Custom", [0x123], "1")
+    assert unknown.names == ["aicore_time(us)", "total_cycles", "0x123"]
+
+
+# ---------------------------------------------------------------------------------------------- import
+def test_import_bookkeeping_freshness_and_small_chunks(tmp_path, monkeypatch):
+    desc = dict(MULTI, pmu="PipeUtilization", slices={"api_event": 3, "hwts": 3, "task_track": 2, "aicore": 2})
+    prof = pg.build(desc)
+    prof_dir = pg.write_prof(tmp_path, desc)
+    from msprof.raw import slices
+
+    monkeypatch.setattr(slices, "CHUNK_BYTES", 200)   # records straddle chunks and slices everywhere
+    dbs = prof_api.import_prof(prof_dir)
+    assert [d.parent.parent.name for d in dbs] == ["host", "device_0"]
+    with sqlite3.connect(dbs[0]) as conn:
+        counts = dict(conn.execute("SELECT kind, records FROM decode_count"))
+        assert counts["api_event"] == sum(2 if a.as_events else 1 for a in prof.apis)
+        assert conn.execute("SELECT count(*) FROM source_file WHERE kind = 'api_event'").fetchone()[0] == 3
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        assert meta["complete"] == "1" and meta["prof_role"] == "host"
+    out = summary(prof_dir)
+    assert len(out["task_time"]) == len(prof.tasks)
+    assert sum(int(r["Count"]) for r in out["api_statistic"]) == len(prof.apis)   # nothing lost at slice cuts
+    mtime = dbs[1].stat().st_mtime_ns
+    summary(prof_dir)
+    assert dbs[1].stat().st_mtime_ns == mtime                  # fresh: not rebuilt
+    hwts = sorted((prof_dir / "device_0" / "data").glob("hwts.data.0.slice_*"))[-1]
+    hwts.write_bytes(hwts.read_bytes()[:-64])                  # lose the last record
+    out = summary(prof_dir)
+    assert dbs[1].stat().st_mtime_ns != mtime
+    assert len(out["task_time"]) == len(prof.tasks) - 1
+    assert any("never ended" in m for m in notices(prof_dir / "device_0"))
+
+
+def test_bad_records_skipped_not_fatal(tmp_path):
+    prof = pg.build(MULTI)
+    prof_dir = pg.write_prof(tmp_path, MULTI)
+    api = prof_dir / "host" / "data" / "unaging.api_event.data.slice_0"
+    data = bytearray(api.read_bytes())
+    data[200:202] = b"\0\0"                                    # sixth record: bad magic
+    api.write_bytes(bytes(data) + b"\x01\x02\x03")             # and a partial record at the tail
+    out = summary(prof_dir)
+    assert sum(int(r["Count"]) for r in out["api_statistic"]) == len(prof.apis) - 1
+    messages = notices(prof_dir / "host")
+    assert any("1 api_event record(s) skipped (bad magic)" in m for m in messages)
+    assert any("3 bytes of api_event data lost" in m for m in messages)
+    assert len(out["task_time"]) == len(prof.tasks)
+
+
+def test_device_without_host_and_missing_pmu(tmp_path):
+    desc = dict(MULTI, pmu="PipeUtilization")
+    prof = pg.build(desc)
+    prof_dir = pg.write_prof(tmp_path, desc)
+    import shutil
+
+    shutil.rmtree(prof_dir / "host")
+    for f in (prof_dir / "device_0" / "data").glob("aicore.data*"):
+        f.unlink()
+    out = summary(prof_dir)
+    assert "api_statistic" not in out
+    assert len(out["op_summary"]) == len(prof.tasks)
+    assert {r["Model ID"] for r in out["op_summary"]} == {"4294967295"}
+    assert {r["Task Type"] for r in out["op_summary"]} == {"UNKNOWN"}
+    assert "aicore_time(us)" not in out["op_summary"][0]
+    assert [r["kernel_type"] for r in out["task_time"]] == [r["kernel_type"] for r in expected_task_time(prof)]
+
+
+def test_stars_orphans_dropped(tmp_path):
+    desc = dict(MULTI, platform_version="5")
+    prof = pg.build(desc)
+    prof_dir = pg.write_prof(tmp_path, desc)
+    path = prof_dir / "device_0" / "data" / "stars_soc.data.0.slice_0"
+    data = path.read_bytes()
+    path.write_bytes(data[64:])                               # the first start is gone
+    out = summary(prof_dir)
+    assert len(out["task_time"]) == len(prof.tasks) - 1
+    assert any("end(s) without a start dropped" in m for m in notices(prof_dir / "device_0"))
+
+
+# ---------------------------------------------------------------------------------------------- selection
+def test_model_iteration_selection_and_query(tmp_path, capsys):
+    desc = dict(MULTI, iterations=2)
+    prof = pg.build(desc)
+    prof_dir = pg.write_prof(tmp_path, desc)
+    prof_api.import_prof(prof_dir)
+    prof_api.query(prof_dir)
+    text = capsys.readouterr().out
+    assert "resnet50" in text and "1-4" in text and "api_event" in text
+    out = summary(prof_dir, model_id=1, iteration_id=2)
+    picked = read_csv(prof_dir / "device_0" / "summary" / "op_summary_model1_iter2.csv")
+    assert picked and all(r["Model ID"] == "1" for r in picked)
+    # iteration 2 of model 1 = the second model execution in time order: thread 2002's first
+    assert {r["Op Name"] for r in picked} == {"add1", "conv2", "relu2"}
+    with pytest.raises(UsageError):
+        prof_api.export_summary(prof_dir, "csv", model_id=9)
+    with pytest.raises(UsageError):
+        prof_api.export_summary(prof_dir, "csv", model_id=1, iteration_id=99)
+    assert out  # the unfiltered files are still there
+
+
+def test_json_format_and_show(tmp_path, capsys):
+    prof_dir = pg.write_prof(tmp_path, MULTI)
+    written = prof_api.export_summary(prof_dir, "json")
+    assert sorted(p.name for p in written) == ["api_statistic.json", "op_statistic.json", "op_summary.json",
+                                               "task_time.json"]
+    rows = json.loads((prof_dir / "device_0" / "summary" / "api_statistic.json").read_text())
+    assert rows == [dict(r, Count=int(r["Count"])) for r in expected_api_statistic(pg.build(MULTI))]
+    prof_api.show(prof_dir, top=2)
+    text = capsys.readouterr().out
+    assert "Op statistic" in text and "API statistic" in text
+
+
+# ---------------------------------------------------------------------------------------------- timeline
+@pytest.mark.parametrize("platform", ["1", "5"])
+def test_timeline_is_valid_with_flows(tmp_path, platform):
+    desc = dict(MULTI, platform_version=platform, model_as_events=True)
+    prof = pg.build(desc)
+    prof_dir = pg.write_prof(tmp_path, desc)
+    [path] = prof_api.export_timeline(prof_dir)
+    assert check_trace(path) == []
+    events = json.loads(path.read_text())["traceEvents"]
+    tasks = [e for e in events if e["ph"] == "X" and e["pid"] == 2]
+    flows = [e for e in events if e["ph"] == "s"]
+    apis = [e for e in events if e["ph"] == "X" and e["pid"] == 1]
+    assert len(tasks) == len(flows) == len(prof.tasks)
+    assert len(apis) == len(prof.apis)
+    first = min(tasks, key=lambda e: e["ts"])
+    t0 = prof.tasks[0]
+    assert first["name"] == t0.op_name
+    assert first["ts"] == pytest.approx((t0.start_ns - prof.host_mono_ns) / 1000)
+    assert first["dur"] == pytest.approx(t0.dur_ns / 1000)
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def test_cli_exit_codes(tmp_path, msprof_cli):
+    prof_dir = pg.write_prof(tmp_path, MULTI)
+    ok = msprof_cli("export", "summary", "-dir", prof_dir)
+    assert ok.returncode == 0, ok.stderr
+    assert (prof_dir / "device_0" / "summary" / "op_statistic.csv").is_file()
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    res = msprof_cli("import", "-dir", empty)
+    assert res.returncode == 2 and "no info.json" in res.stderr
+    info = prof_dir / "device_0" / "info.json.0"
+    info.write_text("{not json\n")
+    res = msprof_cli("export", "summary", "-dir", prof_dir)
+    assert res.returncode == 8 and "info.json.0" in res.stderr and "Traceback" not in res.stderr
+    info.write_text("{}\n")
+    res = msprof_cli("export", "summary", "-dir", prof_dir)
+    assert res.returncode == 8 and "hwts_frequency" in res.stderr
+    good = pg.write_prof(tmp_path / "b", MULTI)
+    import shutil
+
+    shutil.rmtree(good / "device_0" / "data")
+    res = msprof_cli("import", "-dir", good)
+    assert res.returncode == 8 and "data" in res.stderr and "Traceback" not in res.stderr
