@@ -13,7 +13,7 @@ from msprof.console import log, notice
 from msprof.errors import DataError
 from msprof.raw import acl, freq, hwts, pmu, step_trace, textinfo
 from msprof.raw.slices import SliceStream, digest_file, group_files
-from msprof.schema import insert_sql
+from msprof.schema import bulk_sql, insert_sql
 from msprof import store
 
 
@@ -40,6 +40,18 @@ class Notices:
             (self.warn if level == "warning" else self.notice)(message)
 
 
+class _Phases:
+    """Logs the time of each import phase (shown with -v)."""
+
+    def __init__(self):
+        self.last = time.monotonic()
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        log.info("  %-30s %.2f s", name, now - self.last)
+        self.last = now
+
+
 class TaskPlacer:
     """Finds a task's iteration (its start — or end when the start is lost — lies within the
     iteration's step-trace bounds) and its layer ((stream, task) in that model's layer.info)."""
@@ -48,7 +60,7 @@ class TaskPlacer:
         self.iterations = iterations  # [(model_id, index_id, start, end)] sorted by start
         self.starts = [it[2] for it in iterations]
         self.last = None
-        self.layer_in_model = {(m, s, t): lid for (m, lid, t, s, *_rest) in layers}
+        self.layer_in_model = {(m, s << 16 | t): lid for (m, lid, t, s, *_rest) in layers}
         by_key: Dict[tuple, Optional[tuple]] = {}
         for (m, lid, t, s, *_rest) in layers:
             by_key[(s, t)] = (m, lid) if (s, t) not in by_key else None  # ambiguous across models
@@ -69,7 +81,7 @@ class TaskPlacer:
                     self.last = self.iterations[candidate]
                     break
         if model_id is not None:
-            layer_id = self.layer_in_model.get((model_id, stream_id, task_id))
+            layer_id = self.layer_in_model.get((model_id, stream_id << 16 | task_id))
             if layer_id is not None:
                 return model_id, index_id, layer_id
         found = self.layer_any.get((stream_id, task_id))
@@ -107,19 +119,24 @@ def import_result_dir(result_dir: Path) -> Path:
         db["iteration"].insert_all([dict(zip(("model_id", "index_id", "start_syscnt", "end_syscnt"), it))
                                     for it in iterations])
         _load_simple(conn, device_streams.get("freq", []), freq, "freq_change", counts, notices)
+        phase = _Phases()
         side_streams = (device_streams.get("pmu", []), grouped.get("acl", []))
         side_bytes = sum(p.stat().st_size for streams in side_streams for item in streams for p in item.files)
         if side_bytes >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1:
             with _side_load_in_worker(store.db_path(result.path), side_streams) as finished:
                 _load_hwts(conn, device_streams.get("hwts", []), TaskPlacer(iterations, layers), result, counts,
                            notices)
+                phase("HWTS decode + pair + load")
                 part, side_counts, side_notices = finished()
+                phase("waiting for PMU + ACL worker")
                 notices.replay(side_notices)
                 counts.update(side_counts)
                 _merge_part(conn, part)
+                phase("merge PMU + ACL")
         else:
             _load_hwts(conn, device_streams.get("hwts", []), TaskPlacer(iterations, layers), result, counts, notices)
             _load_side(conn, side_streams, counts, notices)
+            phase("HWTS, PMU, ACL decode + load")
         for kind, label in (("pmu", "AA Core PMU"), ("acl", "ACL API"), ("step_trace", "step trace"),
                             ("hwts", "HWTS task log")):
             if not grouped.get(kind):
@@ -127,6 +144,7 @@ def import_result_dir(result_dir: Path) -> Path:
         if not layers and grouped.get("hwts"):
             notices.warn(f"no layer.info in {result.path / 'data'}: tasks are named by task type")
         store.create_indexes(db)
+        phase("indexes")
         if result.aic_mhz:  # a task with one HWTS side lost is timed by its PMU cycles instead
             conn.execute("UPDATE task SET dur_us = (SELECT p.total_cycles / ? FROM pmu p WHERE p.stream_id ="
                          " task.stream_id AND p.task_id = task.task_id AND p.exec_n = task.exec_n)"
@@ -247,14 +265,13 @@ def _count(counts, stream_files_item, stream, records, skipped):
 
 def _load_simple(conn, stream_files, module, table, counts, notices):
     """Families whose decoder maps a chunk to rows with no state across chunks (ACL, frequency)."""
-    sql = insert_sql(table, skip_seq=True)
+    sql = bulk_sql(table)
     label = {"acl_api": "ACL", "freq_change": "frequency"}[table]
     for item, stream in _streams(stream_files, module, label, notices, getattr(module, "looks_aligned", None)):
         local: dict = {}
         records = 0
         for chunk in stream.chunks():
-            rows = module.decode(chunk, local)
-            conn.executemany(sql, rows)
+            store.bulk_insert(conn, sql, module.decode(chunk, local))
             records += len(chunk) // module.RECORD_SIZE
         skipped = local.get("skipped", 0)
         if skipped:
@@ -280,7 +297,7 @@ def _load_step_trace(conn, stream_files, counts, notices):
 
 
 def _load_hwts(conn, stream_files, placer, result: ResultDir, counts, notices):
-    task_sql = insert_sql("task", skip_seq=True)
+    task_sql = bulk_sql("task")
     mhz = result.clock.hwts_mhz
 
     def task_rows(finished):
@@ -297,8 +314,8 @@ def _load_hwts(conn, stream_files, placer, result: ResultDir, counts, notices):
         records = 0
         for chunk in stream.chunks():
             records += len(chunk) // hwts.RECORD_SIZE
-            conn.executemany(task_sql, task_rows(pairer.feed(hwts.LAYOUT.iter_unpack(chunk))))
-        conn.executemany(task_sql, task_rows(pairer.finish()))
+            store.bulk_insert(conn, task_sql, task_rows(pairer.feed(hwts.LAYOUT.iter_unpack(chunk))))
+        store.bulk_insert(conn, task_sql, task_rows(pairer.finish()))
         name = stream.files[0].name
         if pairer.gaps:
             shown = ", ".join(f"stream {s} task {t} (counter {found}, expected {want})"
@@ -313,12 +330,12 @@ def _load_hwts(conn, stream_files, placer, result: ResultDir, counts, notices):
 
 
 def _load_pmu(conn, stream_files, counts, notices):
-    sql = insert_sql("pmu", skip_seq=True)
+    sql = bulk_sql("pmu")
     for item, stream in _streams(stream_files, pmu, "AA Core PMU", notices, pmu.looks_aligned):
         numberer = pmu.Numberer()
         records = 0
         for chunk in stream.chunks():
-            conn.executemany(sql, numberer.feed(chunk))
+            store.bulk_insert(conn, sql, numberer.feed(chunk))
             records += len(chunk) // pmu.RECORD_SIZE
         if numberer.skipped:
             notices.warn(f"{stream.files[0].name}: {numberer.skipped} PMU record(s) with a bad magic or type skipped")

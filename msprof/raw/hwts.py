@@ -6,8 +6,9 @@ start that never ends, is kept as an unpaired task (one time missing), never giv
 import struct
 
 RECORD_SIZE = 64
-# flags (log type | counter << 4), task type, magic, task id, syscnt, stream field (reserved skipped)
-LAYOUT = struct.Struct("<BBH2xHqI44x")
+# flags (log type | counter << 4), task type, task id, syscnt, stream field (magic and reserved skipped:
+# the magic is not enforced, raw-format.md §5.4)
+LAYOUT = struct.Struct("<BB4xHqI44x")
 LOG_START, LOG_END = 0, 1
 TASK_TYPES = {0: "AA_CORE", 1: "AA_CPU"}
 ASCEND_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE"}
@@ -26,7 +27,7 @@ class Pairer:
     """
 
     def __init__(self):
-        self.pending = {}
+        self.pending = {}  # (stream_id << 16 | task_id) → (start syscnt, task type)
         self.executions = {}
         self.last_counter = None
         self.gaps = []          # (stream_id, task_id, expected counter, found counter)
@@ -40,43 +41,43 @@ class Pairer:
         pending = self.pending
         executions = self.executions
         last = self.last_counter
-        for flags, task_type, _magic, task_id, syscnt, stream_field in records:
-            counter = flags >> 4
-            stream_id = stream_field & 0x7FF
-            if last is not None and counter != (last + 1) & 15:
-                self.gaps.append((stream_id, task_id, (last + 1) & 15, counter))
-            last = counter
+        expected = None if last is None else (last + 1) & 15
+        for flags, task_type, task_id, syscnt, stream_field in records:
+            if flags >> 4 != expected and expected is not None:
+                self.gaps.append((stream_field & 0x7FF, task_id, expected, flags >> 4))
+            expected = ((flags >> 4) + 1) & 15
             log_type = flags & 7
-            key = (stream_id, task_id)
-            if log_type == LOG_START:
-                earlier = pending.get(key)
-                if earlier is not None:  # previous start never ended
-                    self.unended_starts += 1
-                    n = executions.get(key, 0)
-                    executions[key] = n + 1
-                    append((stream_id, task_id, earlier[1], earlier[0], None, n))
-                pending[key] = (syscnt, task_type)
-            elif log_type == LOG_END:
+            key = (stream_field & 0x7FF) << 16 | task_id
+            if log_type == LOG_END:
                 started = pending.pop(key, None)
                 n = executions.get(key, 0)
                 executions[key] = n + 1
                 if started is None:
                     self.unmatched_ends += 1
-                    append((stream_id, task_id, task_type, None, syscnt, n))
+                    append((key >> 16, task_id, task_type, None, syscnt, n))
                 else:
-                    append((stream_id, task_id, started[1], started[0], syscnt, n))
+                    append((key >> 16, task_id, started[1], started[0], syscnt, n))
+            elif log_type == LOG_START:
+                earlier = pending.get(key)
+                if earlier is not None:  # previous start never ended
+                    self.unended_starts += 1
+                    n = executions.get(key, 0)
+                    executions[key] = n + 1
+                    append((key >> 16, task_id, earlier[1], earlier[0], None, n))
+                pending[key] = (syscnt, task_type)
             else:
                 self.other_logs += 1
-        self.last_counter = last
+        if expected is not None:
+            self.last_counter = (expected - 1) & 15
         return finished
 
     def finish(self):
         """Starts still open at the end of the stream."""
         left = []
-        for (stream_id, task_id), (syscnt, task_type) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
+        for key, (syscnt, task_type) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
             self.unended_starts += 1
-            n = self.executions.get((stream_id, task_id), 0)
-            self.executions[(stream_id, task_id)] = n + 1
-            left.append((stream_id, task_id, task_type, syscnt, None, n))
+            n = self.executions.get(key, 0)
+            self.executions[key] = n + 1
+            left.append((key >> 16, key & 0xFFFF, task_type, syscnt, None, n))
         self.pending.clear()
         return left
