@@ -234,7 +234,8 @@ def associate(conn, notices: Notices) -> None:
         FROM task_track t WHERE t.rts_type IN ({kernel_list})""")
     conn.execute(f"""
         INSERT INTO host_task (device_id, stream_id, task_id, batch_id, thread, ts, op_name, op_type, task_type,
-                               block_dim, op_flag, op_state, model_id, iteration, kernel_name, rts_type)
+                               block_dim, op_flag, op_state, model_id, iteration, kernel_name, rts_type,
+                               occ, cnt)
         SELECT x.device_id, x.stream_id, x.task_id, x.batch_id, x.thread, x.ts,
                CASE WHEN n.seq IS NULL THEN kn.text ELSE coalesce(nh.text, CAST(n.item_id AS TEXT)) END,
                CASE WHEN n.seq IS NULL THEN kn.text
@@ -242,7 +243,9 @@ def associate(conn, notices: Notices) -> None:
                CASE WHEN ni.seq IS NOT NULL THEN {ge_name} ELSE {rts_ge} END,
                ni.block_dim, ni.op_flag,
                CASE WHEN ni.seq IS NULL THEN NULL WHEN ni.aging THEN 'dynamic' ELSE 'static' END,
-               me.model_id, me.iteration, kn.text, rt.name
+               me.model_id, me.iteration, kn.text, rt.name,
+               row_number() OVER (PARTITION BY x.device_id, x.stream_id, x.task_id ORDER BY x.ts, x.seq) - 1,
+               count(*) OVER (PARTITION BY x.device_id, x.stream_id, x.task_id)
         FROM track_ctx x
         LEFT JOIN api n ON n.seq = x.node_seq AND n.[end] >= x.ts
         LEFT JOIN node_info ni ON ni.seq = (SELECT i.seq FROM node_info i WHERE i.thread = n.thread
@@ -286,6 +289,7 @@ def import_device(result: ResultDir) -> Path:
                            "op_summary, op_statistic and task_time are skipped")
         if not streams.get("pmu") and result.sample.get("ai_core_metrics"):
             notices.notice(f"no aicore.data in {result.path / 'data'}: op_summary has no PMU columns")
+        _number_executions(conn)
         schema.create_indexes(db, schema.DEVICE_INDEXES)
         _write_bookkeeping(db, result, counts, notices, files + result.metadata_files)
         store.write_meta(db, {"prof_role": "device"})
@@ -317,7 +321,18 @@ def _load_hwts(conn, items, counts, notices):
 
 def _task_row(finished):
     stream_id, task_id, task_type, start, end, n = finished
-    return (stream_id, task_id, task_type, start, end, n)
+    return (stream_id, task_id, task_type, start, end, n, None)
+
+
+def _number_executions(conn) -> None:
+    """task.occ: rank of a timed execution among the executions of its (stream, task), by start (what the
+    n-th launch of that id on the host is matched to)."""
+    conn.execute("CREATE TEMP TABLE task_occ (seq INTEGER PRIMARY KEY, occ INTEGER)")
+    conn.execute("INSERT INTO task_occ SELECT seq, row_number() OVER (PARTITION BY stream_id, task_id"
+                 " ORDER BY start_syscnt, seq) - 1 FROM task WHERE start_syscnt IS NOT NULL"
+                 " AND end_syscnt IS NOT NULL")
+    conn.execute("UPDATE task SET occ = (SELECT o.occ FROM task_occ o WHERE o.seq = task.seq)")
+    conn.execute("DROP TABLE task_occ")
 
 
 def _load_stars(conn, items, counts, notices):
@@ -359,7 +374,7 @@ def _load_stars(conn, items, counts, notices):
             continue
         n = executions.get(key, 0)
         executions[key] = n + 1
-        batch.append((stream_id, task_id, started[1], started[0], syscnt, n))
+        batch.append((stream_id, task_id, started[1], started[0], syscnt, n, None))
         if len(batch) >= 10000:
             conn.executemany(task_sql, batch)
             batch = []

@@ -120,11 +120,9 @@ class ProfReport:
                      " h.iteration, h.kernel_name, h.thread, h.ts") if self.has_host else ", ".join(["NULL"] * 11)
         host_join = ""
         if self.has_host:
-            host_join = (
-                " LEFT JOIN (SELECT *, row_number() OVER (PARTITION BY stream_id, task_id ORDER BY ts, seq) - 1"
-                " AS occ, count(*) OVER (PARTITION BY stream_id, task_id) AS cnt FROM host.host_task"
-                " WHERE device_id = ?) h ON h.stream_id = t.stream_id AND h.task_id = t.task_id"
-                " AND h.occ = CASE WHEN h.cnt = 1 THEN 0 ELSE t.occ END")
+            # one launch of the id: every execution gets it (static graph); else the n-th takes the n-th
+            host_join = (" LEFT JOIN host.host_task h ON h.device_id = ? AND h.stream_id = t.stream_id"
+                         " AND h.task_id = t.task_id AND (h.occ = t.occ OR (h.cnt = 1 AND h.occ = 0))")
         where, args = [], []
         if not self.has_host and (model_id is not None or iteration is not None):
             return
@@ -137,11 +135,9 @@ class ProfReport:
             where.append("h.iteration = ?")
             args.append(iteration)
         sql = (f"SELECT t.seq, t.stream_id, t.task_id, t.task_type, t.start_syscnt, t.end_syscnt, {host_cols},"
-               f" p.total_cycles, {pmu_cols} FROM (SELECT *, row_number() OVER (PARTITION BY stream_id, task_id"
-               " ORDER BY start_syscnt, seq) - 1 AS occ FROM task WHERE start_syscnt IS NOT NULL AND"
-               " end_syscnt IS NOT NULL) t" + host_join +
+               f" p.total_cycles, {pmu_cols} FROM task t" + host_join +
                " LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
-               + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY t.start_syscnt, t.seq")
+               + " WHERE " + " AND ".join(["t.occ IS NOT NULL"] + where) + " ORDER BY t.start_syscnt, t.seq")
         names = ("seq", "stream_id", "task_id", "hw_type", "start", "end", "op_name", "op_type", "task_type",
                  "block_dim", "op_flag", "op_state", "model_id", "iteration", "kernel_name", "thread", "track_ts",
                  "cycles")

@@ -38,12 +38,12 @@ HOST_TABLES = dict(BOOKKEEPING, **{
     "host_task": ({"seq": int, "device_id": int, "stream_id": int, "task_id": int, "batch_id": int,
                    "thread": int, "ts": int, "op_name": str, "op_type": str, "task_type": str, "block_dim": int,
                    "op_flag": int, "op_state": str, "model_id": int, "iteration": int, "kernel_name": str,
-                   "rts_type": str}, "seq"),
+                   "rts_type": str, "occ": int, "cnt": int}, "seq"),
 })
 
 DEVICE_TABLES = dict(BOOKKEEPING, **{
     "task": ({"seq": int, "stream_id": int, "task_id": int, "task_type": int, "start_syscnt": int,
-              "end_syscnt": int, "exec_n": int}, "seq"),
+              "end_syscnt": int, "exec_n": int, "occ": int}, "seq"),
     "stars_log": ({"seq": int, "stream_id": int, "task_id": int, "sqe_type": int, "log_type": int,
                    "syscnt": int}, "seq"),
     "pmu": (dict({"seq": int, "stream_id": int, "task_id": int, "exec_n": int, "total_cycles": int},
@@ -55,7 +55,7 @@ HOST_INDEXES = [
     ("api", ["thread", "level", "begin"]),
     ("node_info", ["thread", "ts"]),
     ("graph_map", ["thread", "ts"]),
-    ("host_task", ["device_id", "stream_id", "task_id", "ts"]),
+    ("host_task", ["device_id", "stream_id", "task_id", "occ"]),
     ("type_name", ["level", "type"]),
 ]
 DEVICE_INDEXES = [
