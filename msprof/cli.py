@@ -2,7 +2,9 @@
 
 Nothing here decodes or computes; see msprof.api for the library entry points.
 """
+import errno
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -149,6 +151,10 @@ def _register_collect():
 _register_collect()
 
 
+def _is_disk_full(exc: Exception) -> bool:
+    return getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in str(exc)
+
+
 def main(argv=None):
     """Console-script entry: run the click program and turn errors into exit codes, never tracebacks."""
     os.umask(0o027)
@@ -174,6 +180,14 @@ def main(argv=None):
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(0)
+    except (OSError, sqlite3.OperationalError) as exc:
+        if _is_disk_full(exc):
+            log.error("not enough disk space: %s", exc)
+            sys.exit(6)
+        if verbose >= 2:
+            raise
+        log.error("internal error: %s: %s (run with -vv for details)", type(exc).__name__, exc)
+        sys.exit(1)
     except Exception as exc:  # an internal bug: one line, details only with -vv
         if verbose >= 2:
             raise

@@ -131,3 +131,35 @@ def test_outputs_respect_umask_0027(job, msprof_cli):
     assert msprof_cli("export", "summary", "-dir", job).returncode == 0
     for path in [job / "sqlite" / "msprof.db", *(job / "summary").iterdir()]:
         assert path.stat().st_mode & 0o027 == 0, path
+
+
+def test_demo_runs_the_bundled_sample(tmp_path, msprof_cli):
+    proc = msprof_cli("demo", "--output", tmp_path / "demo", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    job = next((tmp_path / "demo").glob("JOB*"))
+    assert any((job / "timeline").glob("task_time_*.json")) and any((job / "summary").glob("op_summary_*"))
+    execute = [l.split() for l in proc.stdout.splitlines() if "svp_acl_mdl_execute" in l][0]
+    # the bundled Mish network: every inference takes 23.3 ms (SS928 guide's worked example)
+    assert execute[5:10] == ["69900.0", "3", "23300.0", "23300.0", "23300.0"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs")
+def test_disk_full_during_import_is_exit_6(job, tmp_path, msprof_cli):
+    import shutil
+    import subprocess
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mount)], check=True)
+    try:
+        target = mount / job.name
+        shutil.copytree(job, target)
+        filler = mount / "filler"
+        free = shutil.disk_usage(mount).free
+        filler.write_bytes(b"\0" * max(0, free - 8192))
+        proc = msprof_cli("import", "-dir", target)
+        assert proc.returncode == 6, proc.stderr
+        assert "not enough disk space" in proc.stderr and "Traceback" not in proc.stderr
+        assert not (target / "sqlite" / "msprof.db").exists()
+    finally:
+        subprocess.run(["umount", "-l", str(mount)])
