@@ -155,6 +155,19 @@ def test_stars_orphans_dropped(tmp_path):
     assert any("end(s) without a start dropped" in m for m in notices(prof_dir / "device_0"))
 
 
+def test_missing_start_info_keeps_monotonic_times(tmp_path):
+    """Deliberate difference: the reference stops without start_info; msprof warns and uses offset 0."""
+    prof = pg.build(MULTI)
+    prof_dir = pg.write_prof(tmp_path, MULTI)
+    (prof_dir / "host" / "start_info").unlink()
+    (prof_dir / "device_0" / "start_info.0").unlink()
+    out = summary(prof_dir)
+    first = min(prof.tasks, key=lambda x: x.start_ns)
+    assert out["task_time"][0]["task_start(us)"] == "%.3f" % (first.start_ns / 1000)
+    assert len(out["op_summary"]) == len(prof.tasks)
+    assert any("no start_info" in m for m in notices(prof_dir / "device_0"))
+
+
 # ---------------------------------------------------------------------------------------------- selection
 def test_model_iteration_selection_and_query(tmp_path, capsys):
     desc = dict(MULTI, iterations=2)

@@ -59,10 +59,6 @@ VECTOR_WEIGHTS: Dict[str, Tuple[Tuple[int, float], ...]] = {
 }
 DEFAULT_VECTOR_WEIGHTS = ((0x4B, 64.0), (0x4C, 128.0), (0x4D, 64.0), (0x4E, 16.0), (0x4F, 16.0))
 
-METRIC_SETS = {"PipeUtilization": (PIPE_EVENTS, PIPE_UTILIZATION),
-               "ArithmeticUtilization": (ARITH_EVENTS, None)}
-
-
 def round3(x: float) -> float:
     """Half away from zero on the decimal representation (SQLite round(x, 3))."""
     return float(Decimal(repr(float(x))).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
