@@ -34,6 +34,23 @@ SCENARIOS = {
     "hwts_arith": dict(MULTI, platform_version="1", pmu="ArithmeticUtilization"),
     "hwts_off_events": dict(MULTI, platform_version="1", pmu=None, model_as_events=True, iterations=3),
     "stars_off": dict(MULTI, platform_version="5", pmu=None),
+    "hwts_pipe_3threads_extra": {
+        "platform_version": "1", "pmu": "PipeUtilization", "iterations": 2, "ai_core_num": 2,
+        "models": [{"id": 1, "name": "resnet50"}, {"id": 7, "name": "bert"}],
+        "threads": [
+            {"tid": 11, "ops": [{"name": "mm1", "type": "MatMul", "block_dim": 5, "dur_us": [8.25, 8.5]},
+                                {"name": "zero1", "type": "Mul", "task_type": "AI_VECTOR_CORE",
+                                 "pmu": [3, 0, 1, 0, 7, 0, 0, 9], "total_cycles": 64}]},
+            {"tid": 22, "model": 7, "stream": 5, "ops": [{"name": "sm", "type": "Softmax", "dur_us": 2.2},
+                                                        {"name": "cpu1", "type": "Where", "task_type": "AI_CPU"}]},
+            {"tid": 33, "stream": 5, "start_us": 40, "ops": [{"name": "mm2", "type": "MatMul", "dur_us": 1.75,
+                                                              "stream": 13}]},
+        ],
+        "extra_apis": [{"thread": 11, "level": 20000, "name": "aclrtSynchronizeStream",
+                        "begin_ns": 10 ** 12 + 900_000, "end_ns": 10 ** 12 + 901_234},
+                       {"thread": 22, "level": 5000, "name": "MemcpyAsync",
+                        "begin_ns": 10 ** 12 + 950_000, "end_ns": 10 ** 12 + 950_777}],
+    },
     "chip_v3_arith_dev1": dict(MULTI, platform_version="2", pmu="ArithmeticUtilization", device_id=1,
                                hwts_freq_mhz=100, ai_core_num=4),
 }
