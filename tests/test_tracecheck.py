@@ -209,3 +209,80 @@ def test_problem_list_is_bounded():
     events = [x(i, 10) for i in range(500)]
     problems = check_trace(trace(*events))
     assert 10 < len(problems) <= 51 and problems[-1].startswith("...")
+
+
+# --- the fast path: X lines in the exact compact shape msprof writes are checked from their text ----------
+def compact_layout(obj) -> str:
+    """The line layout with compact separators: X events built by x() match the checker's fast path."""
+    events = ",\n".join(json.dumps(e, separators=(",", ":"), ensure_ascii=False) for e in obj["traceEvents"])
+    rest = json.dumps({k: v for k, v in obj.items() if k != "traceEvents"}, separators=(",", ":"))[1:]
+    return '{"traceEvents":[\n' + events + "\n]" + ("," + rest if rest != "}" else "}") + "\n"
+
+
+def with_args(event, **args):
+    event = dict(event)
+    event["args"] = args
+    return event
+
+
+FAST_CASES = [
+    GOOD,
+    trace(*[with_args(x(i, 1), **{"Task Type": "AA_CORE", "Stream Id": 3, "Layer Id": "N/A", "v": -1.5})
+            for i in range(10)]),
+    trace(x(0, 10), x(5, 10)),                                   # partial overlap
+    trace(x(0, 10.001), x(10, 1)),                               # by one ns
+    trace(x(10, 5), x(0, 10), x(2, 3)),                          # out of order: sorted per thread
+    trace(x(10, 5), x(0, 12)),
+    trace(x(0, 1), meta()[0]),                                   # metadata after a fast X line
+    trace(x(0, 1, name="conv\n1")),                              # escaped control character: full path
+    trace(x(0, 1, name="conv\x851")),                            # raw C1 control character
+    trace(x(0, 1, name='say "hi" \\ ok'), x(1, 1, name="卷积 conv µs")),
+    trace(x(0, 1, pid=-1), x(0, 1, tid=12345678901234567890)),
+    trace(x(-2.5, 1), x(1e13, 1), x(0, 1e-4), x(3, 0)),
+    trace(x(0, 10), flow("s", 1), flow("f", 11)),
+    {"traceEvents": [x(i, 10) for i in range(200)]},             # many problems: bounded list
+]
+
+
+@pytest.mark.parametrize("case", range(len(FAST_CASES)))
+def test_compact_line_layout_same_verdict_as_objects(tmp_path, case):
+    obj = FAST_CASES[case]
+    path = tmp_path / "t.json"
+    path.write_text(compact_layout(obj), encoding="utf-8")
+    assert json.loads(path.read_text(encoding="utf-8")) == json.loads(json.dumps(obj))
+    assert check_trace(path) == check_trace(obj)
+
+
+def test_compact_line_layout_with_small_chunks(tmp_path, monkeypatch):
+    import msprof.export.tracecheck as tc
+
+    monkeypatch.setattr(tc, "_CHUNK_CHARS", 50)
+    monkeypatch.setattr(tc, "_BATCH_LINES", 2)
+    events = [x(i, 1) for i in range(30)] + [x(30, 5), flow("s", 31), flow("f", 32), x(32, 1)]
+    path = tmp_path / "t.json"
+    path.write_text(compact_layout(trace(*events)))
+    assert check_trace(path) == []
+    events[20] = x(19.5, 1)
+    path.write_text(compact_layout(trace(*events)))
+    assert check_trace(path) == check_trace(trace(*events)) and len(check_trace(path)) == 1
+
+
+@pytest.mark.parametrize("mangle, fragment", [
+    (lambda t: t.replace("}\n]", "},\n]"), "trailing ','"),                      # after a fast X line
+    (lambda t: t.replace('"ts":1,', '"ts":1,,'), "invalid JSON"),
+    (lambda t: t.replace('"dur":1,', '"dur":01,'), "invalid JSON"),
+    (lambda t: t.replace('"name":"a"', '"name":"a\x01"'), "invalid JSON"),      # raw control character
+    (lambda t: t.replace('"ph":"X","pid":1,"tid":2,"ts":3,', '"ph":"X","pid":1,"tid":2,"ts":3,,', 1), "invalid JSON"),
+    (lambda t: t[: len(t) // 2], "not closed"),
+    (lambda t: t + "{}\n", "after the end"),
+    (lambda t: t.replace("},\n{", "}\n{", 4), "missing ','"),
+])
+def test_broken_compact_line_layout_files(tmp_path, mangle, fragment):
+    events = [x(i, 1) for i in range(6)] + [x(10, 5, name="a")]
+    text = compact_layout(trace(*events))
+    broken = mangle(text)
+    assert broken != text
+    path = tmp_path / "t.json"
+    path.write_text(broken)
+    problems = check_trace(path)
+    assert problems and fragment in problems[0], problems

@@ -77,12 +77,35 @@ def _ns(value: float) -> int:
     return int(round(value * 1000))
 
 
+def _thread_key(pid: int, tid: int) -> str:
+    """Key of a thread: the text between ``"pid":`` and ``,"ts"`` of a fast-path line (see _FAST_LINE)."""
+    return f'{pid},"tid":{tid}'
+
+
+# Fast path of the line layout: an X event line exactly as msprof.export.timeline writes it, ending
+# with "},". Everything the checker needs is guaranteed by the pattern itself: valid JSON (strings without
+# raw control characters or escapes, numbers without exponent and small enough that float() is exact
+# where json would give an int; args a flat object of such strings and numbers), ph X, pid/tid non-negative integers, ts a finite number,
+# dur a finite number >= 0, a name without control characters (and without escapes, so nothing to
+# decode). Every other line (metadata, flows, other key orders, escaped names, the last event without
+# its comma, blank lines) matches the second alternative and takes the full JSON path.
+_JSON_STR = r'"[^"\\\x00-\x1f]*"'                   # a JSON string without escapes
+_JSON_NUMBER = r'-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?'      # a JSON number without exponent
+_JSON_FLAT_OBJECT = (rf'\{{(?:{_JSON_STR}:(?:{_JSON_STR}|{_JSON_NUMBER})'
+                     rf'(?:,{_JSON_STR}:(?:{_JSON_STR}|{_JSON_NUMBER}))*)?\}}')
+_FAST_LINE = re.compile(
+    r'^(?:\{"ph":"X","pid":((?:0|[1-9][0-9]{0,15}),"tid":(?:0|[1-9][0-9]{0,15})),'
+    r'"ts":(-?(?:0|[1-9][0-9]{0,11})(?:\.[0-9]{1,9})?),"dur":((?:0|[1-9][0-9]{0,11})(?:\.[0-9]{1,9})?),'
+    r'"name":"[^"\\\x00-\x1f\x7f-\x9f]*"(?:,"args":' + _JSON_FLAT_OBJECT + r')?\},|(.*))$', re.M)
+
+
 class _Thread:
     """Slices and flow points of one (pid, tid): a nesting stack, or a buffer when out of order."""
 
-    __slots__ = ("stack", "last", "items")
+    __slots__ = ("pid", "tid", "stack", "last", "items")
 
-    def __init__(self, buffered: bool):
+    def __init__(self, pid: int, tid: int, buffered: bool):
+        self.pid, self.tid = pid, tid
         self.stack: List[Tuple[int, int, int]] = []     # (start ns, end ns, event index)
         self.last = None                                  # sort key of the previous item
         self.items = [] if buffered else None
@@ -92,11 +115,16 @@ class _Checker:
     def __init__(self, buffered: bool):
         self.buffered = buffered
         self.problems = _Problems()
-        self.threads: Dict[Tuple[int, int], _Thread] = {}
+        self.threads: Dict[str, _Thread] = {}       # by _thread_key(pid, tid)
         self.flows: Dict[tuple, dict] = {}   # (cat, id) -> {"s": (index, ts_ns, name), "f": ...}
         self.seen_other = False
         self.count = 0
         self._names_ok = set()
+        # line layout (lines()): index of the next event, lines waiting for the full JSON path
+        self.index = 0
+        self._pending: List[str] = []
+        self._pending_index = 0
+        self._last_fast = False              # the last event line was a fast-path line (ends with ',')
 
     # --- per event ----------------------------------------------------------------------------------
     def events(self, first_index: int, batch: list) -> None:
@@ -114,7 +142,7 @@ class _Checker:
                         self.seen_other = True
                         start = int(round(ts * 1000))
                         key = (start, _SLICE, -(start + int(round(dur * 1000))))
-                        thread = threads.get((pid, tid))
+                        thread = threads.get(_thread_key(pid, tid))
                         if thread is not None and thread.items is None and key >= thread.last:
                             thread.last = key
                             self._place(thread, pid, tid, key, index)
@@ -126,6 +154,91 @@ class _Checker:
                 pass
             self.event(index, event)
             index += 1
+
+    def lines(self, text: str) -> None:
+        """Check complete event lines of the one-event-per-line layout (``text`` ends with a newline).
+
+        X lines matching _FAST_LINE are checked straight from their text; any other line goes, in order
+        and in batches, through the JSON parser and ``events``."""
+        body = text[:-1]
+        matches = _FAST_LINE.findall(body)
+        if len(matches) != body.count("\n") + 1:        # cannot happen; be safe: all lines the full way
+            for line in body.split("\n"):
+                self._other_line(line)
+            return
+        threads, problems = self.threads, self.problems
+        index = self.index
+        fast = 0
+        for key, ts, dur, other in matches:
+            if not ts:
+                if fast:
+                    self.count += fast
+                    self.seen_other = True
+                    self._last_fast = True
+                    fast = 0
+                self.index = index
+                self._other_line(other)
+                index = self.index
+                continue
+            if self._pending:
+                self.index = index
+                self._flush_pending(final=False)
+                index = self.index
+            start = round(float(ts) * 1000)
+            end = start + round(float(dur) * 1000)
+            item = (start, _SLICE, -end)
+            thread = threads.get(key)
+            if thread is None or thread.items is not None:
+                pid, _, tid = key.partition(',"tid":')
+                self._item(index, int(pid), int(tid), item)
+            else:
+                if item < thread.last:
+                    raise _Unsorted()
+                thread.last = item
+                stack = thread.stack
+                while stack and stack[-1][1] <= start:
+                    stack.pop()
+                if stack and end > stack[-1][1]:
+                    self._place(thread, thread.pid, thread.tid, item, index)     # reports the overlap
+                else:
+                    stack.append((start, end, index))
+            index += 1
+            fast += 1
+        if fast:
+            self.count += fast
+            self.seen_other = True
+            self._last_fast = True
+        self.index = index
+
+    def _other_line(self, line: str) -> None:
+        stripped = line.rstrip()
+        if not stripped:
+            return                                        # whitespace between events
+        if not self._pending:
+            self._pending_index = self.index
+        self._pending.append(stripped)
+        self._last_fast = False
+        if len(self._pending) >= _BATCH_LINES:
+            self._flush_pending(final=False)
+
+    def _flush_pending(self, final: bool) -> None:
+        """Parse and check the waiting lines; ``final``: they are the last events (no ',' after the last)."""
+        lines, index = self._pending, self._pending_index
+        self._pending = []
+        if final and not lines:
+            if self._last_fast:
+                raise _LayoutError(f"invalid JSON: trailing ',' after the last event {self.index - 1}")
+            return
+        if lines[-1].endswith(","):
+            if final:
+                raise _LayoutError(f"invalid JSON: trailing ',' after the last event {index + len(lines) - 1}")
+        elif not final:
+            raise _LayoutError(f"invalid JSON: missing ',' after event {index + len(lines) - 1}")
+        else:
+            lines[-1] += ","
+        events = _parse_batch(lines, index)
+        self.events(index, events)
+        self.index = index + len(events)
 
     def event(self, index: int, event) -> None:
         problems = self.problems
@@ -213,9 +326,10 @@ class _Checker:
 
     # --- per thread: nesting and flow binding -------------------------------------------------------
     def _item(self, index: int, pid: int, tid: int, key: tuple) -> None:
-        thread = self.threads.get((pid, tid))
+        thread_key = _thread_key(pid, tid)
+        thread = self.threads.get(thread_key)
         if thread is None:
-            thread = self.threads[(pid, tid)] = _Thread(self.buffered)
+            thread = self.threads[thread_key] = _Thread(pid, tid, self.buffered)
         if thread.items is not None:
             thread.items.append(key + (index,))
             return
@@ -247,11 +361,11 @@ class _Checker:
 
     # --- end of file ----------------------------------------------------------------------------------
     def finish(self) -> List[str]:
-        for (pid, tid), thread in self.threads.items():
+        for thread in self.threads.values():
             if thread.items is not None:
                 thread.items.sort()
                 for item in thread.items:
-                    self._place(thread, pid, tid, item[:3], item[3])
+                    self._place(thread, thread.pid, thread.tid, item[:3], item[3])
         for (cat, flow_id), entry in self.flows.items():
             if "s" not in entry or "f" not in entry:
                 have = "s" if "s" in entry else "f"
@@ -280,14 +394,13 @@ def _check_top(obj, problems: _Problems) -> bool:
     return True
 
 
-def _run(events_factory, top_problems: List[str]) -> List[str]:
+def _run(feed, top_problems: List[str]) -> List[str]:
     """Check once streaming; if some thread is out of time order, again with per-thread sorting."""
     for buffered in (False, True):
         checker = _Checker(buffered)
         checker.problems.extend(top_problems)
         try:
-            for index, batch in events_factory():
-                checker.events(index, batch)
+            feed(checker)
         except _Unsorted:
             continue
         except _LayoutError as exc:
@@ -302,47 +415,53 @@ class _LayoutError(Exception):
 
 
 _HEADER = '{"traceEvents":['
+_CHUNK_CHARS = 1 << 22
 
 
-def _line_events(path: Path, trailer_out: list) -> Iterator[Tuple[int, list]]:
-    """Batches of events (first index, events) of a file in the one-event-per-line layout; raises _LayoutError on any deviation."""
-    index = 0
-    with open(path, "r", encoding="utf-8") as handle:
-        if handle.readline().rstrip("\r\n") != _HEADER:
-            raise _LayoutError("not in line layout")
-        batch: List[str] = []
-        trailer = None
-        last_had_comma = None
-        for line in handle:
-            if trailer is not None:
-                if line.strip():
-                    raise _LayoutError(f"invalid JSON: text after the end of the object: {line[:80]!r}")
-                continue
-            if line.startswith("]"):
-                trailer = line
-                continue
-            stripped = line.rstrip()
-            last_had_comma = stripped.endswith(",")
-            batch.append(stripped)
-            if len(batch) >= _BATCH_LINES:
-                if not last_had_comma:
-                    raise _LayoutError(f"invalid JSON: missing ',' after event {index + len(batch) - 1}")
-                events = _parse_batch(batch, index)
-                yield index, events
-                index += len(events)
-                batch = []
+def _feed_lines(path: Path, trailer_out: list):
+    """A feed for _run: a file in the one-event-per-line layout, read in large chunks of whole lines;
+    raises _LayoutError on any deviation from the layout."""
+
+    def feed(checker: "_Checker") -> None:
+        trailer_out.clear()
+        with open(path, "r", encoding="utf-8") as handle:
+            if handle.readline().rstrip("\r\n") != _HEADER:
+                raise _LayoutError("not in line layout")
+            rest = ""
+            trailer = None
+            while trailer is None:
+                chunk = handle.read(_CHUNK_CHARS)
+                if chunk:
+                    chunk = rest + chunk
+                    cut = chunk.rfind("\n") + 1
+                    if not cut:
+                        rest = chunk
+                        continue
+                    text, rest = chunk[:cut], chunk[cut:]
+                elif rest:
+                    text, rest = rest + "\n", ""                # last line without a newline
+                else:
+                    break
+                end = 0 if text.startswith("]") else text.find("\n]") + 1 or -1
+                if end >= 0:                                    # the line that closes the events
+                    trailer = text[end:] + rest + handle.read()
+                    text = text[:end]
+                if text:
+                    checker.lines(text)
         if trailer is None:
             raise _LayoutError("invalid JSON: the traceEvents list is not closed (truncated file?)")
-        if batch:
-            if last_had_comma:
-                raise _LayoutError(f"invalid JSON: trailing ',' after the last event {index + len(batch) - 1}")
-            batch[-1] += ","
-            yield index, _parse_batch(batch, index)
+        first, _, after = trailer.partition("\n")
+        for line in after.split("\n"):
+            if line.strip():
+                raise _LayoutError(f"invalid JSON: text after the end of the object: {line[:80]!r}")
+        checker._flush_pending(final=True)
         try:
-            tail = json.loads(_HEADER + trailer)
+            tail = json.loads(_HEADER + first)
         except ValueError as exc:
             raise _LayoutError(f"invalid JSON after the events: {exc}") from None
         trailer_out.append(tail)
+
+    return feed
 
 
 def _parse_batch(lines: List[str], first_index: int) -> list:
@@ -373,7 +492,7 @@ def check_trace(path_or_obj: Union[str, Path, dict, list]) -> List[str]:
         if not _check_top(path_or_obj, problems):
             return list(problems)
         events = path_or_obj["traceEvents"]
-        return _run(lambda: iter([(0, events)]), list(problems))
+        return _run(lambda checker: checker.events(0, events), list(problems))
     path = Path(path_or_obj)
     try:
         line_layout = _is_line_layout(path)
@@ -381,7 +500,7 @@ def check_trace(path_or_obj: Union[str, Path, dict, list]) -> List[str]:
         return [f"cannot read {path}: {exc}"]
     if line_layout:
         trailer: list = []
-        problems = _run(lambda: _line_events(path, trailer), [])
+        problems = _run(_feed_lines(path, trailer), [])
         if trailer:
             top = _Problems()
             _check_top(trailer[0], top)
