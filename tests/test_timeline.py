@@ -336,3 +336,14 @@ def test_clean_name():
     assert tl.clean_name("a\x00b\x1fc\x7fd\x9fe") == "a?b?c?d?e"
     assert tl.clean_name("\ud800x") == "?x"
     assert tl.clean_name(None) == ""
+
+
+def test_acl_timeline_written_by_a_child_process_is_identical(tmp_path, monkeypatch):
+    job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
+    inline = {p.name: p.read_bytes() for p in export(job)}
+    monkeypatch.setattr(tl, "PARALLEL_MIN_EVENTS", 0)
+    monkeypatch.setattr(tl.os, "cpu_count", lambda: 2)
+    written = export(job)
+    assert [p.name for p in written] == list(inline)            # same files, same order (acl last)
+    assert {p.name: p.read_bytes() for p in written} == inline
+    assert not [p for p in (job / "timeline").iterdir() if p.name.startswith(".")]

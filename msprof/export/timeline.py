@@ -16,10 +16,13 @@ body copied after it, into a temporary file that is checked (msprof.export.trace
 into place. Above ``SLICE_EVENTS`` events a timeline is split into ``…_slice_<k>.json`` files.
 """
 import json
+import logging
+import multiprocessing
 import os
 import re
 import shutil
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -36,6 +39,9 @@ from msprof.reports import Report
 SLICE_EVENTS = 1_000_000
 # Check every written file with tracecheck before it is renamed into place.
 CHECK_FILES = True
+# With at least this many ACL calls (and task data too), the acl timeline is written and checked by a
+# child process while this one writes the task_time timelines (two cores: about half the wall time).
+PARALLEL_MIN_EVENTS = 100_000
 
 # ACL calls that start a model execution (a HostToDevice flow links each to its iteration).
 EXECUTE_APIS = ("svp_acl_mdl_execute", "aclmdlExecute")
@@ -47,6 +53,7 @@ TASK_PID_BASE = 1 << 22
 LANE_TID_BASE = 1 << 24
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_FETCH_ROWS = 8192
 _NA = '"N/A"'
 
 
@@ -70,12 +77,13 @@ def _ts(ns: int) -> str:
 # Threads: one per stream / host thread, with extra "(overlap)" lanes for partially overlapping data
 # ---------------------------------------------------------------------------------------------------
 class _Lane:
-    __slots__ = ("tid", "name", "sort", "stack", "last")
+    __slots__ = ("tid", "name", "sort", "stack", "last", "horizon")
 
     def __init__(self, tid: int, name: str, sort: int):
         self.tid, self.name, self.sort = tid, name, sort
         self.stack: List[int] = []     # end ns of the open slices
         self.last = None               # start ns of the previous slice
+        self.horizon = None            # (first lane only) latest end ns of all slices of its thread so far
 
 
 class _Lanes:
@@ -89,10 +97,23 @@ class _Lanes:
         self._next_tid = LANE_TID_BASE
         self.moved = 0
 
-    def place(self, key: tuple, tid: int, name: str, sort: int, start: int, end: int) -> _Lane:
+    def place(self, key: tuple, tid: int, label: str, sort: int, start: int, end: int) -> _Lane:
+        """The lane of a slice of thread ``key`` (first lane: ``tid``, named "{label} {tid}")."""
         lanes = self._lanes.get(key)
         if lanes is None:
-            lanes = self._lanes[key] = [_Lane(tid, name, sort)]
+            lanes = self._lanes[key] = [_Lane(tid, f"{label} {tid}", sort)]
+        else:
+            first = lanes[0]
+            if start >= first.horizon:
+                # Every earlier slice of the thread has ended (the usual case): the first lane, whose
+                # open slices would all be popped below; other lanes' stacks only hold ended slices too.
+                first.stack = [end]
+                first.last = start
+                first.horizon = end
+                return first
+        first = lanes[0]
+        if first.horizon is None or end > first.horizon:
+            first.horizon = end
         for lane in lanes:
             if lane.last is not None and start < lane.last:
                 continue
@@ -102,10 +123,11 @@ class _Lanes:
             if not stack or end <= stack[-1]:
                 stack.append(end)
                 lane.last = start
-                if lane is not lanes[0]:
+                if lane is not first:
                     self.moved += 1
                 return lane
         n = len(lanes)
+        name = f"{label} {tid}"
         lane = _Lane(self._next_tid, f"{name} (overlap{'' if n == 1 else ' %d' % n})", sort + min(n, 255))
         self._next_tid += 1
         lane.stack.append(end)
@@ -286,19 +308,34 @@ def write_timeline(report: Report, model_id: Optional[int] = None, iteration_id:
 
             raise UsageError(f"{report.result_dir}: no recorded iteration {iteration_id} of model {model_id} "
                              "(msprof query lists what is there)")
-    clock = _Clock(report) if report.has_tasks or report.has_acl else None
-    if report.has_tasks:
-        selected = [m for m in models.values() if model_id is None or m["model_id"] == model_id]
-        for model in selected:
-            written += _TaskWriter(report, clock, out_dir, model, iteration_id).run()
-        if model_id is None and iteration_id is None:
-            written += _TaskWriter(report, clock, out_dir, None, None).run()
-    else:
-        notice(f"{report.result_dir.name}: no HWTS task data: task_time timeline skipped")
-    if report.has_acl:
-        written += _write_acl(report, clock, out_dir, _acl_base(report, models))
-    else:
-        notice(f"{report.result_dir.name}: no ACL API data: acl timeline skipped")
+    has_tasks, acl_calls = report.has_tasks, report._count("acl_api")
+    clock = _Clock(report) if has_tasks or acl_calls else None
+    executor = acl_child = None
+    if has_tasks and acl_calls >= PARALLEL_MIN_EVENTS and (os.cpu_count() or 1) > 1:
+        executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        acl_child = executor.submit(_acl_in_child, str(report.result_dir), str(out_dir), _acl_base(report, models),
+                                    SLICE_EVENTS, CHECK_FILES)
+    try:
+        if has_tasks:
+            selected = [m for m in models.values() if model_id is None or m["model_id"] == model_id]
+            for model in selected:
+                written += _TaskWriter(report, clock, out_dir, model, iteration_id).run()
+            if model_id is None and iteration_id is None:
+                written += _TaskWriter(report, clock, out_dir, None, None).run()
+        else:
+            notice(f"{report.result_dir.name}: no HWTS task data: task_time timeline skipped")
+        if acl_child is not None:
+            paths, messages = acl_child.result()
+            for level, message in messages:
+                log.log(level, "%s", message)
+            written += [Path(p) for p in paths]
+        elif acl_calls:
+            written += _write_acl(report, clock, out_dir, _acl_base(report, models))
+        else:
+            notice(f"{report.result_dir.name}: no ACL API data: acl timeline skipped")
+    finally:
+        if executor is not None:
+            executor.shutdown(wait=True)
     for path in written:
         log.info("wrote %s", path)
     return written
@@ -437,40 +474,51 @@ class _TaskWriter:
         links = self._links() if self.model is not None else iter(())
         next_link = next(links, None)
         pending: Dict[tuple, tuple] = {}
-        write = timeline.body.write
-        threads = timeline.threads
+        place, limit, fmt, types = lanes.place, timeline.limit, _X_TASK, self.task_types
         backwards = flows = 0
-        for stream, task_id, task_type, model_id, index_id, layer_id, start, end in cursor:
-            if end < start:
-                backwards += 1
-                continue
-            type_name = type_names.get(task_type)
-            if type_name is None:
-                type_name = type_names[task_type] = _jstr(self.task_types.get(task_type, str(task_type)))
-            lane = lanes.place((stream,), stream, f"Stream {stream}", stream * 256, start, end)
-            while next_link is not None and next_link[2] <= start:
-                pending[(next_link[0], next_link[1])] = next_link
-                next_link = next(links, None)
-            link = pending.pop((model_id, index_id), None) if pending else None
-            if link is not None:
-                self._flow(timeline, lanes, link, start)
-                flows += 1
-            elif timeline.count >= timeline.limit:
-                timeline.reserve(1)
-            if len(pending) > 64:         # iterations that ended without a timed task
-                for key in [k for k, v in pending.items() if v[3] < start]:
-                    del pending[key]
-            threads = timeline.threads
-            tid = lane.tid
-            if (pid, tid) not in threads:
-                timeline.use(pid, tid, TASK_PROCESS, lane)
-            name = layer_names.get((model_id, layer_id)) or type_name
-            write(_X_TASK % (pid, tid, start / 1000, (end - start) / 1000, name, type_name, stream, task_id,
-                             _NA if layer_id is None else layer_id, _NA if index_id is None else index_id))
-            timeline.count += 1
-            if link is not None:
-                write(_FLOW_F % (FLOW_CATEGORY, FLOW_CATEGORY, link[4], pid, tid, start / 1000))
-                timeline.count += 1
+        while True:
+            rows = cursor.fetchmany(_FETCH_ROWS)
+            if not rows:
+                break
+            out: List[str] = []
+            count, threads = timeline.count, timeline.threads
+            for stream, task_id, task_type, model_id, index_id, layer_id, start, end in rows:
+                if end < start:
+                    backwards += 1
+                    continue
+                type_name = type_names.get(task_type)
+                if type_name is None:
+                    type_name = type_names[task_type] = _jstr(types.get(task_type, str(task_type)))
+                lane = place((stream,), stream, "Stream", stream * 256, start, end)
+                while next_link is not None and next_link[2] <= start:
+                    pending[(next_link[0], next_link[1])] = next_link
+                    next_link = next(links, None)
+                link = pending.pop((model_id, index_id), None) if pending else None
+                if link is not None or count >= limit:
+                    timeline.body.write("".join(out))
+                    out = []
+                    timeline.count = count
+                    if link is not None:
+                        self._flow(timeline, lanes, link, start)
+                        flows += 1
+                    else:
+                        timeline.reserve(1)
+                    count, threads = timeline.count, timeline.threads
+                if len(pending) > 64:         # iterations that ended without a timed task
+                    for key in [k for k, v in pending.items() if v[3] < start]:
+                        del pending[key]
+                tid = lane.tid
+                if (pid, tid) not in threads:
+                    timeline.use(pid, tid, TASK_PROCESS, lane)
+                name = layer_names.get((model_id, layer_id)) or type_name
+                out.append(fmt % (pid, tid, start / 1000, (end - start) / 1000, name, type_name, stream, task_id,
+                                  _NA if layer_id is None else layer_id, _NA if index_id is None else index_id))
+                count += 1
+                if link is not None:
+                    out.append(_FLOW_F % (FLOW_CATEGORY, FLOW_CATEGORY, link[4], pid, tid, start / 1000))
+                    count += 1
+            timeline.body.write("".join(out))
+            timeline.count = count
         return unpaired, backwards, lanes.moved, flows
 
     def _flow(self, timeline: _Timeline, lanes: _Lanes, link: tuple, task_start: int) -> None:
@@ -478,7 +526,7 @@ class _TaskWriter:
         timeline.reserve(4)
         _model, index_id, it_start, _it_end, flow_id, call = link
         _seq, call_pid, call_tid, api_type, name, c_start, c_end = call
-        lane = lanes.place(("acl", call_pid, call_tid), call_tid, f"Thread {call_tid}", call_tid, c_start, c_end)
+        lane = lanes.place(("acl", call_pid, call_tid), call_tid, "Thread", call_tid, c_start, c_end)
         timeline.use(call_pid, lane.tid, ACL_PROCESS, lane)
         write = timeline.body.write
         write(_X_CALL % (call_pid, lane.tid, c_start / 1000, (c_end - c_start) / 1000, _jstr(name),
@@ -525,7 +573,28 @@ class _TaskWriter:
 # ---------------------------------------------------------------------------------------------------
 # acl file
 # ---------------------------------------------------------------------------------------------------
-def _write_acl(report: Report, clock: _Clock, out_dir: Path, base: str) -> List[Path]:
+def _acl_in_child(result_dir: str, out_dir: str, base: str, slice_events: int, check_files: bool):
+    """The acl timeline, written in a child process: (paths written, [(log level, message)])."""
+    global SLICE_EVENTS, CHECK_FILES
+    from msprof.reports import open_report
+
+    SLICE_EVENTS, CHECK_FILES = slice_events, check_files
+    messages: List[Tuple[int, str]] = []
+    with open_report(Path(result_dir)) as report:
+        written = _write_acl(report, _Clock(report), Path(out_dir), base, messages)
+    return [str(p) for p in written], messages
+
+
+def _write_acl(report: Report, clock: _Clock, out_dir: Path, base: str,
+               messages: Optional[List[Tuple[int, str]]] = None) -> List[Path]:
+    """The acl timeline; warnings are logged, or appended to ``messages`` (level, text) when given."""
+
+    def warn(text: str) -> None:
+        if messages is None:
+            log.warning("%s", text)
+        else:
+            messages.append((logging.WARNING, text))
+
     timeline = _Timeline(out_dir, base, _other(report, clock, "acl", None))
     lanes = _Lanes()
     backwards = 0
@@ -535,35 +604,46 @@ def _write_acl(report: Report, clock: _Clock, out_dir: Path, base: str) -> List[
             " ORDER BY start, [end] DESC, seq")
         names: Dict[str, str] = {}
         modes: Dict[int, str] = {}
-        write = timeline.body.write
-        for pid, tid, api_type, name, start, end in cursor:
-            if end < start:
-                backwards += 1
-                continue
-            jname = names.get(name)
-            if jname is None:
-                jname = _jstr(name)
-                if len(names) < 100000:
-                    names[name] = jname
-            mode = modes.get(api_type)
-            if mode is None:
-                mode = modes[api_type] = _jstr(api_type_name(api_type))
-            lane = lanes.place((pid, tid), tid, f"Thread {tid}", tid, start, end)
-            if timeline.count >= timeline.limit:
-                timeline.reserve(1)
-                write = timeline.body.write
-            if (pid, lane.tid) not in timeline.threads:
-                timeline.use(pid, lane.tid, ACL_PROCESS, lane)
-            write(_X_ACL % (pid, lane.tid, start / 1000, (end - start) / 1000, jname, mode, pid, tid))
-            timeline.count += 1
+        place, limit, fmt = lanes.place, timeline.limit, _X_ACL
+        while True:
+            rows = cursor.fetchmany(_FETCH_ROWS)
+            if not rows:
+                break
+            out: List[str] = []
+            count, threads = timeline.count, timeline.threads
+            for pid, tid, api_type, name, start, end in rows:
+                if end < start:
+                    backwards += 1
+                    continue
+                jname = names.get(name)
+                if jname is None:
+                    jname = _jstr(name)
+                    if len(names) < 100000:
+                        names[name] = jname
+                mode = modes.get(api_type)
+                if mode is None:
+                    mode = modes[api_type] = _jstr(api_type_name(api_type))
+                lane = place((pid, tid), tid, "Thread", tid, start, end)
+                if count >= limit:
+                    timeline.body.write("".join(out))
+                    out = []
+                    timeline.count = count
+                    timeline.reserve(1)
+                    count, threads = timeline.count, timeline.threads
+                lane_tid = lane.tid
+                if (pid, lane_tid) not in threads:
+                    timeline.use(pid, lane_tid, ACL_PROCESS, lane)
+                out.append(fmt % (pid, lane_tid, start / 1000, (end - start) / 1000, jname, mode, pid, tid))
+                count += 1
+            timeline.body.write("".join(out))
+            timeline.count = count
         written = timeline.finish()
     except BaseException:
         timeline.close()
         raise
     if backwards:
-        log.warning("%s: %d ACL call(s) end before they start (corrupt data): left out of the timeline",
-                    base, backwards)
+        warn(f"{base}: {backwards} ACL call(s) end before they start (corrupt data): left out of the timeline")
     if lanes.moved:
-        log.warning("%s: %d ACL call(s) partially overlap another call of their thread: shown on '(overlap)' "
-                    "threads", base, lanes.moved)
+        warn(f"{base}: {lanes.moved} ACL call(s) partially overlap another call of their thread: shown on "
+             "'(overlap)' threads")
     return written
