@@ -149,7 +149,7 @@ def import_result_dir(result_dir: Path) -> Path:
             conn.execute("UPDATE task SET dur_us = (SELECT p.total_cycles / ? FROM pmu p WHERE p.stream_id ="
                          " task.stream_id AND p.task_id = task.task_id AND p.exec_n = task.exec_n)"
                          " WHERE dur_us IS NULL", (result.aic_mhz,))
-        _write_bookkeeping(db, result, counts, notices, files + result.metadata_files)
+        write_bookkeeping(db, result, counts, notices, files + result.metadata_files)
     total_records = sum(c["records"] for c in counts.values())
     log.info("imported %s: %d records in %.2f s", result.path, total_records, time.monotonic() - started)
     return store.db_path(result.path)
@@ -256,7 +256,7 @@ def _streams(stream_files, module, label, notices, looks_aligned=None):
             notices.warn(message)
 
 
-def _count(counts, stream_files_item, stream, records, skipped):
+def count_stream(counts, stream_files_item, stream, records, skipped):
     counts[stream_files_item.stem + (f".{stream_files_item.device}" if stream_files_item.device else "")] = {
         "kind": stream_files_item.kind, "files": len(stream.files), "bytes": stream.total_bytes,
         "records": records, "skipped": skipped, "head_lost": stream.head_lost, "tail_lost": stream.tail_lost,
@@ -276,7 +276,7 @@ def _load_simple(conn, stream_files, module, table, counts, notices):
         skipped = local.get("skipped", 0)
         if skipped:
             notices.warn(f"{stream.files[0].name}: {skipped} {label} record(s) with a bad magic or tag skipped")
-        _count(counts, item, stream, records, skipped)
+        count_stream(counts, item, stream, records, skipped)
 
 
 def _load_step_trace(conn, stream_files, counts, notices):
@@ -288,7 +288,7 @@ def _load_step_trace(conn, stream_files, counts, notices):
             rows = step_trace.decode(chunk, local)
             rows_all.extend(rows)
             records += len(chunk) // step_trace.RECORD_SIZE
-        _count(counts, item, stream, records, local.get("skipped", 0))
+        count_stream(counts, item, stream, records, local.get("skipped", 0))
     conn.executemany(insert_sql("step_trace", skip_seq=True), rows_all)
     iterations, unpaired = step_trace.iterations(rows_all)
     if unpaired:
@@ -316,17 +316,9 @@ def _load_hwts(conn, stream_files, placer, result: ResultDir, counts, notices):
             records += len(chunk) // hwts.RECORD_SIZE
             store.bulk_insert(conn, task_sql, task_rows(pairer.feed(hwts.LAYOUT.iter_unpack(chunk))))
         store.bulk_insert(conn, task_sql, task_rows(pairer.finish()))
-        name = stream.files[0].name
-        if pairer.gaps:
-            shown = ", ".join(f"stream {s} task {t} (counter {found}, expected {want})"
-                              for s, t, want, found in pairer.gaps[:5])
-            more = f" and {len(pairer.gaps) - 5} more" if len(pairer.gaps) > 5 else ""
-            notices.warn(f"{name}: rolling counter gap, HWTS records lost before {shown}{more}")
-        if pairer.unmatched_ends:
-            notices.warn(f"{name}: {pairer.unmatched_ends} task end(s) without a start (no start time invented)")
-        if pairer.unended_starts:
-            notices.warn(f"{name}: {pairer.unended_starts} task start(s) never ended (no end time invented)")
-        _count(counts, item, stream, records, pairer.other_logs)
+        for message in pairer.warnings(stream.files[0].name):
+            notices.warn(message)
+        count_stream(counts, item, stream, records, pairer.other_logs)
 
 
 def _load_pmu(conn, stream_files, counts, notices):
@@ -339,10 +331,10 @@ def _load_pmu(conn, stream_files, counts, notices):
             records += len(chunk) // pmu.RECORD_SIZE
         if numberer.skipped:
             notices.warn(f"{stream.files[0].name}: {numberer.skipped} PMU record(s) with a bad magic or type skipped")
-        _count(counts, item, stream, records, numberer.skipped)
+        count_stream(counts, item, stream, records, numberer.skipped)
 
 
-def _write_bookkeeping(db, result: ResultDir, counts, notices, all_files):
+def write_bookkeeping(db, result: ResultDir, counts, notices, all_files):
     """Record every source file (size, mtime, hash: what freshness checks compare) and the counts."""
     digests = {}
     for name, count in counts.items():

@@ -25,24 +25,24 @@ def print_tables(report: Report, model_id=None, iteration_id=None, top: Optional
         tables.append(summary)
         statistic = report.op_statistic(last.model_id, iteration_id)
         statistic.title = f"Op statistic: {last.model_name} (model {last.model_id})"
-        tables.append(_top(statistic, top))
+        tables.append(top_rows(statistic, top))
     else:
         notice(f"{report.result_dir.name}: no task iterations recorded: AA Core metrics and op statistic skipped")
     if report.has_acl:
-        tables.append(_top(report.acl_statistic(), top))
+        tables.append(top_rows(report.acl_statistic(), top))
     else:
         notice(f"{report.result_dir.name}: no ACL API data: ACL statistic skipped")
     tables.append(report.frequency())
-    _emit(tables, fmt, style)
+    emit_tables(tables, fmt, style)
 
 
-def _top(table: Table, top: Optional[int]) -> Table:
+def top_rows(table: Table, top: Optional[int]) -> Table:
     if top:
         table.rows = table.rows[:top]
     return table
 
 
-def _emit(tables, fmt: str, style: str) -> None:
+def emit_tables(tables, fmt: str, style: str) -> None:
     if fmt == "json":
         click.echo(json.dumps({t.title: [dict(zip(t.columns, r)) for r in rows_of(t)] for t in tables},
                               indent=1, ensure_ascii=False))
@@ -63,14 +63,14 @@ def print_query(report: Report) -> None:
                   ["text", "int", "text", "int", "text"])
     for model in report.models() or [{"model_id": None, "model_name": None}]:
         ids = [it.index_id for it in report.iterations(model["model_id"])] if model["model_id"] is not None else []
-        table.rows.append([report.device_id, model["model_id"], model["model_name"], len(ids), _ranges(ids)])
+        table.rows.append([report.device_id, model["model_id"], model["model_name"], len(ids), id_ranges(ids)])
     present = Table("Data", ["Data", "Records"], ["text", "int"])
     for name, count in report.conn.execute("SELECT kind, sum(records) FROM decode_count GROUP BY kind ORDER BY kind"):
         present.rows.append([name, count])
-    _emit([table, present], "table", "simple")
+    emit_tables([table, present], "table", "simple")
 
 
-def _ranges(ids) -> str:
+def id_ranges(ids) -> str:
     """[1,2,3,5] → '1-3,5'."""
     parts, start, prev = [], None, None
     for i in sorted(ids):

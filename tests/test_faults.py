@@ -210,3 +210,17 @@ def test_random_bytes_never_crash(tmp_path, msprof_cli, seed):
     proc = msprof_cli("export", "summary", "-dir", job)
     no_traceback(proc)
     assert proc.returncode in (0, 8), proc.stderr
+
+
+def test_tail_cut_found_even_when_the_first_record_is_corrupt(job, msprof_cli):
+    """The head/tail decision scores several records, so one bad record at the head does not shift
+    every record of a stream whose tail was cut."""
+    acl = sorted((job / "data").glob("AclModule.acl_model.*"))
+    faults.bad_magic(job, "acl_model", 0)
+    truth = faults.tail_cut(job, "acl_model", nbytes=50)
+    proc = msprof_cli("import", "-dir", job)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{truth['bytes_lost']} bytes of ACL data lost at the tail" in proc.stderr
+    names = {n for (n,) in sqlite3.connect(job / "sqlite" / "msprof.db").execute("SELECT name FROM acl_api")}
+    assert names and all(n.startswith("svp_acl_") for n in names), names
+    assert acl

@@ -137,7 +137,7 @@ def export_timeline(root, model_id=None, iteration_id=None) -> List[Path]:
 
 def show(root, model_id=None, iteration_id=None, top=None, fmt="table", style="simple") -> None:
     from msprof.prof.reports import open_prof_report
-    from msprof.show import _emit, _top
+    from msprof.show import emit_tables, top_rows
 
     host, devices = _ready(Path(root))
     for device in devices:
@@ -147,24 +147,24 @@ def show(root, model_id=None, iteration_id=None, top=None, fmt="table", style="s
             if report.has_tasks:
                 statistic = report.op_statistic(model_id, iteration_id)
                 statistic.title = f"Op statistic (device {report.device_id})"
-                tables.append(_top(statistic, top))
+                tables.append(top_rows(statistic, top))
                 summary = report.op_summary(model_id, iteration_id)
                 summary.title = f"Op summary (device {report.device_id})"
                 summary.columns, summary.kinds = summary.columns[1:12], summary.kinds[1:12]
                 summary.rows = [r[1:12] for r in summary.rows]
-                tables.append(_top(summary, top))
+                tables.append(top_rows(summary, top))
             else:
                 notice(f"{device.name}: no device task data: op tables skipped")
             if report.has_api:
                 api = report.api_statistic()
                 api.title = "API statistic (host)"
-                tables.append(_top(api, top))
-            _emit(tables, fmt, style)
+                tables.append(top_rows(api, top))
+            emit_tables(tables, fmt, style)
 
 
 def query(root) -> None:
     from msprof.prof.reports import open_prof_report
-    from msprof.show import _emit, _ranges
+    from msprof.show import emit_tables, id_ranges
 
     host, devices = _ready(Path(root))
     collection = Table("Collection", ["Device", "Platform", "Model Id", "Model Name", "Iterations", "Iteration Ids"],
@@ -176,7 +176,7 @@ def query(root) -> None:
             for m in models:
                 ids = list(range(1, (m["iterations"] or 0) + 1))
                 collection.rows.append([report.device_id, report.platform, m["model_id"], m["model_name"],
-                                        m["iterations"], _ranges(ids)])
+                                        m["iterations"], id_ranges(ids)])
     for result_dir in ([host] if host else []) + devices:
         import contextlib
 
@@ -184,4 +184,4 @@ def query(root) -> None:
             for kind, records, lost in conn.execute("SELECT kind, sum(records), sum(head_lost + tail_lost)"
                                                     " FROM decode_count GROUP BY kind ORDER BY kind"):
                 data.rows.append([result_dir.name, kind, records, lost])
-    _emit([collection, data], "table", "simple")
+    emit_tables([collection, data], "table", "simple")

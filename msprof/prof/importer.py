@@ -3,8 +3,8 @@
 Bounded memory: every binary stream is read with ``SliceStream`` in chunks and inserted as it is decoded;
 event pairing, STARS pairing (by counter) and the host association run as ordered SQL scans or set-based
 SQL, never over an in-memory copy of a file. Shared JOB machinery is used as is: ``read_result_dir``,
-``data_files``, ``group_files``/``SliceStream``, ``hwts.Pairer``, the importer's ``Notices``/``_count``/
-``_write_bookkeeping`` and the store's atomic temp-file build.
+``data_files``, ``group_files``/``SliceStream``, ``hwts.Pairer``, the importer's ``Notices``/``count_stream``/
+``write_bookkeeping`` and the store's atomic temp-file build.
 """
 import contextlib
 import sqlite3
@@ -18,7 +18,7 @@ from msprof import store
 from msprof.atomic import atomic_path
 from msprof.collection import ResultDir, data_files, read_result_dir, require_hwts_frequency
 from msprof.console import log
-from msprof.importer import Notices, _count, _write_bookkeeping
+from msprof.importer import Notices, count_stream, write_bookkeeping
 from msprof.metrics import event_ids
 from msprof.prof import decoders as dec
 from msprof.prof import schema
@@ -79,7 +79,7 @@ def _load_binary(conn, items, layout, decode, sql_by_table, counts, notices):
             else:
                 conn.executemany(sql_by_table[0][1], out)
         _warn_skips(notices, stream.files[0].name, layout.label, skips)
-        _count(counts, item, stream, records, skips.total)
+        count_stream(counts, item, stream, records, skips.total)
 
 
 class _Digests:
@@ -123,7 +123,7 @@ def _load_text(conn, items, parse, sql, label, counts, notices):
                 batch = []
         conn.executemany(sql, batch)
         _warn_skips(notices, item.files[0].name, label, skips)
-        _count(counts, item, _Digests(item.files), records, skips.total)
+        count_stream(counts, item, _Digests(item.files), records, skips.total)
 
 
 # ---------------------------------------------------------------------------------------------- host
@@ -161,7 +161,7 @@ def import_host(result: ResultDir) -> Path:
         _pair_events(conn, notices)
         schema.create_indexes(db, schema.HOST_INDEXES)
         associate(conn, notices)
-        _write_bookkeeping(db, result, counts, notices, files + result.metadata_files)
+        write_bookkeeping(db, result, counts, notices, files + result.metadata_files)
         store.write_meta(db, {"prof_role": "host"})
     log.info("imported %s in %.2f s", result.path, time.monotonic() - started)
     return store.db_path(result.path)
@@ -291,7 +291,7 @@ def import_device(result: ResultDir) -> Path:
             notices.notice(f"no aicore.data in {result.path / 'data'}: op_summary has no PMU columns")
         _number_executions(conn)
         schema.create_indexes(db, schema.DEVICE_INDEXES)
-        _write_bookkeeping(db, result, counts, notices, files + result.metadata_files)
+        write_bookkeeping(db, result, counts, notices, files + result.metadata_files)
         store.write_meta(db, {"prof_role": "device"})
     log.info("imported %s in %.2f s", result.path, time.monotonic() - started)
     return store.db_path(result.path)
@@ -307,16 +307,9 @@ def _load_hwts(conn, items, counts, notices):
             records += len(rows)
             conn.executemany(sql, (_task_row(t) for t in pairer.feed(rows)))
         conn.executemany(sql, (_task_row(t) for t in pairer.finish()))
-        name = stream.files[0].name
-        if pairer.gaps:
-            shown = ", ".join(f"stream {s} task {t}" for s, t, _want, _found in pairer.gaps[:5])
-            more = f" and {len(pairer.gaps) - 5} more" if len(pairer.gaps) > 5 else ""
-            notices.warn(f"{name}: rolling counter gap, HWTS records lost before {shown}{more}")
-        if pairer.unmatched_ends:
-            notices.warn(f"{name}: {pairer.unmatched_ends} task end(s) without a start (no start time invented)")
-        if pairer.unended_starts:
-            notices.warn(f"{name}: {pairer.unended_starts} task start(s) never ended (no end time invented)")
-        _count(counts, item, stream, records, pairer.other_logs)
+        for message in pairer.warnings(stream.files[0].name):
+            notices.warn(message)
+        count_stream(counts, item, stream, records, pairer.other_logs)
 
 
 def _task_row(finished):
@@ -351,7 +344,7 @@ def _load_stars(conn, items, counts, notices):
         for reason, n in sorted(skips.counts.items()):
             if reason != "other log type":
                 notices.warn(f"{stream.files[0].name}: {n} stars_soc record(s) skipped ({reason})")
-        _count(counts, item, stream, records, skips.total)
+        count_stream(counts, item, stream, records, skips.total)
     if not any_rows:
         return
     conn.execute("CREATE INDEX stars_log_order ON stars_log (syscnt, seq)")
@@ -395,4 +388,4 @@ def _load_pmu(conn, items, counts, notices):
             records += len(chunk) // dec.AICORE.RECORD_SIZE
             conn.executemany(sql, numberer.feed(chunk))
         _warn_skips(notices, stream.files[0].name, "aicore PMU", numberer.skips)
-        _count(counts, item, stream, records, numberer.skips.total)
+        count_stream(counts, item, stream, records, numberer.skips.total)

@@ -71,6 +71,20 @@ class Pairer:
             self.last_counter = (expected - 1) & 15
         return finished
 
+    def warnings(self, name: str):
+        """One line per kind of problem met in stream ``name`` (for the import's notices)."""
+        lines = []
+        if self.gaps:
+            shown = ", ".join(f"stream {s} task {t} (counter {found}, expected {want})"
+                              for s, t, want, found in self.gaps[:5])
+            more = f" and {len(self.gaps) - 5} more" if len(self.gaps) > 5 else ""
+            lines.append(f"{name}: rolling counter gap, HWTS records lost before {shown}{more}")
+        if self.unmatched_ends:
+            lines.append(f"{name}: {self.unmatched_ends} task end(s) without a start (no start time invented)")
+        if self.unended_starts:
+            lines.append(f"{name}: {self.unended_starts} task start(s) never ended (no end time invented)")
+        return lines
+
     def finish(self):
         """Starts still open at the end of the stream."""
         left = []

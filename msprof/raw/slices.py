@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 CHUNK_BYTES = 4 << 20
+PROBE_RECORDS = 8  # records looked at to find where whole records start
 
 # Name patterns, checked in order: "<stem>.<dev>.slice_<n>" and the legacy "<stem>.<dev>.<seq>".
 _SLICE_NAME = re.compile(r"^(?P<stem>.+)\.(?P<dev>\d+)\.slice_(?P<seq>\d+)$")
@@ -110,22 +111,26 @@ class SliceStream:
         self.digests: List[FileDigest] = []
 
     def _head_offset(self, looks_aligned) -> int:
+        """Bytes to drop at the head: the offset at which most of the first records look whole.
+
+        The spec's offset (``total % size``) wins ties, so a stream without a recognisable record
+        start, or one whose first records are all corrupt, follows the spec."""
         size = self.record_size
         remainder = self.total_bytes % size
         if looks_aligned is None or self.total_bytes < size:
             return remainder
-        probe = self._read_head(min(self.total_bytes, 3 * size + remainder))
+        probe = self._read_head(min(self.total_bytes, (PROBE_RECORDS + 1) * size))
 
-        def aligned_at(offset: int) -> bool:
-            records = [probe[o:o + size] for o in range(offset, len(probe) - size + 1, size)][:2]
-            return bool(records) and all(looks_aligned(r) for r in records)
+        def score(offset: int) -> int:
+            return sum(1 for o in range(offset, len(probe) - size + 1, size)[:PROBE_RECORDS]
+                       if looks_aligned(probe[o:o + size]))
 
-        if aligned_at(remainder):
-            return remainder
+        best, best_score = remainder, score(remainder)
         for offset in range(size):
-            if offset != remainder and aligned_at(offset):
-                return offset
-        return remainder
+            candidate = score(offset) if offset != remainder else -1
+            if candidate > best_score:
+                best, best_score = offset, candidate
+        return best
 
     def _read_head(self, count: int) -> bytes:
         parts = []
