@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from msprof.atomic import atomic_open
+from msprof.export.tracecheck import assert_valid
 from msprof.prof import decoders as dec
 
 HOST_PID, DEVICE_PID = 1, 2
@@ -70,4 +71,6 @@ def write_timeline(report, path: Path, model_id=None, iteration=None) -> Path:
                 emit({"ph": "f", "bp": "e", "name": "HostToDevice", "cat": "HostToDevice", "id": flow_id,
                       "pid": DEVICE_PID, "tid": task["stream_id"], "ts": ts})
         out.write("\n]}\n")
+        out.flush()
+        assert_valid(Path(out.name))  # every trace is checked before it replaces the previous one
     return path
