@@ -12,7 +12,9 @@ NA = "N/A"
 
 
 def rows_of(table: Table) -> List[list]:
-    """Report rows are already rounded (in SQL); only a missing value still needs its N/A."""
+    """Report rows are already rounded (in SQL); only a missing value may still need its N/A."""
+    if table.final:
+        return table.rows
     return [[NA if v is None or v == "" else v for v in row] for row in table.rows]
 
 
