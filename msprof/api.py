@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from msprof import store
-from msprof.collection import data_files, find_result_dirs, read_result_dir
+from msprof.collection import find_result_dirs
 from msprof.console import notice, result_log
 from msprof.reports import open_report
 
@@ -47,9 +47,7 @@ def ensure_database(result_dir: Path) -> Path:
     """The result dir's database, (re)built first when it is missing or its sources changed."""
     from msprof.importer import import_result_dir
 
-    result = read_result_dir(result_dir)
-    snapshot = store.source_snapshot(result_dir, data_files(result_dir) + result.metadata_files)
-    reason = store.is_fresh(result_dir, snapshot)
+    reason = store.stale_reason(result_dir)
     if reason is None:
         return store.db_path(result_dir)
     notice(f"{result_dir.name}: importing ({reason})")

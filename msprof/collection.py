@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from msprof.console import log
 from msprof.errors import DataError, NoCollectionError
 
 _SKIP_DIRS = {"sqlite", "timeline", "summary", "log", "query", "mindstudio_profiler_output"}
@@ -192,29 +191,24 @@ def _suffix(path: Path) -> Optional[str]:
 
 
 def _read_json_first_line(path: Path) -> dict:
-    text = _read_text(path)
-    first = text.split("\n", 1)[0]
-    try:
-        value = json.loads(first)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: line 1: invalid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(value, dict):
-        raise DataError(f"{path}: line 1: expected a JSON object")
-    return value
+    """info.json* holds its object on the first line (later lines, if any, are not ours)."""
+    return _read_json(path, first_line_only=True)
 
 
-def _read_json(path: Path) -> dict:
-    text = _read_text(path)
+def _read_json(path: Path, first_line_only: bool = False) -> dict:
+    text = read_text(path)
+    if first_line_only:
+        text = text.split("\n", 1)[0]
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
+        raise DataError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(value, dict):
         raise DataError(f"{path}: line 1: expected a JSON object")
     return value
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -223,7 +217,7 @@ def _read_text(path: Path) -> str:
 
 def _read_key_values(path: Path) -> Dict[str, str]:
     values = {}
-    for line in _read_text(path).splitlines():
+    for line in read_text(path).splitlines():
         key, sep, value = line.partition(":")
         if sep:
             values[key.strip().lower()] = value.strip()
@@ -233,7 +227,7 @@ def _read_key_values(path: Path) -> Dict[str, str]:
 def _read_ini_first_section(path: Path) -> Dict[str, str]:
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        parser.read_string(_read_text(path))
+        parser.read_string(read_text(path))
     except configparser.Error as exc:
         raise DataError(f"{path}: invalid INI ({exc.message.splitlines()[0]})") from None
     sections = parser.sections()

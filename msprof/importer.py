@@ -10,7 +10,6 @@ from typing import Dict, List, Optional
 from msprof import metrics
 from msprof.collection import ResultDir, data_files, read_result_dir, require_hwts_frequency
 from msprof.console import log, notice
-from msprof.errors import DataError
 from msprof.raw import acl, freq, hwts, pmu, step_trace, textinfo
 from msprof.raw.slices import SliceStream, digest_file, group_files
 from msprof.schema import bulk_sql, insert_sql

@@ -6,7 +6,7 @@ A metric is (column name, formula kind, event names). Formula kinds:
 * ``sum``    — the sum of several counters (integer)
 * ``memory_bound`` — max(Dstr, DLD, WLD ratio) / max(Mac Busy, Vec Ppen ratio); N/A when the divisor is 0
 """
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 SVP_EVENTS: Dict[int, str] = {
     0x300: "mac_busy", 0x301: "mac_ppen", 0x302: "vec_busy", 0x303: "vec_ppen", 0x304: "dstr",

@@ -5,7 +5,6 @@ rounding and text formatting happen only in the renderers (msprof.render).
 """
 import contextlib
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple

@@ -5,7 +5,7 @@ from typing import Optional
 import click
 
 from msprof.console import notice
-from msprof.render import rows_of, to_csv, to_json, to_text
+from msprof.render import rows_of, to_csv, to_text
 from msprof.reports import Report, Table
 
 

@@ -135,6 +135,14 @@ def is_fresh(result_dir: Path, current_sources: Dict[str, tuple]) -> Optional[st
     return None
 
 
+def stale_reason(result_dir: Path) -> Optional[str]:
+    """Why the result dir's database must be (re)built, or None while it matches its raw and metadata files."""
+    from msprof.collection import data_files, read_result_dir
+
+    result = read_result_dir(result_dir)
+    return is_fresh(result_dir, source_snapshot(result_dir, data_files(result_dir) + result.metadata_files))
+
+
 def source_snapshot(result_dir: Path, files) -> Dict[str, tuple]:
     snapshot = {}
     for path in files:

@@ -24,7 +24,7 @@ from msprof.atomic import atomic_open
 from msprof.collect import acljson
 from msprof.collect.board import Board, q
 from msprof.collect.config import BoardConfig, load_config
-from msprof.collect.pull import Manifest, check_local_space, list_jobs, local_state, manifest, pull_job
+from msprof.collect.pull import check_local_space, list_jobs, local_state, manifest, pull_job
 from msprof.console import NOTICE, log, notice
 from msprof.errors import EXIT_CODES, DiskSpaceError, RemoteError, UsageError
 from msprof.paths import check_path_argument

@@ -9,7 +9,7 @@ from typing import List, Optional, Tuple
 
 from msprof import store
 from msprof.atomic import atomic_open
-from msprof.collection import _has_info_json, data_files, read_result_dir
+from msprof.collection import _has_info_json
 from msprof.console import notice, result_log
 from msprof.errors import DataError, UsageError
 from msprof.render import FORMATS
@@ -39,9 +39,7 @@ def _import(result_dir: Path) -> Path:
 
 def ensure_database(result_dir: Path) -> Path:
     """The directory's database, rebuilt first when missing, from another version, or its sources changed."""
-    result = read_result_dir(result_dir)
-    snapshot = store.source_snapshot(result_dir, data_files(result_dir) + result.metadata_files)
-    reason = store.is_fresh(result_dir, snapshot)
+    reason = store.stale_reason(result_dir)
     if reason is None:
         from msprof.store import open_readonly, read_meta
         import contextlib

@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 from typing import Dict, List
 
+from msprof.collection import read_text
 from msprof.errors import DataError
 
 NET_INFO = re.compile(r"^(?P<name>.+)\.(?P<id>\d+)\.net\.info$")
@@ -14,7 +15,7 @@ LAYER_COLUMNS = ["layer_id", "task_id", "stream_id", "layer_type", "layer_name",
 
 def read_net_info(path: Path) -> Dict[str, str]:
     values = {}
-    for number, line in enumerate(_text(path).splitlines(), 1):
+    for number, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         key, sep, value = line.partition(":")
@@ -36,7 +37,7 @@ def model_row(path: Path, values: Dict[str, str]) -> dict:
 
 def read_layer_info(path: Path, model_id: int) -> List[tuple]:
     """Rows (model_id, layer_id, task_id, stream_id, layer_type, layer_name, ori_layer_name)."""
-    reader = csv.reader(io.StringIO(_text(path), newline=""))
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
     try:
         header = [h.strip().lower() for h in next(reader)]
     except StopIteration:
@@ -60,13 +61,6 @@ def read_layer_info(path: Path, model_id: int) -> List[tuple]:
         name = get("layer_name")
         rows.append((model_id, layer_id, task_id, stream_id, get("layer_type"), name, get("ori_layer_name") or name))
     return rows
-
-
-def _text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror})") from None
 
 
 def _int(value, path, key, default):
