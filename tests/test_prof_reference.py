@@ -22,18 +22,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fixtures import profgen as pg  # noqa: E402
 from reference_runner import TABLES, read_csv, read_csv_header, reference_available, run_reference  # noqa: E402
+from test_profgen import SCENARIOS as SMOKE_SCENARIOS  # noqa: E402
 from test_profgen import (MULTI, assert_rows_equal, expected_api_statistic, expected_op_statistic,  # noqa: E402
                           expected_op_summary, expected_op_summary_header, expected_task_time)
 
 from msprof.prof import api as prof_api  # noqa: E402
 
 SCENARIOS = {
-    "hwts_pipe_sliced": dict(MULTI, platform_version="1", pmu="PipeUtilization",
-                             slices={"api_event": {"count": 3, "aligned": True}, "task_track": 2,
-                                     "node_basic_info": 2, "hwts": 3, "aicore": 2}),
-    "hwts_arith": dict(MULTI, platform_version="1", pmu="ArithmeticUtilization"),
-    "hwts_off_events": dict(MULTI, platform_version="1", pmu=None, model_as_events=True, iterations=3),
-    "stars_off": dict(MULTI, platform_version="5", pmu=None),
+    **SMOKE_SCENARIOS,  # the four the reference smoke tests in test_profgen run
     "hwts_pipe_3threads_extra": {
         "platform_version": "1", "pmu": "PipeUtilization", "iterations": 2, "ai_core_num": 2,
         "models": [{"id": 1, "name": "resnet50"}, {"id": 7, "name": "bert"}],
