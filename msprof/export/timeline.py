@@ -54,6 +54,15 @@ LANE_TID_BASE = 1 << 24
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _FETCH_ROWS = 8192
+
+
+def _batches(cursor):
+    """Rows of ``cursor`` in lists of _FETCH_ROWS (fewer Python↔SQLite round trips than row by row)."""
+    while True:
+        rows = cursor.fetchmany(_FETCH_ROWS)
+        if not rows:
+            return
+        yield rows
 _NA = '"N/A"'
 
 
@@ -476,10 +485,7 @@ class _TaskWriter:
         pending: Dict[tuple, tuple] = {}
         place, limit, fmt, types = lanes.place, timeline.limit, _X_TASK, self.task_types
         backwards = flows = 0
-        while True:
-            rows = cursor.fetchmany(_FETCH_ROWS)
-            if not rows:
-                break
+        for rows in _batches(cursor):
             out: List[str] = []
             count, threads = timeline.count, timeline.threads
             for stream, task_id, task_type, model_id, index_id, layer_id, start, end in rows:
@@ -605,10 +611,7 @@ def _write_acl(report: Report, clock: _Clock, out_dir: Path, base: str,
         names: Dict[str, str] = {}
         modes: Dict[int, str] = {}
         place, limit, fmt = lanes.place, timeline.limit, _X_ACL
-        while True:
-            rows = cursor.fetchmany(_FETCH_ROWS)
-            if not rows:
-                break
+        for rows in _batches(cursor):
             out: List[str] = []
             count, threads = timeline.count, timeline.threads
             for pid, tid, api_type, name, start, end in rows:
