@@ -142,3 +142,23 @@ def test_meta_records_sources_and_counts(tiny_job, summary_dir):
     assert "data/hwts.data.0.slice_0" in sources and "info.json.0" in sources
     meta = dict(conn.execute("SELECT key, value FROM meta"))
     assert meta["schema_version"] == "1" and meta["bytes_lost"] == "0"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_summary_written_by_two_processes_is_identical(tiny_job, tmp_path, monkeypatch, fmt):
+    import shutil
+
+    from msprof import api
+    from msprof.export import summary
+
+    _, path = tiny_job
+    copy = tmp_path / path.name
+    shutil.copytree(path, copy, ignore=shutil.ignore_patterns("summary", "sqlite", "log", "timeline"))
+    inline = api.export_summary(copy, fmt=fmt)
+    expected = {p.name: p.read_bytes() for p in inline}
+    monkeypatch.setattr(summary, "PARALLEL_MIN_TASKS", 0)
+    monkeypatch.setattr(summary.os, "cpu_count", lambda: 2)
+    parallel = api.export_summary(copy, fmt=fmt)
+    assert [p.name for p in parallel] == [p.name for p in inline]       # same files, same order
+    assert {p.name: p.read_bytes() for p in parallel} == expected
+    assert len(expected) == 4 and not [p for p in (copy / "summary").iterdir() if p.name.startswith(".")]
