@@ -52,7 +52,23 @@ def check_selection(model_id, iteration_id):
         raise UsageError("--model-id and --iteration-id go together: give both or neither")
 
 
-@click.group(context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+class _Commands(click.Group):
+    """``collect`` is loaded only when asked for: it brings in paramiko, whose import alone takes about
+    as long as importing a small JOB, and the analysis commands never need it."""
+
+    LAZY = {"collect": ("msprof.collect.command", "collect")}
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(self.LAZY))
+
+    def get_command(self, ctx, name):
+        if name in self.LAZY and name not in self.commands:
+            module, attribute = self.LAZY[name]
+            self.add_command(getattr(__import__(module, fromlist=[attribute]), attribute), name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_Commands, context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
 @click.version_option(__version__, "--version", prog_name="msprof")
 @click.option("-v", "--verbose", count=True, help="more detail on stderr; -vv also shows tracebacks")
 @click.option("-q", "--quiet", is_flag=True, help="only errors on stderr")
@@ -140,15 +156,6 @@ def demo_cmd(output):
     from msprof import api
 
     api.demo(output)
-
-
-def _register_collect():
-    from msprof.collect.command import collect
-
-    cli.add_command(collect)
-
-
-_register_collect()
 
 
 def _is_disk_full(exc: Exception) -> bool:
