@@ -1,6 +1,8 @@
 """import: raw files of one result directory → decoders → sqlite/msprof.db (built atomically)."""
 import bisect
-import contextlib
+import itertools
+import math
+import operator
 import os
 import time
 from dataclasses import asdict
@@ -12,7 +14,7 @@ from msprof.collection import ResultDir, data_files, read_result_dir, require_hw
 from msprof.console import log, notice
 from msprof.raw import acl, freq, hwts, pmu, step_trace, textinfo
 from msprof.raw.slices import SliceStream, digest_file, group_files
-from msprof.schema import bulk_sql, insert_sql
+from msprof.schema import insert_sql
 from msprof import store
 
 
@@ -52,13 +54,16 @@ class _Phases:
 
 
 class TaskPlacer:
-    """Finds a task's iteration (its start — or end when the start is lost — lies within the
-    iteration's step-trace bounds) and its layer ((stream, task) in that model's layer.info)."""
+    """Finds a task's iteration (the latest-starting one whose step-trace bounds hold the task's start —
+    or end when the start is lost) and its layer ((stream, task) in that model's layer.info)."""
 
     def __init__(self, iterations, layers):
         self.iterations = iterations  # [(model_id, index_id, start, end)] sorted by start
         self.starts = [it[2] for it in iterations]
-        self.last = None
+        # by bisect position p (iteration p - 1; p = 0: before every iteration): its end, model and index
+        self.end_at = [-math.inf] + [it[3] for it in iterations]
+        self.model_at = [None] + [it[0] for it in iterations]
+        self.index_at = [None] + [it[1] for it in iterations]
         self.layer_in_model = {(m, s << 16 | t): lid for (m, lid, t, s, *_rest) in layers}
         by_key: Dict[tuple, Optional[tuple]] = {}
         for (m, lid, t, s, *_rest) in layers:
@@ -67,18 +72,13 @@ class TaskPlacer:
 
     def place(self, stream_id, task_id, moment):
         """(model_id, index_id, layer_id) of a task at syscnt ``moment``; None where unknown."""
-        last = self.last
-        if last is not None and last[2] <= moment <= last[3]:  # tasks come in time order: usually a hit
-            model_id, index_id = last[0], last[1]
-        else:
-            model_id = index_id = None
-            position = bisect.bisect_right(self.starts, moment) - 1
-            for candidate in range(position, max(position - 4, -1), -1):
-                m, i, it_start, it_end = self.iterations[candidate]
-                if it_start <= moment <= it_end:
-                    model_id, index_id = m, i
-                    self.last = self.iterations[candidate]
-                    break
+        model_id = index_id = None
+        position = bisect.bisect_right(self.starts, moment) - 1
+        for candidate in range(position, max(position - 4, -1), -1):
+            m, i, it_start, it_end = self.iterations[candidate]
+            if it_start <= moment <= it_end:
+                model_id, index_id = m, i
+                break
         if model_id is not None:
             layer_id = self.layer_in_model.get((model_id, stream_id << 16 | task_id))
             if layer_id is not None:
@@ -89,6 +89,22 @@ class TaskPlacer:
         if model_id is None or model_id == found[0]:
             return found[0], index_id, found[1]
         return model_id, index_id, None
+
+    def place_columns(self, streams, tasks, moments):
+        """``place`` for whole columns: (model ids, index ids, layer ids). The usual case — the latest
+        iteration starting before the task holds it and the layer is that model's — is answered with
+        map() over the columns; every other task goes through ``place``."""
+        count = len(moments)
+        positions = list(map(bisect.bisect_right, itertools.repeat(self.starts, count), moments))
+        models = list(map(self.model_at.__getitem__, positions))
+        indexes = list(map(self.index_at.__getitem__, positions))
+        keys = map(operator.or_, map(operator.lshift, streams, itertools.repeat(16)), tasks)
+        layers = list(map(self.layer_in_model.get, zip(models, keys)))
+        inside = map(operator.le, moments, map(self.end_at.__getitem__, positions))
+        settled = map(operator.and_, inside, map(operator.is_not, layers, itertools.repeat(None)))
+        for i in itertools.compress(range(count), map(operator.not_, settled)):
+            models[i], indexes[i], layers[i] = self.place(streams[i], tasks[i], moments[i])
+        return models, indexes, layers
 
 
 def import_result_dir(result_dir: Path) -> Path:
@@ -107,7 +123,9 @@ def import_result_dir(result_dir: Path) -> Path:
     if any(device_streams.get(k) for k in ("hwts", "pmu", "step_trace")):
         require_hwts_frequency(result, "device")
 
-    with store.building(result.path) as db:
+    phase = _Phases()
+    side = {"pmu": device_streams.get("pmu", []), "acl": grouped.get("acl", [])}
+    with _SideLoads(store.db_path(result.path), side) as workers, store.building(result.path) as db:
         conn = db.conn
         counts: Dict[str, dict] = {}
         models, layers = _load_model_files(db, text_files, notices)
@@ -117,56 +135,69 @@ def import_result_dir(result_dir: Path) -> Path:
         iterations = _load_step_trace(conn, device_streams.get("step_trace", []), counts, notices)
         db["iteration"].insert_all([dict(zip(("model_id", "index_id", "start_syscnt", "end_syscnt"), it))
                                     for it in iterations])
-        _load_simple(conn, device_streams.get("freq", []), freq, "freq_change", counts, notices)
-        phase = _Phases()
-        side_streams = (device_streams.get("pmu", []), grouped.get("acl", []))
-        side_bytes = sum(p.stat().st_size for streams in side_streams for item in streams for p in item.files)
-        if side_bytes >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1:
-            with _side_load_in_worker(store.db_path(result.path), side_streams) as finished:
-                _load_hwts(conn, device_streams.get("hwts", []), TaskPlacer(iterations, layers), result, counts,
-                           notices)
-                phase("HWTS decode + pair + load")
-                part, side_counts, side_notices = finished()
-                phase("waiting for PMU + ACL worker")
+        _load_simple(conn, device_streams.get("freq", []), freq, "frequency", counts, notices,
+                     lambda c, rows: store.insert_rows(c, "freq_change", rows))
+        untimed = _load_hwts(conn, device_streams.get("hwts", []), TaskPlacer(iterations, layers), result, counts,
+                             notices)
+        store.create_indexes(db, ["task", "layer"])  # while the workers may still be busy
+        phase("model, step trace, HWTS + index")
+        for family, streams in side.items():
+            if family in workers.families:
+                part, side_counts, side_notices = workers.result(family)
+                phase(f"waiting for the {family} worker")
                 notices.replay(side_notices)
                 counts.update(side_counts)
-                _merge_part(conn, part)
-                phase("merge PMU + ACL")
-        else:
-            _load_hwts(conn, device_streams.get("hwts", []), TaskPlacer(iterations, layers), result, counts, notices)
-            _load_side(conn, side_streams, counts, notices)
-            phase("HWTS, PMU, ACL decode + load")
+                _merge_part(db, part, SIDE_TABLES[family])
+                phase(f"merge {family}")
+            else:
+                SIDE_LOADERS[family](conn, streams, counts, notices)
+                store.create_indexes(db, [SIDE_TABLES[family]])
+                phase(f"{family} decode + load + index")
         for kind, label in (("pmu", "AA Core PMU"), ("acl", "ACL API"), ("step_trace", "step trace"),
                             ("hwts", "HWTS task log")):
             if not grouped.get(kind):
                 notices.notice(f"no {label} data in {result.path / 'data'}: outputs that need it are skipped")
         if not layers and grouped.get("hwts"):
             notices.warn(f"no layer.info in {result.path / 'data'}: tasks are named by task type")
-        store.create_indexes(db)
-        phase("indexes")
-        if result.aic_mhz:  # a task with one HWTS side lost is timed by its PMU cycles instead
+        if untimed and result.aic_mhz:  # a task with one HWTS side lost is timed by its PMU cycles instead
             conn.execute("UPDATE task SET dur_us = (SELECT p.total_cycles / ? FROM pmu p WHERE p.stream_id ="
                          " task.stream_id AND p.task_id = task.task_id AND p.exec_n = task.exec_n)"
                          " WHERE dur_us IS NULL", (result.aic_mhz,))
         write_bookkeeping(db, result, counts, notices, files + result.metadata_files)
+        phase("bookkeeping")
     total_records = sum(c["records"] for c in counts.values())
     log.info("imported %s: %d records in %.2f s", result.path, total_records, time.monotonic() - started)
     return store.db_path(result.path)
 
 
-# PMU and ACL streams are loaded in a second process (into a part database merged afterwards) when
-# they hold at least this much: below it, starting a process costs more than it saves.
-PARALLEL_MIN_BYTES = 32 << 20
+# PMU and ACL streams each at least this large are loaded by worker processes (one per family, into
+# part databases merged afterwards) while this one loads HWTS; below it a process costs more than it saves.
+PARALLEL_MIN_BYTES = 16 << 20
 
 
-def _load_side(conn, side_streams, counts, notices):
-    pmu_streams, acl_streams = side_streams
-    _load_pmu(conn, pmu_streams, counts, notices)
-    _load_simple(conn, acl_streams, acl, "acl_api", counts, notices)
+def _load_acl(conn, stream_files, counts, notices):
+    _load_simple(conn, stream_files, acl, "ACL", counts, notices, acl.LAYOUT.insert)
 
 
-def _side_worker(part_path: str, side_streams):
-    """In a child process: PMU + ACL into a part database; returns (counts, notices)."""
+def _load_pmu(conn, stream_files, counts, notices):
+    for item, stream in _streams(stream_files, pmu, "AA Core PMU", notices, pmu.looks_aligned):
+        numberer = pmu.Numberer()
+        records = 0
+        for chunk in stream.chunks():
+            pmu.LAYOUT.insert(conn, numberer.feed(chunk))
+            records += len(chunk) // pmu.RECORD_SIZE
+        if numberer.skipped:
+            notices.warn(f"{stream.files[0].name}: {numberer.skipped} PMU record(s) with a bad magic or type skipped")
+        count_stream(counts, item, stream, records, numberer.skipped)
+
+
+SIDE_LOADERS = {"pmu": _load_pmu, "acl": _load_acl}
+SIDE_TABLES = {"pmu": "pmu", "acl": "acl_api"}
+
+
+def _side_worker(part_path: str, family: str, stream_files):
+    """In a worker process: one family into a part database (table, then its indexes); returns
+    (counts, notices)."""
     import sqlite3
 
     import sqlite_utils
@@ -176,12 +207,12 @@ def _side_worker(part_path: str, side_streams):
         store.tune_for_bulk_load(conn)
         conn.execute("BEGIN")
         db = sqlite_utils.Database(conn)
-        for table in ("pmu", "acl_api"):
-            columns, pk = store.TABLES[table]
-            db[table].create(columns, pk=pk)
+        table = SIDE_TABLES[family]
+        store.create_schema(db, [table])
         counts: Dict[str, dict] = {}
         notices = Notices(echo=False)
-        _load_side(conn, side_streams, counts, notices)
+        SIDE_LOADERS[family](conn, stream_files, counts, notices)
+        store.create_indexes(db, [table])
         if conn.in_transaction:
             conn.execute("COMMIT")
         return counts, notices.items
@@ -189,37 +220,57 @@ def _side_worker(part_path: str, side_streams):
         conn.close()
 
 
-@contextlib.contextmanager
-def _side_load_in_worker(target: Path, side_streams):
-    """Run _side_worker in a child process while the block loads HWTS; yield a function that waits
-    for the child and returns (part database path, counts, notices)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+class _SideLoads:
+    """Starts a worker process per large side family (PMU, ACL) when there is more than one core;
+    ``result(family)`` waits for one and returns (part database path, counts, notices)."""
 
-    part = target.parent / f".part-{os.getpid()}.db"
-    if part.exists():
-        part.unlink()
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(method))
-    try:
-        future = executor.submit(_side_worker, str(part), side_streams)
+    def __init__(self, target: Path, side):
+        self.target = target
+        sizes = {f: sum(p.stat().st_size for item in streams for p in item.files) for f, streams in side.items()}
+        parallel = (os.cpu_count() or 1) > 1
+        self.families = [f for f, size in sizes.items() if parallel and size >= PARALLEL_MIN_BYTES]
+        self.side = side
+        self.futures = {}
+        self.executor = None
 
-        def finished():
-            counts, notice_items = future.result()
-            return part, counts, notice_items
+    def _part(self, family: str) -> Path:
+        return self.target.parent / f".part-{os.getpid()}-{family}.db"
 
-        yield finished
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-        if part.exists():
-            part.unlink()
+    def __enter__(self):
+        if self.families:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            self.executor = ProcessPoolExecutor(len(self.families), mp_context=multiprocessing.get_context(method))
+            for family in self.families:
+                part = self._part(family)
+                if part.exists():
+                    part.unlink()
+                self.futures[family] = self.executor.submit(_side_worker, str(part), family, self.side[family])
+        return self
+
+    def result(self, family: str):
+        counts, notice_items = self.futures[family].result()
+        return self._part(family), counts, notice_items
+
+    def __exit__(self, *exc):
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+        for family in self.families:
+            if self._part(family).exists():
+                self._part(family).unlink()
+        return False
 
 
-def _merge_part(conn, part: Path) -> None:
+def _merge_part(db, part: Path, table: str) -> None:
+    """Copy a worker's table (and its indexes) in. ``INSERT INTO t SELECT * FROM part.t`` between
+    identically declared tables is SQLite's transfer optimisation: pages of records copied as they are,
+    index b-trees included, instead of rows decoded and inserted one by one."""
+    conn = db.conn
+    store.create_indexes(db, [table])
     conn.execute("ATTACH DATABASE ? AS part", (str(part),))
-    for table in ("pmu", "acl_api"):
-        columns = ", ".join(f"[{c}]" for c in store.TABLES[table][0] if c != "seq")
-        conn.execute(f"INSERT INTO main.[{table}] ({columns}) SELECT {columns} FROM part.[{table}] ORDER BY seq")
+    conn.execute(f"INSERT INTO main.[{table}] SELECT * FROM part.[{table}]")
     if conn.in_transaction:  # DETACH is refused inside a transaction
         conn.execute("COMMIT")
     conn.execute("DETACH DATABASE part")
@@ -262,15 +313,14 @@ def count_stream(counts, stream_files_item, stream, records, skipped):
         "digests": stream.digests}
 
 
-def _load_simple(conn, stream_files, module, table, counts, notices):
-    """Families whose decoder maps a chunk to rows with no state across chunks (ACL, frequency)."""
-    sql = bulk_sql(table)
-    label = {"acl_api": "ACL", "freq_change": "frequency"}[table]
+def _load_simple(conn, stream_files, module, label, counts, notices, insert):
+    """Families whose decoder maps a chunk to rows with no state across chunks (ACL, frequency);
+    ``insert(conn, decoded)`` stores what ``module.decode`` returns."""
     for item, stream in _streams(stream_files, module, label, notices, getattr(module, "looks_aligned", None)):
         local: dict = {}
         records = 0
         for chunk in stream.chunks():
-            store.bulk_insert(conn, sql, module.decode(chunk, local))
+            insert(conn, module.decode(chunk, local))
             records += len(chunk) // module.RECORD_SIZE
         skipped = local.get("skipped", 0)
         if skipped:
@@ -295,42 +345,42 @@ def _load_step_trace(conn, stream_files, counts, notices):
     return iterations
 
 
-def _load_hwts(conn, stream_files, placer, result: ResultDir, counts, notices):
-    task_sql = bulk_sql("task")
+def _load_hwts(conn, stream_files, placer, result: ResultDir, counts, notices) -> int:
+    """Pair and load every HWTS stream; returns how many tasks lack a start or an end."""
     mhz = result.clock.hwts_mhz
-
-    def task_rows(finished):
-        place = placer.place
-        for stream_id, task_id, task_type, start, end, n in finished:
-            if start is None or end is None:
-                at, dur = (end if start is None else start), None
-            else:
-                at, dur = start, (end - start) / mhz
-            yield (stream_id, task_id, task_type, start, end, at, n, dur) + place(stream_id, task_id, at)
-
+    unpaired = 0
     for item, stream in _streams(stream_files, hwts, "HWTS", notices, hwts.looks_aligned):
         pairer = hwts.Pairer()
         records = 0
         for chunk in stream.chunks():
             records += len(chunk) // hwts.RECORD_SIZE
-            store.bulk_insert(conn, task_sql, task_rows(pairer.feed(hwts.LAYOUT.iter_unpack(chunk))))
-        store.bulk_insert(conn, task_sql, task_rows(pairer.finish()))
+            for piece in pairer.feed(chunk):
+                store.insert_rows(conn, "task", _task_rows(piece, placer, mhz))
+        store.insert_rows(conn, "task", _task_rows((False, pairer.finish()), placer, mhz))
         for message in pairer.warnings(stream.files[0].name):
             notices.warn(message)
         count_stream(counts, item, stream, records, pairer.other_logs)
+        unpaired += pairer.unmatched_ends + pairer.unended_starts
+    return unpaired
 
 
-def _load_pmu(conn, stream_files, counts, notices):
-    sql = bulk_sql("pmu")
-    for item, stream in _streams(stream_files, pmu, "AA Core PMU", notices, pmu.looks_aligned):
-        numberer = pmu.Numberer()
-        records = 0
-        for chunk in stream.chunks():
-            store.bulk_insert(conn, sql, numberer.feed(chunk))
-            records += len(chunk) // pmu.RECORD_SIZE
-        if numberer.skipped:
-            notices.warn(f"{stream.files[0].name}: {numberer.skipped} PMU record(s) with a bad magic or type skipped")
-        count_stream(counts, item, stream, records, numberer.skipped)
+def _task_rows(piece, placer: TaskPlacer, mhz: float):
+    """Rows of the task table from a piece of pairing output (hwts.Piece): the task is placed (iteration,
+    layer) by its start, or its end when the start is lost; timed only when it has both."""
+    complete, data = piece
+    if complete:
+        streams, tasks, types, starts, ends, exec_n = data
+        durations = map(operator.truediv, map(operator.sub, ends, starts), itertools.repeat(mhz))
+        return list(zip(streams, tasks, types, starts, ends, starts, exec_n, durations,
+                        *placer.place_columns(streams, tasks, starts)))
+    rows = []
+    for stream_id, task_id, task_type, start, end, n in data:
+        if start is None or end is None:
+            at, dur = (end if start is None else start), None
+        else:
+            at, dur = start, (end - start) / mhz
+        rows.append((stream_id, task_id, task_type, start, end, at, n, dur) + placer.place(stream_id, task_id, at))
+    return rows
 
 
 def write_bookkeeping(db, result: ResultDir, counts, notices, all_files):

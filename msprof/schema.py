@@ -53,7 +53,3 @@ def insert_sql(table: str, skip_seq: bool = False, rows: int = 1) -> str:
     one = f"({', '.join('?' for _ in columns)})"
     return f"INSERT INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) VALUES {', '.join([one] * rows)}"
 
-
-def bulk_sql(table: str):
-    """``n → INSERT of n rows`` for store.bulk_insert (the seq column is left to SQLite)."""
-    return lambda rows: insert_sql(table, skip_seq=True, rows=rows)

@@ -303,9 +303,8 @@ def _load_hwts(conn, items, counts, notices):
         pairer = hwts.Pairer()
         records = 0
         for chunk in stream.chunks():
-            rows = list(hwts.LAYOUT.iter_unpack(chunk))
-            records += len(rows)
-            conn.executemany(sql, (_task_row(t) for t in pairer.feed(rows)))
+            records += len(chunk) // hwts.RECORD_SIZE
+            conn.executemany(sql, (_task_row(t) for t in pairer.feed_rows(chunk)))
         conn.executemany(sql, (_task_row(t) for t in pairer.finish()))
         for message in pairer.warnings(stream.files[0].name):
             notices.warn(message)

@@ -1,10 +1,12 @@
 """ACL API records, ``AclModule.*`` — 128 B ``=HHIQQII64s4Q`` (raw-format.md §5.3)."""
-import struct
+from msprof.raw.blocks import Layout, valid_part
 
 RECORD_SIZE = 128
 MAGIC = 0x5A5A
-# magic, tag, api type, start, end, pid, tid, name (reserved tail skipped)
-LAYOUT = struct.Struct("<HHIqqII64s32x")
+# api type, start, end, pid, tid, raw name (magic and tag are checked on the raw bytes; reserved tail
+# skipped); the clean name is computed
+LAYOUT = Layout("acl_api", "4xIqqII64s32x", ["api_type", "start", "end", "pid", "tid", None], extras=["name"])
+CHECKS = {0: (0xFF, MAGIC & 0xFF), 1: (0xFF, MAGIC >> 8), 2: (0xFF, 0), 3: (0xFF, 0)}
 API_TYPES = {1: "ACL_OP", 2: "ACL_MODEL", 3: "ACL_RTS", 4: "ACL_OTHERS"}
 
 
@@ -17,20 +19,19 @@ def api_type_name(value: int) -> str:
 
 
 def decode(chunk: bytes, counts: dict):
-    """Rows (api_type, start, end, pid, tid, name) of the valid records; bad magic/tag counted."""
-    names = {}
-    rows = []
-    skipped = 0
-    for magic, tag, api_type, start, end, pid, tid, raw_name in LAYOUT.iter_unpack(chunk):
-        if magic != MAGIC or tag != 0:
-            skipped += 1
-            continue
-        name = names.get(raw_name)
-        if name is None:
-            name = names[raw_name] = _clean(raw_name)
-        rows.append((api_type, start, end, pid, tid, name))
+    """Blocks of LAYOUT (record values, then the clean names) of the valid records; bad magic/tag counted."""
+    chunk, skipped = valid_part(chunk, RECORD_SIZE, CHECKS)
     counts["skipped"] = counts.get("skipped", 0) + skipped
-    return rows
+    clean = _Names().__getitem__
+    return [block + tuple(map(clean, block[LAYOUT.width - 1::LAYOUT.width])) for block in LAYOUT.blocks(chunk)]
+
+
+class _Names(dict):
+    """raw 64-byte name → clean text, each distinct name cleaned once (per chunk: memory stays bounded)."""
+
+    def __missing__(self, raw: bytes) -> str:
+        name = self[raw] = _clean(raw)
+        return name
 
 
 def _clean(raw: bytes) -> str:

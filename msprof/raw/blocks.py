@@ -1,0 +1,107 @@
+"""Whole-chunk decoding for the big fixed-size record families (PMU, ACL).
+
+Decoding 1M records one Python statement at a time costs more than everything SQLite does with them.
+So these decoders
+* check magic bytes on byte columns of the whole chunk (``chunk[offset::size]``, C speed); only a
+  chunk holding bad records pays for a per-record pass, to find and drop them;
+* unpack ``BLOCK`` records at once with one struct (one flat tuple: no tuple per record) and append
+  any computed columns (``extras``: k values each) to that tuple, which is then the parameter tuple of
+  one INSERT of k rows (``insert_sql``: numbered parameters pick each row's values out of it).
+"""
+import struct
+from functools import lru_cache
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+# byte offset in the record → (mask applied to the byte, value it must then have)
+Checks = Dict[int, Tuple[int, int]]
+# SQLite's limit on parameters per statement before 3.32; blocks stay below it
+MAX_PARAMETERS = 999
+
+
+class Layout:
+    """A record family: struct format of one record, the table column of each unpacked field (None:
+    unpacked but not stored) and the computed columns appended per block."""
+
+    def __init__(self, table: str, record_format: str, fields: Sequence[Optional[str]], extras: Sequence[str] = ()):
+        self.table, self.record_format = table, record_format
+        self.fields, self.extras = tuple(fields), tuple(extras)
+        self.size = struct.calcsize("<" + record_format)
+        self.width = len(self.fields)
+        self.block = MAX_PARAMETERS // (self.width + len(self.extras))
+
+    def blocks(self, chunk: bytes) -> Iterator[tuple]:
+        """Flat tuples of ``block`` records each (the last may hold fewer)."""
+        full = len(chunk) - len(chunk) % (self.size * self.block)
+        if full:
+            yield from _struct(self.record_format, self.block).iter_unpack(chunk[:full] if full < len(chunk) else chunk)
+        if full < len(chunk):
+            yield _struct(self.record_format, (len(chunk) - full) // self.size).unpack(chunk[full:])
+
+    def insert(self, conn, blocks: List[tuple]) -> int:
+        """Insert blocks (record values + extras) into the table; returns the number of rows."""
+        per_row = self.width + len(self.extras)
+        full = [b for b in blocks if len(b) == self.block * per_row]
+        if full:
+            conn.executemany(self.insert_sql(self.block), full)
+        for block in blocks:
+            if len(block) != self.block * per_row:
+                conn.execute(self.insert_sql(len(block) // per_row), block)
+        return sum(len(b) for b in blocks) // per_row
+
+    def insert_sql(self, rows: int) -> str:
+        return _insert_sql(self.table, self.fields, self.extras, rows)
+
+
+@lru_cache(maxsize=None)
+def _struct(record_format: str, count: int) -> struct.Struct:
+    return struct.Struct("<" + record_format * count)
+
+
+@lru_cache(maxsize=None)
+def _insert_sql(table: str, fields: tuple, extras: tuple, rows: int) -> str:
+    width = len(fields)
+    columns = [f for f in fields if f] + list(extras)
+    values = []
+    for r in range(rows):
+        numbers = [r * width + j + 1 for j, f in enumerate(fields) if f]
+        numbers += [rows * width + e * rows + r + 1 for e in range(len(extras))]
+        values.append("(" + ",".join(f"?{n}" for n in numbers) + ")")
+    return f"INSERT INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) VALUES {','.join(values)}"
+
+
+_MASKED: Dict[int, bytes] = {}
+
+
+def byte_column(chunk: bytes, size: int, offset: int, mask: int = 0xFF) -> bytes:
+    """Byte ``offset`` of every record of ``chunk``, masked with ``mask``."""
+    column = chunk[offset::size]
+    if mask == 0xFF:
+        return column
+    table = _MASKED.get(mask)
+    if table is None:
+        table = _MASKED[mask] = bytes(b & mask for b in range(256))
+    return column.translate(table)
+
+
+def bad_records(chunk: bytes, size: int, checks: Checks) -> List[int]:
+    """Indexes of the records of ``chunk`` that fail any check, in order."""
+    count = len(chunk) // size
+    bad = set()
+    for offset, (mask, value) in checks.items():
+        column = byte_column(chunk, size, offset, mask)
+        if column != bytes((value,)) * count:
+            bad.update(i for i, byte in enumerate(column) if byte != value)
+    return sorted(bad)
+
+
+def valid_part(chunk: bytes, size: int, checks: Checks) -> Tuple[bytes, int]:
+    """(the records of ``chunk`` that pass every check, how many were left out)."""
+    bad = bad_records(chunk, size, checks)
+    if not bad:
+        return chunk, 0
+    kept, start = [], 0
+    for index in bad:
+        kept.append(chunk[start:index * size])
+        start = (index + 1) * size
+    kept.append(chunk[start:])
+    return b"".join(kept), len(bad)

@@ -1,0 +1,95 @@
+"""The import's fast paths load exactly what the plain paths load.
+
+Large JOBs take shortcuts (docs/performance.md): HWTS runs of start, end, start, end… are paired whole,
+tasks are placed with map() over columns, PMU and ACL chunks are checked on byte columns and unpacked in
+blocks, and PMU and ACL are loaded by worker processes into part databases that are merged. Each test
+imports the same damaged JOB both ways and compares every table row for row; the values themselves are
+checked by hand-computed tests elsewhere (test_job_values, test_faults).
+"""
+import sqlite3
+
+import pytest
+
+from fixtures import faults
+from fixtures.board import jobgen
+from fixtures.networks import small_job, two_model_job
+from msprof import importer
+from msprof.raw import hwts
+
+
+def pmu_bad_magic(job, index: int):
+    """Overwrite the magic of PMU record ``index`` (one slice: slice_bytes is large in these JOBs)."""
+    (path,) = faults.stream_files(job, "pmu")
+    data = bytearray(path.read_bytes())
+    data[index * 128 + 2:index * 128 + 4] = b"\xad\xde"
+    path.write_bytes(bytes(data))
+
+
+SCENARIOS = {
+    "clean": (small_job, lambda job: None),
+    "two models": (two_model_job, lambda job: None),
+    "end without start first": (small_job, lambda job: faults.end_without_start(job, 0)),
+    "counter gap": (small_job, lambda job: faults.hwts_counter_gap(job, 5, 3)),
+    "start never ended": (small_job, lambda job: faults.start_never_ended(job)),
+    "end never started mid-stream": (small_job, lambda job: faults.end_without_start(job, 6, renumber=False)),
+    "bad PMU and ACL magic": (small_job, lambda job: (pmu_bad_magic(job, 1), faults.bad_magic(job, "acl_model", 1))),
+}
+
+
+def make(tmp_path, scenario):
+    network, damage = SCENARIOS[scenario]
+    job = jobgen.write_job(tmp_path, network(slice_bytes=1 << 20))
+    damage(job)
+    return job
+
+
+def tables(job):
+    """Every table but meta (which holds the import time), rows in stored order."""
+    importer.import_result_dir(job)
+    with sqlite3.connect(job / "sqlite" / "msprof.db") as conn:
+        names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return {n: conn.execute(f"SELECT * FROM [{n}] ORDER BY rowid").fetchall() for n in names if n != "meta"}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_whole_run_pairing_matches_record_by_record(tmp_path, monkeypatch, scenario):
+    job = make(tmp_path, scenario)
+    monkeypatch.setattr(hwts, "RUN_RECORDS", 6)        # many runs, odd boundaries, runs cut by faults
+    whole_runs = []
+    pair_whole = hwts.Pairer._pair_whole
+    monkeypatch.setattr(hwts.Pairer, "_pair_whole", lambda self, body: whole_runs.append(1) or pair_whole(self, body))
+    fast = tables(job)
+    assert whole_runs, "the whole-run path was not taken"
+    monkeypatch.setattr(hwts.Pairer, "_alternates", lambda self, body: False)
+    slow = tables(job)
+    assert fast == slow
+    assert len(fast["task"]) >= 8          # small_job: 9 tasks, a fault loses at most one
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_worker_processes_load_the_same_database(tmp_path, monkeypatch, scenario):
+    job = make(tmp_path, scenario)
+    inline = tables(job)
+    monkeypatch.setattr(importer, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(importer.os, "cpu_count", lambda: 2)
+    parallel = tables(job)
+    assert parallel == inline
+    assert not [p for p in (job / "sqlite").iterdir() if p.name.startswith(".part")]
+    with sqlite3.connect(job / "sqlite" / "msprof.db") as conn:   # the merged tables kept their indexes
+        indexed = {t for (t,) in conn.execute("SELECT tbl_name FROM sqlite_master WHERE type = 'index'")}
+    assert {"task", "pmu", "layer"} <= indexed
+
+
+def test_bad_pmu_and_acl_records_are_skipped_and_counted(tmp_path):
+    job = make(tmp_path, "bad PMU and ACL magic")
+    clean = tables(make(tmp_path / "clean", "clean"))
+    damaged = tables(job)
+    # exactly the damaged records are gone: PMU record 1 and acl_model record 1 (seq and exec_n, the
+    # numbering of what was decoded, move up behind them)
+    def values(row):
+        return row[1:4] + row[5:]
+    assert [values(r) for r in damaged["pmu"]] == [values(r) for i, r in enumerate(clean["pmu"]) if i != 1]
+    skipped = {stream: skipped for stream, _kind, _files, _bytes, _records, skipped, *_lost in damaged["decode_count"]}
+    assert skipped == {"ts_track.data.0": 0, "hwts.data.0": 0, "AAcore.data.0": 1, "AclModule.acl_model.0": 1,
+                       "AclModule.acl_others.0": 0, "AclModule.acl_rts.0": 0}
+    assert len(damaged["acl_api"]) == len(clean["acl_api"]) - 1
