@@ -237,6 +237,7 @@ FAST_CASES = [
     trace(x(0, 1, name="conv\n1")),                              # escaped control character: full path
     trace(x(0, 1, name="conv\x851")),                            # raw C1 control character
     trace(x(0, 1, name='say "hi" \\ ok'), x(1, 1, name="卷积 conv µs")),
+    trace(x(0, 1, name="]"), x(1, 1, name="conv[0]"), x(2, 1, name="a\n]b")),        # "]" is not the end
     trace(x(0, 1, pid=-1), x(0, 1, tid=12345678901234567890)),
     trace(x(-2.5, 1), x(1e13, 1), x(0, 1e-4), x(3, 0)),
     trace(x(0, 10), flow("s", 1), flow("f", 11)),
@@ -256,7 +257,7 @@ def test_compact_line_layout_same_verdict_as_objects(tmp_path, case):
 def test_compact_line_layout_with_small_chunks(tmp_path, monkeypatch):
     import msprof.export.tracecheck as tc
 
-    monkeypatch.setattr(tc, "_CHUNK_CHARS", 50)
+    monkeypatch.setattr(tc, "_CHUNK_BYTES", 50)
     monkeypatch.setattr(tc, "_BATCH_LINES", 2)
     events = [x(i, 1) for i in range(30)] + [x(30, 5), flow("s", 31), flow("f", 32), x(32, 1)]
     path = tmp_path / "t.json"
@@ -286,3 +287,57 @@ def test_broken_compact_line_layout_files(tmp_path, mangle, fragment):
     path.write_text(broken)
     problems = check_trace(path)
     assert problems and fragment in problems[0], problems
+
+
+def test_line_layout_file_that_is_not_utf8(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_bytes(compact_layout(trace(x(0, 1, name="ab"))).encode().replace(b"ab", b"a\xff"))
+    problems = check_trace(path)
+    assert problems and "not UTF-8" in problems[0], problems
+
+
+def test_a_line_longer_than_a_chunk(tmp_path, monkeypatch):
+    import msprof.export.tracecheck as tc
+
+    monkeypatch.setattr(tc, "_CHUNK_BYTES", 64)
+    obj = trace(x(0, 10, name="n" * 1000), x(1, 1), x(2, 20, name="m" * 300))
+    path = tmp_path / "t.json"
+    path.write_text(compact_layout(obj))
+    assert check_trace(path) == check_trace(obj) and len(check_trace(obj)) == 1
+
+
+def test_possessive_fast_path_accepts_what_the_plain_pattern_does():
+    """The fast-path pattern uses possessive quantifiers (Python 3.11+) for speed; they must not change
+    which lines it accepts or what it captures: compare with the same pattern without them on mutated
+    copies of msprof lines."""
+    import random
+    import re
+
+    import msprof.export.tracecheck as tc
+
+    plain = re.compile(tc._FAST_LINE.pattern.replace("*+", "*").replace("?+", "?").replace("++", "+"), re.M)
+    lines = [
+        '{"ph":"X","pid":4194304,"tid":3,"ts":12018771.0,"dur":5.0,"name":"layer0","args":{"Task Type":'
+        '"AA_CORE","Stream Id":3,"Task Id":1,"Layer Id":0,"Iteration":1}},',
+        '{"ph":"X","pid":4242,"tid":4243,"ts":-3620.5,"dur":15000.125,"name":"svp_acl_mdl_load",'
+        '"args":{"Mode":"ACL_MODEL","Process Id":4242,"Thread Id":4243,"v":-0.5,"w":""}},',
+        '{"ph":"X","pid":0,"tid":0,"ts":0,"dur":0,"name":"","args":{}},',
+    ]
+    alphabet = '"\\,:{}[]-.0123456789eE+ aX\x01\x85µ\n'
+    rng = random.Random(7)
+    accepted = 0
+    for _ in range(20000):
+        line = rng.choice(lines)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(line) + 1)
+            op = rng.random()
+            if op < 0.4:
+                line = line[:at] + rng.choice(alphabet) + line[at:]
+            elif op < 0.8:
+                line = line[:at] + line[at + 1:]
+            else:
+                line = line[:at] + rng.choice(alphabet) + line[at + 1:]
+        got = tc._FAST_LINE.findall(line)
+        assert got == plain.findall(line), line
+        accepted += sum(1 for match in got if match[1])
+    assert accepted > 1000          # the mutations leave many lines on the fast path
