@@ -239,6 +239,22 @@ def test_timeline_current(tmp_path):
         assert not tl.timeline_current(report)
 
 
+def test_unpaired_tasks_are_counted(job):
+    import logging
+
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    logger = logging.getLogger("msprof")
+    logger.addHandler(handler)
+    try:
+        export(job)
+    finally:
+        logger.removeHandler(handler)
+    unpaired = [m for m in messages if "unpaired" in m]
+    assert unpaired == ["task_time_0: 1 unpaired task record(s) have no time and are not in the timeline"]
+
+
 def test_partial_overlap_goes_to_an_overlap_thread(tmp_path):
     tasks = [(3, 1, 0, 2010, 2110), (3, 2, 0, 2050, 2200),      # partial overlap (corrupt data)
              (3, 4, 0, 2060, 2080),                             # nested in task 1: stays on Stream 3

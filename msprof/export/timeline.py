@@ -24,7 +24,7 @@ import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Hashable, Iterator, List, Optional, Tuple
 
 from msprof import __version__
 from msprof.atomic import atomic_path
@@ -105,12 +105,13 @@ class _Lanes:
     where it fits (a new lane if none does): nothing is dropped, nothing is moved in time."""
 
     def __init__(self):
-        self._lanes: Dict[tuple, List[_Lane]] = {}
+        self._lanes: Dict[Hashable, List[_Lane]] = {}    # thread key -> its lanes, first lane first
         self._next_tid = LANE_TID_BASE
         self.moved = 0
 
-    def place(self, key: tuple, tid: int, label: str, sort: int, start: int, end: int) -> _Lane:
-        """The lane of a slice of thread ``key`` (first lane: ``tid``, named "{label} {tid}")."""
+    def place(self, key: Hashable, tid: int, label: str, sort: int, start: int, end: int) -> _Lane:
+        """The lane of a slice of thread ``key`` (first lane: ``tid``, named "{label} {tid}"); keys: a
+        stream id, (pid, tid) of a host thread, ("acl", pid, tid) of an execute call's thread."""
         lanes = self._lanes.get(key)
         if lanes is None:
             lanes = self._lanes[key] = [_Lane(tid, f"{label} {tid}", sort)]
@@ -460,22 +461,24 @@ class _TaskWriter:
         log.info("%s: %d event(s), %d HostToDevice flow(s), %d file(s)", base, timeline.total, flows, len(written))
         return written
 
-    def _layer_names(self) -> Dict[tuple, str]:
+    def _layer_names(self) -> Dict[int, str]:
+        """Layer id -> JSON name for this file's model (every task of the file has that model id)."""
         names = {}
-        for model_id, layer_id, name in self.report.conn.execute(
-                "SELECT model_id, layer_id, layer_name FROM layer ORDER BY rowid"):
+        model_id = None if self.model is None else self.model["model_id"]
+        for layer_id, name in self.report.conn.execute(
+                "SELECT layer_id, layer_name FROM layer WHERE model_id IS ? ORDER BY rowid", (model_id,)):
             if name not in (None, ""):
-                names.setdefault((model_id, layer_id), _jstr(name))
+                names.setdefault(layer_id, _jstr(name))
         return names
 
     def _write(self, timeline: _Timeline):
         conn, clock = self.report.conn, self.clock
         where, args = self._where()
-        (unpaired,) = conn.execute(
-            f"SELECT count(*) FROM task WHERE {where} AND (start_syscnt IS NULL OR end_syscnt IS NULL)",
-            args).fetchone()
+        # Unpaired tasks (no start or no end) are the ones the query below leaves out: counted as the
+        # difference, since the count of all tasks reads the model index only, not every row.
+        (tasks,) = conn.execute(f"SELECT count(*) FROM task WHERE {where}", args).fetchone()
         cursor = conn.execute(
-            f"SELECT stream_id, task_id, task_type, model_id, index_id, layer_id,"
+            f"SELECT stream_id, task_id, task_type, index_id, layer_id,"
             f" {clock.device('start_syscnt')}, {clock.device('end_syscnt')} FROM task"
             f" WHERE {where} AND start_syscnt IS NOT NULL AND end_syscnt IS NOT NULL"
             f" ORDER BY start_syscnt, end_syscnt DESC, seq", args)
@@ -485,24 +488,25 @@ class _TaskWriter:
         pid = self.pid
         links = self._links() if self.model is not None else iter(())
         next_link = next(links, None)
-        pending: Dict[tuple, tuple] = {}
+        pending: Dict[int, tuple] = {}       # iteration index -> its link, until its first task
         place, limit, fmt, types = lanes.place, timeline.limit, _X_TASK, self.task_types
-        backwards = flows = 0
+        backwards = flows = fetched = 0
         for rows in _batches(cursor):
+            fetched += len(rows)
             out: List[str] = []
             count, threads = timeline.count, timeline.threads
-            for stream, task_id, task_type, model_id, index_id, layer_id, start, end in rows:
+            for stream, task_id, task_type, index_id, layer_id, start, end in rows:
                 if end < start:
                     backwards += 1
                     continue
                 type_name = type_names.get(task_type)
                 if type_name is None:
                     type_name = type_names[task_type] = _jstr(types.get(task_type, str(task_type)))
-                lane = place((stream,), stream, "Stream", stream * 256, start, end)
+                lane = place(stream, stream, "Stream", stream * 256, start, end)
                 while next_link is not None and next_link[2] <= start:
-                    pending[(next_link[0], next_link[1])] = next_link
+                    pending[next_link[1]] = next_link
                     next_link = next(links, None)
-                link = pending.pop((model_id, index_id), None) if pending else None
+                link = pending.pop(index_id, None) if pending else None
                 if link is not None or count >= limit:
                     timeline.body.write("".join(out))
                     out = []
@@ -519,7 +523,7 @@ class _TaskWriter:
                 tid = lane.tid
                 if (pid, tid) not in threads:
                     timeline.use(pid, tid, TASK_PROCESS, lane)
-                name = layer_names.get((model_id, layer_id)) or type_name
+                name = layer_names.get(layer_id) or type_name
                 out.append(fmt % (pid, tid, start / 1000, (end - start) / 1000, name, type_name, stream, task_id,
                                   _NA if layer_id is None else layer_id, _NA if index_id is None else index_id))
                 count += 1
@@ -528,7 +532,7 @@ class _TaskWriter:
                     count += 1
             timeline.body.write("".join(out))
             timeline.count = count
-        return unpaired, backwards, lanes.moved, flows
+        return tasks - fetched, backwards, lanes.moved, flows
 
     def _flow(self, timeline: _Timeline, lanes: _Lanes, link: tuple, task_start: int) -> None:
         """The execute call (X) and the flow start; the task X and flow end follow (one group: 4 events)."""
