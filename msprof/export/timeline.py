@@ -59,6 +59,19 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _FETCH_ROWS = 1024
 
 
+def _sorted(conn, sql: str, args=()):
+    """A cursor over ``sql``, whose ORDER BY sorts a whole table. SQLite sorts in runs of the cache size
+    (2 MB by default), spilled to a temporary file and merged; with room for 128 MB, 1M task or ACL rows
+    (~75 MB) are sorted in memory at once (0.2-1 s less per 1M rows). The sort is done by the first
+    step, inside execute(), so the connection's setting can be restored right after."""
+    (cache_size,) = conn.execute("PRAGMA cache_size").fetchone()
+    conn.execute("PRAGMA cache_size = -131072")
+    try:
+        return conn.execute(sql, args)
+    finally:
+        conn.execute(f"PRAGMA cache_size = {int(cache_size)}")
+
+
 def _batches(cursor):
     """Rows of ``cursor`` in lists of _FETCH_ROWS (fewer Python↔SQLite round trips than row by row)."""
     while True:
@@ -477,11 +490,10 @@ class _TaskWriter:
         # Unpaired tasks (no start or no end) are the ones the query below leaves out: counted as the
         # difference, since the count of all tasks reads the model index only, not every row.
         (tasks,) = conn.execute(f"SELECT count(*) FROM task WHERE {where}", args).fetchone()
-        cursor = conn.execute(
-            f"SELECT stream_id, task_id, task_type, index_id, layer_id,"
-            f" {clock.device('start_syscnt')}, {clock.device('end_syscnt')} FROM task"
-            f" WHERE {where} AND start_syscnt IS NOT NULL AND end_syscnt IS NOT NULL"
-            f" ORDER BY start_syscnt, end_syscnt DESC, seq", args)
+        cursor = _sorted(conn, f"SELECT stream_id, task_id, task_type, index_id, layer_id,"
+                               f" {clock.device('start_syscnt')}, {clock.device('end_syscnt')} FROM task"
+                               f" WHERE {where} AND start_syscnt IS NOT NULL AND end_syscnt IS NOT NULL"
+                               f" ORDER BY start_syscnt, end_syscnt DESC, seq", args)
         layer_names = self._layer_names()
         type_names: Dict[int, str] = {}
         lanes = _Lanes()
@@ -612,9 +624,8 @@ def _write_acl(report: Report, clock: _Clock, out_dir: Path, base: str,
     lanes = _Lanes()
     backwards = 0
     try:
-        cursor = report.conn.execute(
-            f"SELECT pid, tid, api_type, name, {clock.host('start')}, {clock.host('[end]')} FROM acl_api"
-            " ORDER BY start, [end] DESC, seq")
+        cursor = _sorted(report.conn, f"SELECT pid, tid, api_type, name, {clock.host('start')},"
+                                      f" {clock.host('[end]')} FROM acl_api ORDER BY start, [end] DESC, seq")
         names: Dict[str, str] = {}
         modes: Dict[int, str] = {}
         place, limit, fmt = lanes.place, timeline.limit, _X_ACL
