@@ -338,7 +338,10 @@ def write_timeline(report: Report, model_id: Optional[int] = None, iteration_id:
     clock = _Clock(report) if has_tasks or acl_calls else None
     executor = acl_child = None
     if has_tasks and acl_calls >= PARALLEL_MIN_EVENTS and (os.cpu_count() or 1) > 1:
-        executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        # fork where there is one: the child starts at once, without a new interpreter and imports of its
+        # own (it opens its own connection and never uses this process's one)
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context(method))
         acl_child = executor.submit(_acl_in_child, str(report.result_dir), str(out_dir), _acl_base(report, models),
                                     SLICE_EVENTS, CHECK_FILES)
     try:
