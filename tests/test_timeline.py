@@ -304,9 +304,12 @@ def test_splitting_into_slices(tmp_path, monkeypatch):
         "acl_0.net.1.2.json", "task_time_0.json", "task_time_0.net.1.2.json"]
 
 
-def test_a_broken_trace_is_an_internal_error_and_nothing_is_replaced(tmp_path, monkeypatch):
+@pytest.mark.parametrize("in_place", [False, True])
+def test_a_broken_trace_is_an_internal_error_and_nothing_is_replaced(tmp_path, monkeypatch, in_place):
     job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
     export(job)
+    if in_place:
+        monkeypatch.setattr(tl, "IN_PLACE_MIN_BYTES", 0)
     target = job / "timeline" / "task_time_0.net.1.2.json"
     before = target.read_bytes()
     monkeypatch.setattr(tl, "_X_TASK", tl._X_TASK.replace('"dur":%r', '"dur":"%r"'))
@@ -362,4 +365,28 @@ def test_acl_timeline_written_by_a_child_process_is_identical(tmp_path, monkeypa
     written = export(job)
     assert [p.name for p in written] == list(inline)            # same files, same order (acl last)
     assert {p.name: p.read_bytes() for p in written} == inline
+    assert not [p for p in (job / "timeline").iterdir() if p.name.startswith(".")]
+
+
+def test_large_slices_are_finished_in_place(tmp_path, monkeypatch):
+    """A large slice gets its metadata written into the room left before its body (behind a line of
+    spaces) instead of a copy of the body: same JSON, checked, no temporaries; when the metadata do not
+    fit, the slice is rewritten exactly as a small one is."""
+    job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
+    exact = {p.name: p.read_bytes() for p in export(job)}
+    monkeypatch.setattr(tl, "IN_PLACE_MIN_BYTES", 0)
+    monkeypatch.setattr(tl, "HEAD_ROOM", 2000)
+    written = export(job)
+    assert [p.name for p in written] == list(exact)
+    for path in written:
+        data = path.read_bytes()
+        first, second, _ = data.split(b"\n", 2)
+        assert first == b'{"traceEvents":[' and set(second) <= {ord(" ")}
+        assert len(data) == len(exact[path.name]) + 2000 - len(exact[path.name].split(b',\n{"ph":"X"', 1)[0])
+        assert json.loads(data) == json.loads(exact[path.name])
+        assert check_trace(path) == []
+    monkeypatch.setattr(tl, "HEAD_ROOM", 300)                 # the task file's metadata do not fit
+    written = export(job)
+    assert (job / "timeline" / "task_time_0.net.1.2.json").read_bytes() == exact["task_time_0.net.1.2.json"]
+    assert {p.name: json.loads(p.read_bytes()) for p in written} == {n: json.loads(b) for n, b in exact.items()}
     assert not [p for p in (job / "timeline").iterdir() if p.name.startswith(".")]

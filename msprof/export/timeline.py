@@ -10,10 +10,11 @@ Files, in ``<result dir>/timeline/`` (see docs/timeline.md):
 * ``acl_{dev}.{model_name}.{model_id}.{batch_num}.json`` (lowest model id) or ``acl_{dev}.json`` — every
   ACL call of the collection (process "AscendCL" per pid, thread per tid).
 
-Writing streams: a cursor ordered by time feeds events one at a time into a body file; when a slice
-is complete its metadata (only known then: overlap threads appear on the way) is written first and the
-body copied after it, into a temporary file that is checked (msprof.export.tracecheck) and renamed
-into place. Above ``SLICE_EVENTS`` events a timeline is split into ``…_slice_<k>.json`` files.
+Writing streams: a cursor ordered by time feeds events one at a time into a temporary file, after room
+left for the metadata (only known when the slice is complete: overlap threads appear on the way); the
+metadata then go into that room (large slices) or before a copy of the body (small ones), and the file
+is checked (msprof.export.tracecheck) and renamed into place. Above ``SLICE_EVENTS`` events a timeline
+is split into ``…_slice_<k>.json`` files.
 """
 import json
 import logging
@@ -39,6 +40,11 @@ from msprof.reports import Report
 SLICE_EVENTS = 1_000_000
 # Check every written file with tracecheck before it is renamed into place.
 CHECK_FILES = True
+# Room left at the start of each slice file for its header and metadata (about 200 bytes per thread),
+# and the size from which a slice is finished in place instead of being rewritten with a copy of its
+# body: the line of spaces left in such a file is then at most 0.4 % of it.
+HEAD_ROOM = 1 << 16
+IN_PLACE_MIN_BYTES = 1 << 24
 # With at least this many ACL calls (and task data too), the acl timeline is written and checked by a
 # child process while this one writes the task_time timelines (two cores: about half the wall time).
 PARALLEL_MIN_EVENTS = 100_000
@@ -167,6 +173,14 @@ class _Lanes:
 # One timeline (base file name): body → slices
 # ---------------------------------------------------------------------------------------------------
 class _Timeline:
+    """The files of one timeline (base name), written slice by slice.
+
+    A slice's events go straight into its temporary file, after HEAD_ROOM bytes left free for the
+    header and metadata (only known once the slice is complete: overlap threads appear on the way).
+    A large slice whose metadata fits gets them written into that room, right-aligned behind a line of
+    spaces (JSON whitespace), so its body is never copied; any other slice is rewritten with its
+    metadata and a copy of the body (cheap for a small one)."""
+
     def __init__(self, directory: Path, base: str, other: dict):
         self.directory, self.base, self.other = directory, base, other
         self.limit = max(1, int(SLICE_EVENTS))
@@ -177,8 +191,12 @@ class _Timeline:
         self.threads: Dict[Tuple[int, int], Tuple[str, int]] = {}
         self.written: List[Path] = []
         directory.mkdir(parents=True, exist_ok=True)
-        fd, body = tempfile.mkstemp(prefix=f".{base}.", suffix=".body", dir=directory)
-        self._body_path = Path(body)
+        self._open_slice()
+
+    def _open_slice(self) -> None:
+        fd, path = tempfile.mkstemp(prefix=f".{self.base}.", suffix=".tmp", dir=self.directory)
+        self._path = Path(path)
+        os.lseek(fd, HEAD_ROOM, os.SEEK_SET)
         self.body = os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20)
 
     def reserve(self, n: int) -> None:
@@ -205,16 +223,24 @@ class _Timeline:
         other = dict(self.other)
         if sliced:
             other["slice"] = self.slice_index
-        self.body.flush()
+        header = '{"traceEvents":['
+        metadata = ",".join("\n" + line for line in self._metadata()).encode()
+        self.body.write('\n],"displayTimeUnit":"ms","otherData":'
+                        + json.dumps(other, ensure_ascii=False, sort_keys=True) + "}\n")
+        self.body.close()
+        spaces = HEAD_ROOM - len(header) - 1 - len(metadata)
         with atomic_path(target) as tmp:
-            with open(tmp, "w", encoding="utf-8") as out:
-                out.write('{"traceEvents":[')
-                out.write(",".join("\n" + line for line in self._metadata()))
-                with open(self._body_path, "r", encoding="utf-8") as body:
+            if spaces >= 0 and os.path.getsize(self._path) >= IN_PLACE_MIN_BYTES:
+                # header line, a line of spaces, the metadata: exactly the room, the body follows
+                with open(self._path, "r+b") as out:
+                    out.write(header.encode() + b"\n" + b" " * spaces + metadata)
+                os.replace(self._path, tmp)         # the slice file is the result
+            else:
+                with open(tmp, "wb") as out, open(self._path, "rb") as body:
+                    out.write(header.encode() + metadata)
+                    body.seek(HEAD_ROOM)
                     shutil.copyfileobj(body, out, 1 << 20)
-                out.write('\n],"displayTimeUnit":"ms","otherData":')
-                out.write(json.dumps(other, ensure_ascii=False, sort_keys=True))
-                out.write("}\n")
+                self._path.unlink()
             if CHECK_FILES:
                 problems = check_trace(tmp)
                 if problems:
@@ -225,8 +251,8 @@ class _Timeline:
         self.slice_index += 1
         self.count = 0
         self.processes, self.threads = {}, {}
-        self.body.seek(0)
-        self.body.truncate()
+        if not final:
+            self._open_slice()
 
     def finish(self) -> List[Path]:
         try:
@@ -242,8 +268,8 @@ class _Timeline:
     def close(self) -> None:
         if not self.body.closed:
             self.body.close()
-        if self._body_path.exists():
-            self._body_path.unlink()
+        if self._path.exists():
+            self._path.unlink()
 
 
 def _glob_escape(text: str) -> str:
