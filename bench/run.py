@@ -56,7 +56,11 @@ def generate(tasks: int, out: Path) -> Path:
 
 
 def run_measured(args, cwd=None):
-    """Run one command; return (wall s, peak RSS MB of that process, exit code)."""
+    """Run one command; return (wall s, peak RSS MB of that process, exit code).
+
+    Dirty pages left by the previous step (hundreds of MB at 1M tasks) are flushed first, untimed:
+    otherwise their write-back lands in the middle of the next step's measurement."""
+    os.sync()
     started = time.monotonic()
     proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)

@@ -45,7 +45,8 @@ def tune_for_bulk_load(conn: sqlite3.Connection) -> None:
     # The file is a temporary that is thrown away on any failure, so durability is not needed here.
     conn.execute("PRAGMA journal_mode=OFF")
     conn.execute("PRAGMA synchronous=OFF")
-    conn.execute("PRAGMA cache_size=-65536")
+    # 16 MB: a larger cache only costs page faults here (records are appended, indexes built at the end)
+    conn.execute("PRAGMA cache_size=-16384")
     conn.execute("PRAGMA temp_store=MEMORY")
 
 

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-CHUNK_BYTES = 4 << 20
+# Small enough that the buffers are reused (4 MB reads cost ~130k page faults, ~0.5 s, per 384 MB), large
+# enough for whole-chunk decoding to pay off.
+CHUNK_BYTES = 256 << 10
 PROBE_RECORDS = 8  # records looked at to find where whole records start
 
 # Name patterns, checked in order: "<stem>.<dev>.slice_<n>" and the legacy "<stem>.<dev>.<seq>".
