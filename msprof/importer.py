@@ -95,7 +95,7 @@ class TaskPlacer:
         iteration starting before the task holds it and the layer is that model's — is answered with
         map() over the columns; every other task goes through ``place``."""
         count = len(moments)
-        positions = list(map(bisect.bisect_right, itertools.repeat(self.starts, count), moments))
+        positions = self._positions(moments)
         models = list(map(self.model_at.__getitem__, positions))
         indexes = list(map(self.index_at.__getitem__, positions))
         keys = map(operator.or_, map(operator.lshift, streams, itertools.repeat(16)), tasks)
@@ -105,6 +105,21 @@ class TaskPlacer:
         for i in itertools.compress(range(count), map(operator.not_, settled)):
             models[i], indexes[i], layers[i] = self.place(streams[i], tasks[i], moments[i])
         return models, indexes, layers
+
+    def _positions(self, moments) -> List[int]:
+        """``bisect_right(self.starts, m)`` for every moment. Moments in time order (one stream) are cut
+        where an iteration starts instead: a few bisects per run rather than one per task."""
+        if not all(map(operator.le, moments, itertools.islice(moments, 1, None))):
+            return list(map(bisect.bisect_right, itertools.repeat(self.starts, len(moments)), moments))
+        starts, positions, done = self.starts, [], 0
+        first = bisect.bisect_right(starts, moments[0]) if moments else 0
+        last = bisect.bisect_right(starts, moments[-1]) if moments else 0
+        for position in range(first, last):      # moments before starts[position] have that position
+            cut = bisect.bisect_left(moments, starts[position], done)
+            positions += [position] * (cut - done)
+            done = cut
+        positions += [last] * (len(moments) - done)
+        return positions
 
 
 def import_result_dir(result_dir: Path) -> Path:

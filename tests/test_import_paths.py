@@ -93,3 +93,17 @@ def test_bad_pmu_and_acl_records_are_skipped_and_counted(tmp_path):
     assert skipped == {"ts_track.data.0": 0, "hwts.data.0": 0, "AAcore.data.0": 1, "AclModule.acl_model.0": 1,
                        "AclModule.acl_others.0": 0, "AclModule.acl_rts.0": 0}
     assert len(damaged["acl_api"]) == len(clean["acl_api"]) - 1
+
+
+def test_positions_cut_at_iteration_starts_equal_one_bisect_per_task():
+    import bisect
+    import random
+
+    rng = random.Random(5)
+    for trial in range(400):
+        starts = sorted(rng.randint(0, 100) for _ in range(rng.randint(0, 8)))   # duplicates happen
+        placer = importer.TaskPlacer([(1, i, s, s + rng.randint(0, 30)) for i, s in enumerate(starts)], [])
+        moments = [rng.randint(-5, 140) for _ in range(rng.randint(0, 40))]
+        if trial % 2:
+            moments.sort()                                # the cut path; unsorted ones take the plain path
+        assert placer._positions(moments) == [bisect.bisect_right(starts, m) for m in moments]

@@ -33,9 +33,9 @@ class Layout:
         """Flat tuples of ``block`` records each (the last may hold fewer)."""
         full = len(chunk) - len(chunk) % (self.size * self.block)
         if full:
-            yield from _struct(self.record_format, self.block).iter_unpack(chunk[:full] if full < len(chunk) else chunk)
+            yield from record_struct(self.record_format, self.block).iter_unpack(chunk[:full] if full < len(chunk) else chunk)
         if full < len(chunk):
-            yield _struct(self.record_format, (len(chunk) - full) // self.size).unpack(chunk[full:])
+            yield record_struct(self.record_format, (len(chunk) - full) // self.size).unpack(chunk[full:])
 
     def insert(self, conn, blocks: List[tuple]) -> int:
         """Insert blocks (record values + extras) into the table; returns the number of rows."""
@@ -52,8 +52,9 @@ class Layout:
         return _insert_sql(self.table, self.fields, self.extras, rows)
 
 
-@lru_cache(maxsize=None)
-def _struct(record_format: str, count: int) -> struct.Struct:
+@lru_cache(maxsize=256)
+def record_struct(record_format: str, count: int) -> struct.Struct:
+    """One struct for ``count`` records in a row (their fields in one flat tuple)."""
     return struct.Struct("<" + record_format * count)
 
 

@@ -9,14 +9,14 @@ from collections import defaultdict
 from operator import and_, lshift, or_
 from typing import List, Tuple
 
-from msprof.raw.blocks import byte_column
+from msprof.raw.blocks import byte_column, record_struct
 
 RECORD_SIZE = 64
 # flags (log type | counter << 4), task type, task id, syscnt, stream field (magic and reserved skipped:
 # the magic is not enforced, raw-format.md §5.4)
 LAYOUT = struct.Struct("<BB4xHqI44x")
 # a start record followed by its end: task type, task id, start syscnt, stream field, end syscnt
-PAIR = struct.Struct("<xB4xHqI44x8xq48x")
+PAIR_FORMAT = "xB4xHqI44x8xq48x"
 LOG_START, LOG_END = 0, 1
 TASK_TYPES = {0: "AA_CORE", 1: "AA_CPU"}
 ASCEND_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE"}
@@ -106,7 +106,9 @@ class Pairer:
         return True
 
     def _pair_whole(self, body: bytes):
-        types, tasks, starts, fields, ends = zip(*PAIR.iter_unpack(body))
+        # all pairs in one flat tuple (one struct for the run: no tuple per pair), columns by slicing
+        flat = record_struct(PAIR_FORMAT, len(body) // (2 * RECORD_SIZE)).unpack(body)
+        types, tasks, starts, fields, ends = (flat[i::5] for i in range(5))
         streams = list(map(and_, fields, itertools.repeat(STREAM_MASK)))
         keys = map(or_, map(lshift, streams, itertools.repeat(16)), tasks)
         exec_n = list(map(next, map(self.executions.__getitem__, keys)))
