@@ -102,14 +102,16 @@ class Report:
         per_task = [f"CASE WHEN {core} THEN {expr} END" for expr in self.metric_set.sql("p.c{}", "p.total_cycles")]
         totals = self.metric_set.sql(f"sum(CASE WHEN {core} THEN p.c{{}} END)",
                                      f"sum(CASE WHEN {core} THEN p.total_cycles END)")
-        source = (" FROM task t LEFT JOIN layer l ON l.model_id = t.model_id AND l.layer_id = t.layer_id"
-                  " LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
-                  " WHERE t.model_id = :model AND t.index_id = :index")
+        tasks = (" FROM task t"
+                 " LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
+                 " WHERE t.model_id = :model AND t.index_id = :index")
+        source = tasks.replace(" FROM task t", " FROM task t LEFT JOIN layer l ON l.model_id = t.model_id"
+                               " AND l.layer_id = t.layer_id")
         args = {"model": iteration.model_id, "index": iteration.index_id}
         total_select = ", ".join(_na(e) for e in ["'-'", "'-'", "'-'", "'-'", "round(coalesce(sum(t.dur_us), 0), 3)",
                                                   "CASE WHEN count(*) THEN 100.0 END"]
                                  + (totals if metric_names else []))
-        total_row = list(self.conn.execute(f"SELECT sum(t.dur_us), {total_select}{source}", args).fetchone())
+        total_row = list(self.conn.execute(f"SELECT sum(t.dur_us), {total_select}{tasks}", args).fetchone())
         args["total"] = total_row.pop(0)
         select = ", ".join(_na(e) for e in [
             "t.layer_id", "l.ori_layer_name", "l.layer_name", "l.layer_type", "round(t.dur_us, 3)",
