@@ -88,6 +88,21 @@ def raw_records(job: Path) -> int:
     return total
 
 
+def calibration() -> float:
+    """Seconds for a fixed CPU-bound workload (Python + SQLite). This shared VM has slow phases (the same
+    command takes up to ~1.5x as long); timing this before and after tells them from a slow msprof."""
+    import sqlite3
+
+    started = time.perf_counter()
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (a, b)")
+    conn.executemany("INSERT INTO t VALUES (?, ?)", ((i, i * 7 % 1000) for i in range(300_000)))
+    conn.execute("SELECT b, count(*), sum(a) FROM t GROUP BY b").fetchall()
+    conn.close()
+    sum(i * i for i in range(2_000_000))
+    return time.perf_counter() - started
+
+
 def bench_job(tasks: int, out: Path, repeat: int = 1) -> dict:
     """Run the four steps on the JOB ``repeat`` times in turn; each step reports its median wall time,
     the range, and the largest peak RSS of its runs."""
@@ -211,7 +226,8 @@ def main() -> int:
     options = parser.parse_args()
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
-    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; "
+          f"calibration workload {calibration():.2f} s (see docs/performance.md)")
     results = []
     failed = False
     for tasks in [int(s) for s in options.sizes.split(",")]:
@@ -221,6 +237,7 @@ def main() -> int:
         results.append(result)
     print_scaling(results)
     print_targets(results)
+    print(f"\ncalibration workload at the end: {calibration():.2f} s")
     if not (options.no_reference or options.quick):
         reference_ratio(options.reference_tasks, out)
     return 1 if failed else 0
