@@ -487,7 +487,7 @@ def _auth_message(cfg: BoardConfig, creds: Credentials, exc: Exception) -> str:
     if isinstance(exc, paramiko.BadAuthenticationType) and allowed:
         text += f"; the board accepts only: {', '.join(allowed)}"
     elif creds.password is None and not creds.key_files:
-        text += f"; set pwd or key_file in [ssh_config], or MSPROF_SSH_PASSWORD"
+        text += "; set pwd or key_file in [ssh_config], or MSPROF_SSH_PASSWORD"
     return text
 
 

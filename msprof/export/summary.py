@@ -14,7 +14,7 @@ from msprof.atomic import atomic_open
 from msprof.console import log, notice
 from msprof.export import safe_name
 from msprof.render import FORMATS
-from msprof.reports import Report, open_report
+from msprof.reports import Report
 
 # With at least this many tasks (and more than one core), two processes write the files.
 PARALLEL_MIN_TASKS = 200_000

@@ -378,7 +378,7 @@ class _Checker:
                 self.problems.add(f"event {entry[have][0]}: flow cat {cat!r} id {flow_id} has a '{have}' but no "
                                   f"'{'f' if have == 's' else 's'}'")
                 continue
-            (s_index, s_ts, s_name), (f_index, f_ts, f_name) = entry["s"], entry["f"]
+            (_, s_ts, s_name), (f_index, f_ts, f_name) = entry["s"], entry["f"]
             if s_name != f_name:
                 self.problems.add(f"event {f_index}: flow cat {cat!r} id {flow_id}: names differ "
                                   f"({s_name!r} vs {f_name!r})")
