@@ -15,6 +15,7 @@ from msprof.console import log, notice
 from msprof.raw import acl, freq, hwts, pmu, step_trace, textinfo
 from msprof.raw.slices import SliceStream, digest_file, group_files
 from msprof.schema import insert_sql
+from msprof.workers import process_pool, several_cores
 from msprof import store
 
 
@@ -242,7 +243,7 @@ class _SideLoads:
     def __init__(self, target: Path, side):
         self.target = target
         sizes = {f: sum(p.stat().st_size for item in streams for p in item.files) for f, streams in side.items()}
-        parallel = (os.cpu_count() or 1) > 1
+        parallel = several_cores()
         self.families = [f for f, size in sizes.items() if parallel and size >= PARALLEL_MIN_BYTES]
         self.side = side
         self.futures = {}
@@ -253,11 +254,7 @@ class _SideLoads:
 
     def __enter__(self):
         if self.families:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-            self.executor = ProcessPoolExecutor(len(self.families), mp_context=multiprocessing.get_context(method))
+            self.executor = process_pool(len(self.families))
             for family in self.families:
                 part = self._part(family)
                 if part.exists():

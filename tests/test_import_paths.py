@@ -13,7 +13,7 @@ import pytest
 from fixtures import faults
 from fixtures.board import jobgen
 from fixtures.networks import small_job, two_model_job
-from msprof import importer
+from msprof import importer, workers
 from msprof.raw import hwts
 
 
@@ -71,7 +71,7 @@ def test_worker_processes_load_the_same_database(tmp_path, monkeypatch, scenario
     job = make(tmp_path, scenario)
     inline = tables(job)
     monkeypatch.setattr(importer, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(importer.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     parallel = tables(job)
     assert parallel == inline
     assert not [p for p in (job / "sqlite").iterdir() if p.name.startswith(".part")]

@@ -149,6 +149,7 @@ def test_summary_written_by_two_processes_is_identical(tiny_job, tmp_path, monke
     import shutil
 
     from msprof import api
+    from msprof import workers
     from msprof.export import summary
 
     _, path = tiny_job
@@ -157,7 +158,7 @@ def test_summary_written_by_two_processes_is_identical(tiny_job, tmp_path, monke
     inline = api.export_summary(copy, fmt=fmt)
     expected = {p.name: p.read_bytes() for p in inline}
     monkeypatch.setattr(summary, "PARALLEL_MIN_TASKS", 0)
-    monkeypatch.setattr(summary.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     parallel = api.export_summary(copy, fmt=fmt)
     assert [p.name for p in parallel] == [p.name for p in inline]       # same files, same order
     assert {p.name: p.read_bytes() for p in parallel} == expected

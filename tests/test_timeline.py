@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import msprof.export.timeline as tl
+from msprof import workers
 from msprof.api import import_collection
 from msprof.errors import UsageError
 from msprof.export.tracecheck import check_trace
@@ -361,7 +362,7 @@ def test_acl_timeline_written_by_a_child_process_is_identical(tmp_path, monkeypa
     job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
     inline = {p.name: p.read_bytes() for p in export(job)}
     monkeypatch.setattr(tl, "PARALLEL_MIN_EVENTS", 0)
-    monkeypatch.setattr(tl.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     written = export(job)
     assert [p.name for p in written] == list(inline)            # same files, same order (acl last)
     assert {p.name: p.read_bytes() for p in written} == inline

@@ -4,9 +4,6 @@ Each file is one job ``(kind, model_id, index_id)`` turned into a report table a
 result directory (PARALLEL_MIN_TASKS) has its jobs shared by two processes: every op_summary file is
 independent, and on a 1M-task JOB the export is ~90% SQL and CSV formatting, which one core does alone.
 """
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -15,6 +12,7 @@ from msprof.console import log, notice
 from msprof.export import safe_name
 from msprof.render import FORMATS
 from msprof.reports import Report
+from msprof.workers import process_pool, several_cores
 
 # With at least this many tasks (and more than one core), two processes write the files.
 PARALLEL_MIN_TASKS = 200_000
@@ -35,7 +33,7 @@ def write_summary(report: Report, fmt: str = "csv", model_id: Optional[int] = No
                   iteration_id: Optional[int] = None) -> List[Path]:
     jobs = _jobs(report, model_id, iteration_id)
     tasks = report._count("task") if len(jobs) > 1 else 0
-    if tasks >= PARALLEL_MIN_TASKS and (os.cpu_count() or 1) > 1:
+    if tasks >= PARALLEL_MIN_TASKS and several_cores():
         written = _write_in_workers(report.result_dir, fmt, jobs, tasks)
     else:
         written = [write_job(report, fmt, job) for job in jobs]
@@ -116,10 +114,8 @@ def _write_in_workers(result_dir: Path, fmt: str, jobs: List[Job], tasks: int) -
     others = [[j] for j in jobs if j[0] != "op_summary"]
     size = max(1, len(per_file) // (8 * WORKERS))
     batches = others + [per_file[i:i + size] for i in range(0, len(per_file), size)]
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     log.info("writing %d file(s) of %d tasks in %d processes", len(jobs), tasks, WORKERS)
-    with ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context(method),
-                             initializer=_open_worker_report, initargs=(str(result_dir),)) as pool:
+    with process_pool(WORKERS, initializer=_open_worker_report, initargs=(str(result_dir),)) as pool:
         futures = [pool.submit(_write_batch, fmt, batch) for batch in batches]
         by_job = {}
         for batch, future in zip(batches, futures):

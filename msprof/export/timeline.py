@@ -18,12 +18,10 @@ is split into ``…_slice_<k>.json`` files.
 """
 import json
 import logging
-import multiprocessing
 import os
 import re
 import shutil
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Dict, Hashable, Iterator, List, Optional, Tuple
 
@@ -35,6 +33,7 @@ from msprof.export.tracecheck import TraceError, check_trace
 from msprof.raw.acl import api_type_name
 from msprof.raw.hwts import ASCEND_TASK_TYPES, TASK_TYPES
 from msprof.reports import Report
+from msprof.workers import process_pool, several_cores
 
 # A timeline with more events (metadata not counted) is split into slices of at most this many.
 SLICE_EVENTS = 1_000_000
@@ -363,11 +362,8 @@ def write_timeline(report: Report, model_id: Optional[int] = None, iteration_id:
     has_tasks, acl_calls = report.has_tasks, report._count("acl_api")
     clock = _Clock(report) if has_tasks or acl_calls else None
     executor = acl_child = None
-    if has_tasks and acl_calls >= PARALLEL_MIN_EVENTS and (os.cpu_count() or 1) > 1:
-        # fork where there is one: the child starts at once, without a new interpreter and imports of its
-        # own (it opens its own connection and never uses this process's one)
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context(method))
+    if has_tasks and acl_calls >= PARALLEL_MIN_EVENTS and several_cores():
+        executor = process_pool(1)
         acl_child = executor.submit(_acl_in_child, str(report.result_dir), str(out_dir), _acl_base(report, models),
                                     SLICE_EVENTS, CHECK_FILES)
     try:
