@@ -1,24 +1,29 @@
 """export summary: op_summary, op_statistic and acl_statistic files (outputs.md §3).
 
-Each file is one job ``(kind, model_id, index_id)`` turned into a report table and rendered. A large
-result directory (PARALLEL_MIN_TASKS) has its jobs shared by two processes: every op_summary file is
-independent, and on a 1M-task JOB the export is ~90% SQL and CSV formatting, which one core does alone.
+Each file is one ``Job`` turned into a report table and rendered. A large result directory
+(PARALLEL_MIN_TASKS) has its jobs shared by two processes: every op_summary file is independent, and on a
+1M-task JOB the export is ~90% SQL and CSV formatting, which one core does alone.
 """
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 from msprof.atomic import atomic_open
 from msprof.console import log, notice
 from msprof.export import safe_name
 from msprof.render import FORMATS
-from msprof.reports import Report
+from msprof.reports import Iteration, Report
 from msprof.workers import process_pool, several_cores
 
 # With at least this many tasks (and more than one core), two processes write the files.
 PARALLEL_MIN_TASKS = 200_000
 WORKERS = 2
 
-Job = Tuple[str, Optional[int], Optional[int]]   # (table kind, model id, iteration id)
+class Job(NamedTuple):
+    """One file: its table kind and the iterations it is named after (op_summary: its iteration;
+    op_statistic: the model's selected iterations; acl_statistic: all selected iterations)."""
+    kind: str
+    iterations: Tuple[Iteration, ...]
+    iteration_id: Optional[int] = None   # op_statistic restricted to this iteration
 
 
 def op_summary_name(report: Report, iteration, ext: str) -> str:
@@ -56,10 +61,11 @@ def _jobs(report: Report, model_id: Optional[int], iteration_id: Optional[int]) 
     elif not iterations:
         notice(f"{report.result_dir.name}: no step trace iterations: op_summary and op_statistic skipped")
     else:
-        jobs += [("op_summary", it.model_id, it.index_id) for it in iterations]
-        jobs += [("op_statistic", mid, iteration_id) for mid in dict.fromkeys(it.model_id for it in iterations)]
+        jobs += [Job("op_summary", (it,)) for it in iterations]
+        jobs += [Job("op_statistic", tuple(it for it in iterations if it.model_id == mid), iteration_id)
+                 for mid in dict.fromkeys(it.model_id for it in iterations)]
     if report.has_acl:
-        jobs.append(("acl_statistic", model_id, iteration_id))
+        jobs.append(Job("acl_statistic", tuple(iterations)))
     else:
         notice(f"{report.result_dir.name}: no ACL API data: acl_statistic skipped")
     return jobs
@@ -68,17 +74,16 @@ def _jobs(report: Report, model_id: Optional[int], iteration_id: Optional[int]) 
 def write_job(report: Report, fmt: str, job: Job) -> Path:
     """Write the file of one job; return its path."""
     render, ext = FORMATS[fmt]
-    kind, model_id, index_id = job
-    if kind == "op_summary":
-        iteration = report.iterations(model_id, index_id)[0]
+    if job.kind == "op_summary":
+        (iteration,) = job.iterations
         name, table = op_summary_name(report, iteration, ext), report.op_summary(iteration)
-    elif kind == "op_statistic":
-        last = report.iterations(model_id, index_id)[-1]
-        name = (f"op_statistic_{safe_name(report.device_id)}_{model_id}_{last.index_id * last.batch_num}"
+    elif job.kind == "op_statistic":
+        last = job.iterations[-1]
+        name = (f"op_statistic_{safe_name(report.device_id)}_{last.model_id}_{last.index_id * last.batch_num}"
                 f"_{last.index_id}{ext}")
-        table = report.op_statistic(model_id, index_id)
+        table = report.op_statistic(last.model_id, job.iteration_id)
     else:
-        name, table = acl_statistic_name(report, report.iterations(model_id, index_id)) + ext, report.acl_statistic()
+        name, table = acl_statistic_name(report, job.iterations) + ext, report.acl_statistic()
     path = report.result_dir / "summary" / name
     with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
         handle.write(render(table))
@@ -110,14 +115,15 @@ def _write_batch(fmt: str, jobs: List[Job]) -> List[str]:
 def _write_in_workers(result_dir: Path, fmt: str, jobs: List[Job], tasks: int) -> List[Path]:
     """Share the jobs between WORKERS processes in batches (small enough to even out, large enough that
     dispatch costs nothing); the statistics tables, each a scan of a whole table, are batches of their own."""
-    per_file = [j for j in jobs if j[0] == "op_summary"]
-    others = [[j] for j in jobs if j[0] != "op_summary"]
+    per_file = [i for i, job in enumerate(jobs) if job.kind == "op_summary"]
+    others = [[i] for i, job in enumerate(jobs) if job.kind != "op_summary"]
     size = max(1, len(per_file) // (8 * WORKERS))
-    batches = others + [per_file[i:i + size] for i in range(0, len(per_file), size)]
+    batches = others + [per_file[i:i + size] for i in range(0, len(per_file), size)]   # job positions
     log.info("writing %d file(s) of %d tasks in %d processes", len(jobs), tasks, WORKERS)
+    written: List[Path] = [Path()] * len(jobs)
     with process_pool(WORKERS, initializer=_open_worker_report, initargs=(str(result_dir),)) as pool:
-        futures = [pool.submit(_write_batch, fmt, batch) for batch in batches]
-        by_job = {}
+        futures = [pool.submit(_write_batch, fmt, [jobs[i] for i in batch]) for batch in batches]
         for batch, future in zip(batches, futures):
-            by_job.update(zip(batch, future.result()))
-    return [Path(by_job[job]) for job in jobs]
+            for i, path in zip(batch, future.result()):
+                written[i] = Path(path)
+    return written
