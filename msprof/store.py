@@ -17,7 +17,7 @@ import sqlite_utils
 
 from msprof import SCHEMA_VERSION, __version__
 from msprof.atomic import atomic_path
-from msprof.raw.blocks import MAX_PARAMETERS
+from msprof.raw.blocks import insert_blocks, rows_per_statement
 from msprof.schema import INDEXES, TABLES, insert_sql  # noqa: F401 (TABLES re-exported for loaders)
 
 DB_NAME = "msprof.db"
@@ -74,18 +74,13 @@ def insert_rows(conn: sqlite3.Connection, table: str, rows) -> int:
     multi-row INSERTs: fewer statement steps than one row per statement (~25% faster on large loads)."""
     rows = rows if isinstance(rows, list) else list(rows)
     if rows:
-        _insert_flat(conn, table, len(rows[0]), list(itertools.chain.from_iterable(rows)))
+        width = len(rows[0])
+        per = rows_per_statement(width)
+        flat = list(itertools.chain.from_iterable(rows))
+        step = per * width
+        blocks = [flat[i:i + step] for i in range(0, len(flat), step)]
+        insert_blocks(conn, functools.partial(_insert_sql, table), blocks, width, per)
     return len(rows)
-
-
-def _insert_flat(conn: sqlite3.Connection, table: str, width: int, flat: list) -> None:
-    # as many rows per statement as SQLite's parameter limit allows
-    step = max(1, MAX_PARAMETERS // width) * width
-    full = len(flat) - len(flat) % step
-    if full:
-        conn.executemany(_insert_sql(table, step // width), [flat[i:i + step] for i in range(0, full, step)])
-    if full < len(flat):
-        conn.execute(_insert_sql(table, (len(flat) - full) // width), flat[full:])
 
 
 @functools.lru_cache(maxsize=None)

@@ -27,7 +27,7 @@ class Layout:
         self.fields, self.extras = tuple(fields), tuple(extras)
         self.size = struct.calcsize("<" + record_format)
         self.width = len(self.fields)
-        self.block = MAX_PARAMETERS // (self.width + len(self.extras))
+        self.block = rows_per_statement(self.width + len(self.extras))
 
     def blocks(self, chunk: bytes) -> Iterator[tuple]:
         """Flat tuples of ``block`` records each (the last may hold fewer)."""
@@ -39,17 +39,27 @@ class Layout:
 
     def insert(self, conn, blocks: List[tuple]) -> int:
         """Insert blocks (record values + extras) into the table; returns the number of rows."""
-        per_row = self.width + len(self.extras)
-        full = [b for b in blocks if len(b) == self.block * per_row]
-        if full:
-            conn.executemany(self.insert_sql(self.block), full)
-        for block in blocks:
-            if len(block) != self.block * per_row:
-                conn.execute(self.insert_sql(len(block) // per_row), block)
-        return sum(len(b) for b in blocks) // per_row
+        return insert_blocks(conn, self.insert_sql, blocks, self.width + len(self.extras), self.block)
 
     def insert_sql(self, rows: int) -> str:
         return _insert_sql(self.table, self.fields, self.extras, rows)
+
+
+def insert_blocks(conn, sql_for, blocks: Sequence[Sequence], row_width: int, block_rows: int) -> int:
+    """Parameter blocks of ``block_rows`` rows each (any may be shorter) as one multi-row INSERT each:
+    the full ones in one executemany. ``sql_for(n)`` is the statement for n rows. Returns the rows."""
+    full = [b for b in blocks if len(b) == block_rows * row_width]
+    if full:
+        conn.executemany(sql_for(block_rows), full)
+    for block in blocks:
+        if len(block) != block_rows * row_width:
+            conn.execute(sql_for(len(block) // row_width), block)
+    return sum(len(b) for b in blocks) // row_width
+
+
+def rows_per_statement(row_width: int) -> int:
+    """As many rows per INSERT as the parameter limit allows."""
+    return max(1, MAX_PARAMETERS // row_width)
 
 
 @lru_cache(maxsize=256)
