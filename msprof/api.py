@@ -54,8 +54,10 @@ def ensure_database(result_dir: Path) -> Path:
     return import_result_dir(result_dir)
 
 
-def export_timeline(path: Path, model_id: Optional[int] = None, iteration_id: Optional[int] = None) -> List[Path]:
-    """Write Chrome traces into <result dir>/timeline/ (importing first when needed); return the files."""
+def export_timeline(path: Path, model_id: Optional[int] = None, iteration_id: Optional[int] = None,
+                    check_all: bool = False) -> List[Path]:
+    """Write Chrome traces into <result dir>/timeline/ (importing first when needed); return the files.
+    ``check_all``: validate every file before it is renamed into place, whatever its size."""
     from msprof.export.timeline import write_timeline
 
     jobs, prof_roots = split_layouts(path)
@@ -64,7 +66,8 @@ def export_timeline(path: Path, model_id: Optional[int] = None, iteration_id: Op
         with result_log(result_dir, "export timeline"):
             ensure_database(result_dir)
             with open_report(result_dir) as report:
-                written += write_timeline(report, model_id=model_id, iteration_id=iteration_id)
+                written += write_timeline(report, model_id=model_id, iteration_id=iteration_id,
+                                          check_all=check_all)
     _announce(written)
     return written
 

@@ -104,12 +104,15 @@ def export():
 @export.command("timeline", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
 @dir_option
 @selection_options
-def export_timeline_cmd(collection_dir, model_id, iteration_id):
+@click.option("--check", "check_all", is_flag=True,
+              help="Validate every file before it replaces the old one (default: files up to 250,000 events).")
+def export_timeline_cmd(collection_dir, model_id, iteration_id, check_all):
     """task_time_* and acl_* Chrome traces into <result dir>/timeline/."""
     from msprof import api
 
     check_selection(model_id, iteration_id)
-    api.export_timeline(resolve_dir(collection_dir), model_id=model_id, iteration_id=iteration_id)
+    api.export_timeline(resolve_dir(collection_dir), model_id=model_id, iteration_id=iteration_id,
+                        check_all=check_all)
 
 
 @export.command("summary", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)

@@ -391,3 +391,42 @@ def test_large_slices_are_finished_in_place(tmp_path, monkeypatch):
     assert (job / "timeline" / "task_time_0.net.1.2.json").read_bytes() == exact["task_time_0.net.1.2.json"]
     assert {p.name: json.loads(p.read_bytes()) for p in written} == {n: json.loads(b) for n, b in exact.items()}
     assert not [p for p in (job / "timeline").iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("in_child", [False, True])
+def test_files_above_the_check_limit_are_checked_only_on_request(tmp_path, monkeypatch, in_child):
+    """A slice of more than CHECK_MAX_EVENTS events is not re-read by default; ``check_all`` (the CLI's
+    --check) checks it. Shown with a writer made to break the rules (dur as a string): the broken files
+    get through unchecked by default and are refused with the check."""
+    from click.testing import CliRunner
+
+    from msprof.cli import cli
+
+    job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
+    exact = {p.name: p.read_bytes() for p in export(job)}
+    if in_child:
+        monkeypatch.setattr(tl, "PARALLEL_MIN_EVENTS", 0)
+        monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(tl, "_X_TASK", tl._X_TASK.replace('"dur":%r', '"dur":"%r"'))
+    monkeypatch.setattr(tl, "_X_ACL", tl._X_ACL.replace('"dur":%r', '"dur":"%r"'))
+    monkeypatch.setattr(tl, "CHECK_MAX_EVENTS", 3)      # task file: 9 events, acl: 4, outside tasks: 1
+    with pytest.raises(tl.TraceError, match="task_time_0.json breaks the trace rules"):
+        export(job)                                      # the 1-event file is still checked
+    monkeypatch.setattr(tl, "CHECK_MAX_EVENTS", 0)
+    written = {p.name: p for p in export(job)}
+    assert set(written) == set(exact)
+    assert check_trace(written["task_time_0.net.1.2.json"]) and check_trace(written["acl_0.net.1.2.json"])
+    with pytest.raises(tl.TraceError, match="task_time_0.net.1.2.json breaks the trace rules"):
+        export(job, check_all=True)
+    result = CliRunner().invoke(cli, ["export", "timeline", "--check", "-dir", str(job)])
+    assert isinstance(result.exception, tl.TraceError)           # main() turns it into exit 1
+    assert "task_time_0.net.1.2.json breaks the trace rules" in str(result.exception)
+    monkeypatch.setattr(tl, "_X_TASK", tl._X_TASK.replace('"dur":"%r"', '"dur":%r'))
+    with pytest.raises(tl.TraceError, match="acl_0.net.1.2.json breaks the trace rules"):
+        export(job, check_all=True)
+    assert not [p for p in (job / "timeline").iterdir() if p.name.startswith(".")]
+
+
+def test_check_limit_in_the_cli_help(msprof_cli):
+    result = msprof_cli("export", "timeline", "--help")
+    assert result.returncode == 0 and f"{tl.CHECK_MAX_EVENTS:,}" in result.stdout
