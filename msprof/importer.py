@@ -157,7 +157,7 @@ def import_result_dir(result_dir: Path) -> Path:
                              notices)
         store.create_indexes(db, ["task", "layer"])  # while the workers may still be busy
         phase("model, step trace, HWTS + index")
-        for family, streams in side.items():
+        for family in workers.order:
             if family in workers.families:
                 part, side_counts, side_notices = workers.result(family)
                 phase(f"waiting for the {family} worker")
@@ -166,7 +166,7 @@ def import_result_dir(result_dir: Path) -> Path:
                 _merge_part(db, part, SIDE_TABLES[family])
                 phase(f"merge {family}")
             else:
-                SIDE_LOADERS[family](conn, streams, counts, notices)
+                SIDE_LOADERS[family](conn, side[family], counts, notices)
                 store.create_indexes(db, [SIDE_TABLES[family]])
                 phase(f"{family} decode + load + index")
         for kind, label in (("pmu", "AA Core PMU"), ("acl", "ACL API"), ("step_trace", "step trace"),
@@ -186,8 +186,8 @@ def import_result_dir(result_dir: Path) -> Path:
     return store.db_path(result.path)
 
 
-# PMU and ACL streams each at least this large are loaded by worker processes (one per family, into
-# part databases merged afterwards) while this one loads HWTS; below it a process costs more than it saves.
+# PMU and ACL streams each at least this large are loaded by a worker process (into part databases merged
+# afterwards) while this one loads HWTS; below it a process costs more than it saves.
 PARALLEL_MIN_BYTES = 16 << 20
 
 
@@ -209,6 +209,7 @@ def _load_pmu(conn, stream_files, counts, notices):
 
 SIDE_LOADERS = {"pmu": _load_pmu, "acl": _load_acl}
 SIDE_TABLES = {"pmu": "pmu", "acl": "acl_api"}
+SIDE_ORDER = ("acl", "pmu")
 
 
 def _side_worker(part_path: str, family: str, stream_files):
@@ -237,14 +238,19 @@ def _side_worker(part_path: str, family: str, stream_files):
 
 
 class _SideLoads:
-    """Starts a worker process per large side family (PMU, ACL) when there is more than one core;
-    ``result(family)`` waits for one and returns (part database path, counts, notices)."""
+    """Loads the large side families (PMU, ACL) in one worker process when there is more than one core;
+    ``result(family)`` waits for one and returns (part database path, counts, notices).
+
+    One worker, not one per family: two cores then run two processes, so the HWTS load is not slowed by a
+    third. The worker takes ACL first (no index to build: done sooner) and the main process merges in the
+    same ``order``, so the ACL merge overlaps the worker's PMU load."""
 
     def __init__(self, target: Path, side):
         self.target = target
         sizes = {f: sum(p.stat().st_size for item in streams for p in item.files) for f, streams in side.items()}
         parallel = several_cores()
-        self.families = [f for f, size in sizes.items() if parallel and size >= PARALLEL_MIN_BYTES]
+        self.order = [f for f in SIDE_ORDER if f in side]
+        self.families = [f for f in self.order if parallel and sizes[f] >= PARALLEL_MIN_BYTES]
         self.side = side
         self.futures = {}
         self.executor = None
@@ -254,7 +260,7 @@ class _SideLoads:
 
     def __enter__(self):
         if self.families:
-            self.executor = process_pool(len(self.families))
+            self.executor = process_pool(1)
             for family in self.families:
                 part = self._part(family)
                 if part.exists():
