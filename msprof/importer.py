@@ -209,7 +209,7 @@ def _load_pmu(conn, stream_files, counts, notices):
 
 SIDE_LOADERS = {"pmu": _load_pmu, "acl": _load_acl}
 SIDE_TABLES = {"pmu": "pmu", "acl": "acl_api"}
-SIDE_ORDER = ("acl", "pmu")
+SIDE_ORDER = ("pmu", "acl")
 
 
 def _side_worker(part_path: str, family: str, stream_files):
@@ -242,8 +242,8 @@ class _SideLoads:
     ``result(family)`` waits for one and returns (part database path, counts, notices).
 
     One worker, not one per family: two cores then run two processes, so the HWTS load is not slowed by a
-    third. The worker takes ACL first (no index to build: done sooner) and the main process merges in the
-    same ``order``, so the ACL merge overlaps the worker's PMU load."""
+    third. The worker loads PMU, then ACL; the main process merges in that ``order``, so the PMU merge
+    overlaps the ACL load and the merge left at the end is the cheaper one (ACL has no index)."""
 
     def __init__(self, target: Path, side):
         self.target = target
