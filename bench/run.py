@@ -127,7 +127,7 @@ def bench_job(tasks: int, out: Path, repeat: int = 1) -> dict:
                      "out": dir_size(job / outdir) if outdir else 0})
     timelines = sorted(p.name for p in (job / "timeline").glob("*.json"))
     return {"tasks": tasks, "records": records, "raw_bytes": dir_size(job / "data"), "rows": rows,
-            "timelines": timelines}
+            "timelines": timelines, "timeline_dir": job / "timeline"}
 
 
 def print_result(result: dict) -> None:
@@ -162,8 +162,11 @@ def print_targets(results) -> None:
           f"{verdict[pipeline_wall(largest) <= 20]}")
     print(f"  peak RSS <= 500 MB at every size           {peak:6.0f} MB         {verdict[peak <= 500]}")
     sliced = [n for n in largest["timelines"] if "_slice_" in n]
-    print(f"  timelines above 1M events in slices        {len(sliced)} slice file(s) (each checked by tracecheck"
-          " before it was renamed into place)")
+    from msprof.export.tracecheck import check_trace
+
+    valid = sum(1 for n in sliced if not check_trace(largest["timeline_dir"] / n))   # untimed, after the runs
+    print(f"  timelines above 1M events in slices        {len(sliced)} slice file(s), {valid} valid "
+          f"(tracecheck)  {verdict[bool(sliced) and valid == len(sliced)]}")
 
 
 def print_scaling(results) -> None:
