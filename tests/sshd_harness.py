@@ -184,7 +184,7 @@ def ensure_user(name: str, password: str) -> pwd.struct_passwd:
 
 def remove_user(name: str) -> None:
     try:
-        entry = pwd.getpwnam(name)
+        pwd.getpwnam(name)
     except KeyError:
         return
     subprocess.run(["userdel", "-r", "-f", name], check=False, stderr=subprocess.DEVNULL)

@@ -171,7 +171,6 @@ def test_missing_start_info_keeps_monotonic_times(tmp_path):
 # ---------------------------------------------------------------------------------------------- selection
 def test_model_iteration_selection_and_query(tmp_path, capsys):
     desc = dict(MULTI, iterations=2)
-    prof = pg.build(desc)
     prof_dir = pg.write_prof(tmp_path, desc)
     prof_api.import_prof(prof_dir)
     prof_api.query(prof_dir)
