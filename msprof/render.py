@@ -47,14 +47,15 @@ _SPECIAL = ',"\r\n'
 
 
 def _column_texts(column) -> List[str]:
-    """Field texts of one column. A memo may hold only one numeric type (1 == 1.0 as dict keys), so it
-    serves only columns of floats and strings; ints and strings are str() as they are; anything else
-    (None, bools, mixed numbers) goes value by value."""
+    """Field texts of one column. Ints and strings are str() as they are (cheap: a string is returned
+    as is, so text columns never fill the memo); a memo may hold only one numeric type (1 == 1.0 as dict
+    keys), so it serves only columns with floats and strings; anything else (None, bools, mixed numbers)
+    goes value by value."""
     types = set(map(type, column))
-    if types <= {float, str}:
-        texts = list(map(_FLOAT_TEXTS.__getitem__, column))
-    elif types <= {int, str}:
+    if types <= {int, str}:
         texts = list(map(str, column))
+    elif types <= {float, str}:
+        texts = list(map(_FLOAT_TEXTS.__getitem__, column))
     else:
         return [_field(value) for value in column]
     if _needs_quotes("".join(texts)):
