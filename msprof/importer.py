@@ -12,8 +12,8 @@ from typing import Dict, List, Optional
 from msprof import metrics
 from msprof.collection import ResultDir, data_files, read_result_dir, require_hwts_frequency
 from msprof.console import log, notice
-from msprof.raw import acl, freq, hwts, pmu, step_trace, textinfo
-from msprof.raw.slices import SliceStream, digest_file, group_files
+from msprof.decode import acl, freq, hwts, pmu, step_trace, textinfo
+from msprof.decode.slices import SliceStream, digest_file, group_files
 from msprof.schema import insert_sql
 from msprof.workers import process_pool, several_cores
 from msprof import store

@@ -11,8 +11,8 @@ from typing import Iterator, List, Optional, Tuple
 
 from msprof import store
 from msprof.metrics import MetricSet
-from msprof.raw.acl import API_TYPES
-from msprof.raw.hwts import TASK_TYPES
+from msprof.decode.acl import API_TYPES
+from msprof.decode.hwts import TASK_TYPES
 
 # Column value kinds: how a renderer rounds them (outputs.md: times 3 decimals, ratios 4, counts int).
 TEXT, TIME, RATIO, PERCENT, INT = "text", "time", "ratio", "percent", "int"

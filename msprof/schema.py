@@ -8,7 +8,7 @@ HWTS records are stored paired: each ``task`` row holds one execution's start re
 decoded HWTS record is in ``task`` exactly once, without a second 2-rows-per-task copy. Their rolling
 counters are checked while decoding and gaps are reported, not stored.
 """
-from msprof.raw.pmu import COUNTERS
+from msprof.decode.pmu import COUNTERS
 
 PMU_COLUMNS = [f"c{i}" for i in range(COUNTERS)]
 

@@ -17,7 +17,7 @@ import sqlite_utils
 
 from msprof import SCHEMA_VERSION, __version__
 from msprof.atomic import atomic_path
-from msprof.raw.blocks import insert_blocks, rows_per_statement
+from msprof.decode.blocks import insert_blocks, rows_per_statement
 from msprof.schema import INDEXES, TABLES, insert_sql  # noqa: F401 (TABLES re-exported for loaders)
 
 DB_NAME = "msprof.db"
@@ -123,7 +123,7 @@ def is_fresh(result_dir: Path, current_sources: Dict[str, tuple]) -> Optional[st
         return f"database unreadable ({exc})"
     if set(recorded) != set(current_sources):
         return "raw files added or removed"
-    from msprof.raw.slices import digest_file
+    from msprof.decode.slices import digest_file
 
     for rel, (size, mtime_ns) in current_sources.items():
         old_size, old_mtime, old_hash = recorded[rel]

@@ -14,7 +14,7 @@ from fixtures import faults
 from fixtures.board import jobgen
 from fixtures.networks import small_job, two_model_job
 from msprof import importer, workers
-from msprof.raw import hwts
+from msprof.decode import hwts
 
 
 def pmu_bad_magic(job, index: int):

@@ -85,7 +85,7 @@ def test_import_bookkeeping_freshness_and_small_chunks(tmp_path, monkeypatch):
     desc = dict(MULTI, pmu="PipeUtilization", slices={"api_event": 3, "hwts": 3, "task_track": 2, "aicore": 2})
     prof = pg.build(desc)
     prof_dir = pg.write_prof(tmp_path, desc)
-    from msprof.raw import slices
+    from msprof.decode import slices
 
     monkeypatch.setattr(slices, "CHUNK_BYTES", 200)   # records straddle chunks and slices everywhere
     dbs = prof_api.import_prof(prof_dir)

@@ -30,8 +30,8 @@ from msprof.atomic import atomic_path
 from msprof.console import log, notice
 from msprof.export import safe_name
 from msprof.export.tracecheck import TraceError, check_trace
-from msprof.raw.acl import api_type_name
-from msprof.raw.hwts import ASCEND_TASK_TYPES, TASK_TYPES
+from msprof.decode.acl import api_type_name
+from msprof.decode.hwts import ASCEND_TASK_TYPES, TASK_TYPES
 from msprof.reports import Report
 from msprof.workers import process_pool, several_cores
 

@@ -22,8 +22,8 @@ from msprof.importer import Notices, count_stream, write_bookkeeping
 from msprof.metrics import event_ids
 from msprof.prof import decoders as dec
 from msprof.prof import schema
-from msprof.raw import hwts
-from msprof.raw.slices import SliceStream, digest_file, group_files
+from msprof.decode import hwts
+from msprof.decode.slices import SliceStream, digest_file, group_files
 
 
 @contextlib.contextmanager

@@ -3,7 +3,7 @@ import itertools
 from collections import defaultdict
 from typing import List
 
-from msprof.raw.blocks import Layout, valid_part
+from msprof.decode.blocks import Layout, valid_part
 
 RECORD_SIZE = 128
 COUNTERS = 10

@@ -9,7 +9,7 @@ from collections import defaultdict
 from operator import and_, lshift, or_
 from typing import List, Tuple
 
-from msprof.raw.blocks import byte_column, record_struct
+from msprof.decode.blocks import byte_column, record_struct
 
 RECORD_SIZE = 64
 # flags (log type | counter << 4), task type, task id, syscnt, stream field (magic and reserved skipped:

@@ -1,5 +1,5 @@
 """ACL API records, ``AclModule.*`` — 128 B ``=HHIQQII64s4Q`` (raw-format.md §5.3)."""
-from msprof.raw.blocks import Layout, valid_part
+from msprof.decode.blocks import Layout, valid_part
 
 RECORD_SIZE = 128
 MAGIC = 0x5A5A
