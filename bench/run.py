@@ -162,7 +162,7 @@ def print_targets(results) -> None:
           f"{verdict[pipeline_wall(largest) <= 20]}")
     print(f"  peak RSS <= 500 MB at every size           {peak:6.0f} MB         {verdict[peak <= 500]}")
     sliced = [n for n in largest["timelines"] if "_slice_" in n]
-    from msprof.export.tracecheck import check_trace
+    from msprof.tracecheck import check_trace
 
     valid = sum(1 for n in sliced if not check_trace(largest["timeline_dir"] / n))   # untimed, after the runs
     print(f"  timelines above 1M events in slices        {len(sliced)} slice file(s), {valid} valid "

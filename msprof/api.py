@@ -1,126 +1,125 @@
-"""Library entry points behind the CLI. Each takes a path: a result dir, a PROF_ dir, or a parent of several."""
+"""Library entry points behind the CLI: one function per command, each one loop over the units of a path
+(msprof.layouts: a JOB directory; a PROF_ device with its host), whatever their layout.
+
+Each takes a path — a result directory, a PROF_ directory, or a parent of several — and, where it writes,
+``output``: a directory that receives the databases and results (``OUTPUT/<result dir name>/...``) instead
+of the collection itself (which may be read-only).
+"""
 import shutil
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
-from msprof import store
-from msprof.collection import find_result_dirs
-from msprof.console import notice, result_log
-from msprof.reports import open_report
-
-
-def split_layouts(path: Path):
-    """(JOB result dirs, PROF_ roots) under ``path``: a PROF_ directory is analysed as one unit
-    (its host/ and device_N/ result dirs together), see msprof.prof."""
-    jobs, prof_roots = [], []
-    for result_dir in find_result_dirs(path):
-        if result_dir.parent.name.startswith("PROF_") and (result_dir.name == "host"
-                                                           or result_dir.name.startswith("device_")):
-            if result_dir.parent not in prof_roots:
-                prof_roots.append(result_dir.parent)
-        else:
-            jobs.append(result_dir)
-    return jobs, prof_roots
+from msprof.console import log, notice, result_log
+from msprof.layouts import find_units
+from msprof.layouts.base import Database, Selection, Unit, opened
+from msprof.workers import process_pool, several_cores
 
 
-def _prof_api():
-    from msprof.prof import api as prof_api
-
-    return prof_api
-
-
-def import_collection(path: Path) -> List[Path]:
-    """Rebuild the database of every result directory under ``path``; return the database paths."""
-    from msprof.importer import import_result_dir
-
-    jobs, prof_roots = split_layouts(path)
-    databases = [db for root in prof_roots for db in _prof_api().import_prof(root)]
-    for result_dir in jobs:
-        with result_log(result_dir, "import"):
-            database = import_result_dir(result_dir)
-        notice(f"imported {result_dir} -> {database}")
-        databases.append(database)
-    return databases
+# --- databases -------------------------------------------------------------------------------------------
+def _build(database: Database, spare_cores: bool) -> Path:
+    with result_log(database.path.parent.parent, "import"):
+        path = database.build(database.path, spare_cores)
+    notice(f"imported {database.source_dir} -> {path}")
+    return path
 
 
-def ensure_database(result_dir: Path) -> Path:
-    """The result dir's database, (re)built first when it is missing or its sources changed."""
-    from msprof.importer import import_result_dir
-
-    reason = store.stale_reason(result_dir)
-    if reason is None:
-        return store.db_path(result_dir)
-    notice(f"{result_dir.name}: importing ({reason})")
-    return import_result_dir(result_dir)
+def build_databases(databases: List[Database]) -> List[Path]:
+    """(Re)build databases: two at a time in two processes when there are several and a second core (a PROF
+    host and its device build side by side); one alone may use a worker process of its own."""
+    if len(databases) > 1 and several_cores():
+        with process_pool(2) as pool:
+            return list(pool.map(_build, databases, [False] * len(databases)))
+    return [_build(database, True) for database in databases]
 
 
-def export_timeline(path: Path, model_id: Optional[int] = None, iteration_id: Optional[int] = None,
-                    check_all: bool = False) -> List[Path]:
-    """Write Chrome traces into <result dir>/timeline/ (importing first when needed); return the files.
+def ensure_databases(unit: Unit) -> None:
+    """Build the unit's databases that are missing or whose raw files changed."""
+    stale = []
+    for database in unit.databases:
+        reason = database.stale()
+        if reason is not None:
+            part = "" if len(unit.databases) == 1 else f" {database.source_dir.name}"
+            notice(f"{unit.label}: importing{part} ({reason})")
+            stale.append(database)
+    if stale:
+        build_databases(stale)
+
+
+def import_collection(path: Path, output: Optional[Path] = None) -> List[Path]:
+    """Rebuild the databases of every unit under ``path``; return their paths."""
+    databases: Dict[Path, Database] = {}
+    for unit in find_units(path, output):
+        for database in unit.databases:
+            databases.setdefault(database.path, database)
+    return build_databases(list(databases.values()))
+
+
+# --- exports ---------------------------------------------------------------------------------------------
+def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selection(),
+                   output: Optional[Path] = None) -> List[Path]:
+    """Write the summary files of every unit into <unit>/summary/ (importing first when needed)."""
+    from msprof.summary import write_summary
+
+    selection.check()
+    written: List[Path] = []
+    for unit in find_units(path, output):
+        with result_log(unit.out, f"export summary --format {fmt}"):
+            ensure_databases(unit)
+            with opened(unit) as report:
+                files = unit.layout.summary_files(report, selection)
+                written += write_summary(report, files, fmt, unit.out / "summary")
+    _announce(written)
+    return written
+
+
+def export_timeline(path: Path, selection: Selection = Selection(), check_all: bool = False,
+                    output: Optional[Path] = None) -> List[Path]:
+    """Write the Chrome traces of every unit into <unit>/timeline/ (importing first when needed).
     ``check_all``: validate every file before it is renamed into place, whatever its size."""
-    from msprof.export.timeline import write_timeline
+    from msprof.trace import write_timelines
 
-    jobs, prof_roots = split_layouts(path)
-    written = [f for root in prof_roots for f in _prof_api().export_timeline(root, model_id, iteration_id)]
-    for result_dir in jobs:
-        with result_log(result_dir, "export timeline"):
-            ensure_database(result_dir)
-            with open_report(result_dir) as report:
-                written += write_timeline(report, model_id=model_id, iteration_id=iteration_id,
-                                          check_all=check_all)
+    selection.check()
+    written: List[Path] = []
+    for unit in find_units(path, output):
+        with result_log(unit.out, "export timeline"):
+            ensure_databases(unit)
+            with opened(unit) as report:
+                written += write_timelines(report, selection, check_all)
     _announce(written)
     return written
 
 
-def export_summary(path: Path, fmt: str = "csv", model_id: Optional[int] = None,
-                   iteration_id: Optional[int] = None) -> List[Path]:
-    """Write op_summary/op_statistic/acl_statistic files into <result dir>/summary/; return the files."""
-    from msprof.export.summary import write_summary
-
-    jobs, prof_roots = split_layouts(path)
-    written = [f for root in prof_roots for f in _prof_api().export_summary(root, fmt, model_id, iteration_id)]
-    for result_dir in jobs:
-        with result_log(result_dir, f"export summary --format {fmt}"):
-            ensure_database(result_dir)
-            with open_report(result_dir) as report:
-                written += write_summary(report, fmt, model_id=model_id, iteration_id=iteration_id)
-    _announce(written)
-    return written
-
-
-def analyse(path: Path) -> List[Path]:
+def analyse(path: Path, output: Optional[Path] = None) -> List[Path]:
     """import + export timeline + export summary (what ``collect --all`` runs on each pulled JOB)."""
-    import_collection(path)
-    return export_timeline(path) + export_summary(path)
+    import_collection(path, output)
+    return export_timeline(path, output=output) + export_summary(path, output=output)
 
 
-def show(path: Path, model_id=None, iteration_id=None, top=None, fmt="table", style="simple") -> None:
-    """Print the four tables of outputs.md §4; import and export the timeline first when missing or stale."""
+# --- terminal ----------------------------------------------------------------------------------------------
+def show(path: Path, selection: Selection = Selection(), top: Optional[int] = None, fmt: str = "table",
+         style: str = "simple", output: Optional[Path] = None) -> None:
+    """Print each unit's tables (outputs.md §4); import and export the timeline first when missing or stale."""
     from msprof.show import print_tables
-    from msprof.export.timeline import write_timeline, timeline_current
+    from msprof.trace import timelines_current, write_timelines
 
-    jobs, prof_roots = split_layouts(path)
-    for root in prof_roots:
-        _prof_api().show(root, model_id=model_id, iteration_id=iteration_id, top=top, fmt=fmt, style=style)
-    for result_dir in jobs:
-        with result_log(result_dir, "show"):
-            ensure_database(result_dir)
-            with open_report(result_dir) as report:
-                if not timeline_current(report):
-                    _announce(write_timeline(report))
-                print_tables(report, model_id=model_id, iteration_id=iteration_id, top=top, fmt=fmt, style=style)
+    selection.check()
+    for unit in find_units(path, output):
+        with result_log(unit.out, "show"):
+            ensure_databases(unit)
+            with opened(unit) as report:
+                if not timelines_current(report):
+                    _announce(write_timelines(report))
+                print_tables(report, selection, top=top, fmt=fmt, style=style)
 
 
-def query(path: Path) -> None:
+def query(path: Path, output: Optional[Path] = None) -> None:
+    """Devices, models, iteration ids and the data present (the values --model-id/--iteration-id take)."""
     from msprof.show import print_query
 
-    jobs, prof_roots = split_layouts(path)
-    for root in prof_roots:
-        _prof_api().query(root)
-    for result_dir in jobs:
-        with result_log(result_dir, "query"):
-            ensure_database(result_dir)
-            with open_report(result_dir) as report:
+    for unit in find_units(path, output):
+        with result_log(unit.out, "query"):
+            ensure_databases(unit)
+            with opened(unit) as report:
                 print_query(report)
 
 
@@ -147,3 +146,4 @@ def _announce(paths: List[Path]) -> None:
     if paths:
         directories = sorted({str(p.parent) for p in paths})
         notice(f"wrote {len(paths)} file(s) in {', '.join(directories)}")
+    log.debug("%d file(s) written", len(paths))

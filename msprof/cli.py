@@ -12,7 +12,7 @@ import click
 
 from msprof import __version__
 from msprof.console import configure, log
-from msprof.errors import EXIT_CODES, MsprofError, UsageError
+from msprof.errors import EXIT_CODES, MsprofError
 from msprof.paths import check_path_argument, newest_collection
 
 EXIT_CODE_HELP = "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES.items())
@@ -47,9 +47,10 @@ def resolve_dir(collection_dir):
     return found
 
 
-def check_selection(model_id, iteration_id):
-    if (model_id is None) != (iteration_id is None):
-        raise UsageError("--model-id and --iteration-id go together: give both or neither")
+def selection(model_id, iteration_id):
+    from msprof.layouts.base import Selection
+
+    return Selection(model_id, iteration_id).check()
 
 
 class _Commands(click.Group):
@@ -110,9 +111,7 @@ def export_timeline_cmd(collection_dir, model_id, iteration_id, check_all):
     """task_time_* and acl_* Chrome traces into <result dir>/timeline/."""
     from msprof import api
 
-    check_selection(model_id, iteration_id)
-    api.export_timeline(resolve_dir(collection_dir), model_id=model_id, iteration_id=iteration_id,
-                        check_all=check_all)
+    api.export_timeline(resolve_dir(collection_dir), selection(model_id, iteration_id), check_all=check_all)
 
 
 @export.command("summary", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
@@ -123,8 +122,7 @@ def export_summary_cmd(collection_dir, model_id, iteration_id, fmt):
     """op_summary, op_statistic and acl_statistic tables into <result dir>/summary/."""
     from msprof import api
 
-    check_selection(model_id, iteration_id)
-    api.export_summary(resolve_dir(collection_dir), fmt=fmt, model_id=model_id, iteration_id=iteration_id)
+    api.export_summary(resolve_dir(collection_dir), fmt=fmt, selection=selection(model_id, iteration_id))
 
 
 @cli.command("show", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
@@ -137,9 +135,7 @@ def show_cmd(collection_dir, model_id, iteration_id, top, fmt, style):
     """Print AA Core metrics, op statistic, ACL statistic and frequency tables."""
     from msprof import api
 
-    check_selection(model_id, iteration_id)
-    api.show(resolve_dir(collection_dir), model_id=model_id, iteration_id=iteration_id, top=top, fmt=fmt,
-             style=style)
+    api.show(resolve_dir(collection_dir), selection(model_id, iteration_id), top=top, fmt=fmt, style=style)
 
 
 @cli.command("query", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)

@@ -6,7 +6,7 @@ A metric is (column name, formula kind, event names). Formula kinds:
 * ``sum``    — the sum of several counters (integer)
 * ``memory_bound`` — max(Dstr, DLD, WLD ratio) / max(Mac Busy, Vec Ppen ratio); N/A when the divisor is 0
 """
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 SVP_EVENTS: Dict[int, str] = {
     0x300: "mac_busy", 0x301: "mac_ppen", 0x302: "vec_busy", 0x303: "vec_ppen", 0x304: "dstr",
@@ -102,3 +102,149 @@ _FORMULAS = {
     "memory_bound": lambda c, cycles: (f"CASE WHEN {cycles} > 0 THEN "
                                        f"{rounded_ratio(f'max({c[0]}, {c[1]}, {c[2]})', f'max({c[3]}, {c[4]})')} END"),
 }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Ascend AI Core metric sets (task-based PMU, aicore.data): which events, which op_summary columns, and how
+# each is computed (docs/prof-format.md §5; the formulas and their rounding follow msprof's analyser)
+# ---------------------------------------------------------------------------------------------------------
+# A column is (name, formula kind, args). Kinds:
+#   aicore_time   cycles/f · ceil(B/C)/B µs, rounded to 2 decimals (Python round) before anything else uses it
+#   cycles        total cycles of the task
+#   ratio         sum of the ratios event/cycles of the events in args
+#   pipe_time     aicore_time · ratio of one event
+#   miss_rate     (event b / cycles) / (event a / cycles); event b / cycles when event a's counter is 0
+#   memory_bound  ratio column args[0] / max(ratio columns args[1:]), from their rounded values
+#   cube_usage    100 · cycles·1000 / (f · C · duration ns); 0 when ratio column args[0] is 0
+#   fops          Σ ratio·cycles·weight over args ((event, weight) pairs)
+#   counter       a counter as it is (event sets msprof has no formulas for)
+# Every float column is rounded to 3 decimals the way the reference rounds it: SQLite's round() in SQL,
+# except memory_bound and cube_utilization, which it rounds with Python's round() (the renderer does).
+PIPE_UTILIZATION = [
+    ("aicore_time(us)", "aicore_time", ()),
+    ("total_cycles", "cycles", ()),
+    ("vec_time(us)", "pipe_time", (0x8,)), ("vec_ratio", "ratio", (0x8,)),
+    ("mac_time(us)", "pipe_time", (0xA,)), ("mac_ratio", "ratio", (0xA,)),
+    ("scalar_time(us)", "pipe_time", (0x9,)), ("scalar_ratio", "ratio", (0x9,)),
+    ("mte1_time(us)", "pipe_time", (0xB,)), ("mte1_ratio", "ratio", (0xB,)),
+    ("mte2_time(us)", "pipe_time", (0xC,)), ("mte2_ratio", "ratio", (0xC,)),
+    ("mte3_time(us)", "pipe_time", (0xD,)), ("mte3_ratio", "ratio", (0xD,)),
+    ("icache_miss_rate", "miss_rate", (0x54, 0x55)),
+    ("memory_bound", "memory_bound", ("mte2_ratio", "vec_ratio", "mac_ratio")),
+    ("cube_utilization(%)", "cube_usage", ("mac_ratio",)),
+]
+
+
+def _arithmetic(vector_weights) -> list:
+    return [
+        ("aicore_time(us)", "aicore_time", ()),
+        ("total_cycles", "cycles", ()),
+        ("mac_fp16_ratio", "ratio", (0x49,)),
+        ("mac_int8_ratio", "ratio", (0x4A,)),
+        ("vec_fp32_ratio", "ratio", (0x4B,)),
+        ("vec_fp16_ratio", "ratio", (0x4C, 0x4D)),
+        ("vec_int32_ratio", "ratio", (0x4E,)),
+        ("vec_misc_ratio", "ratio", (0x4F,)),
+        ("cube_fops", "fops", ((0x49, 8192.0), (0x4A, 16384.0))),
+        ("vector_fops", "fops", tuple(vector_weights)),
+    ]
+
+
+# vector fops weights of events 0x4b..0x4f by chip (platform_version): chip v2 ("1"), chip v1 ("0"), chip v3
+# and later (the default)
+VECTOR_WEIGHTS = {
+    "1": ((0x4B, 64.0), (0x4C, 128.0), (0x4D, 64.0), (0x4E, 64.0), (0x4F, 32.0)),
+    "0": ((0x4B, 32.0), (0x4C, 128.0), (0x4D, 64.0), (0x4E, 64.0), (0x4F, 32.0)),
+}
+DEFAULT_VECTOR_WEIGHTS = ((0x4B, 64.0), (0x4C, 128.0), (0x4D, 64.0), (0x4E, 16.0), (0x4F, 16.0))
+
+ASCEND_METRIC_SETS = {
+    "PipeUtilization": lambda platform: PIPE_UTILIZATION,
+    "ArithmeticUtilization": lambda platform: _arithmetic(VECTOR_WEIGHTS.get(platform, DEFAULT_VECTOR_WEIGHTS)),
+}
+# columns the renderer rounds (Python's round, 3 decimals); every other float column is rounded in SQL
+PYTHON_ROUNDED = ("memory_bound", "cube_usage")
+
+
+class AscendMetrics:
+    """The op_summary PMU columns of one device, from sample.json's metric set and its event slot order, as
+    SQL over a PMU row ``p`` and the task's block dim and duration.
+
+    A known set is used only when every event it needs was recorded; otherwise the columns are aicore_time,
+    total_cycles and the raw counters named by event id."""
+
+    def __init__(self, metric_set: str, slot_events: List[int], platform_version: str):
+        self.slot_of = {e: i for i, e in enumerate(slot_events)}
+        make = ASCEND_METRIC_SETS.get(metric_set)
+        columns = make(platform_version) if make else []
+        needed = set()
+        for _name, kind, args in columns:
+            if kind in ("ratio", "pipe_time", "miss_rate"):
+                needed.update(args)
+            elif kind == "fops":
+                needed.update(e for e, _w in args)
+        if columns and needed <= set(self.slot_of):
+            self.columns = columns
+        else:
+            self.columns = [("aicore_time(us)", "aicore_time", ()), ("total_cycles", "cycles", ())] + [
+                (f"0x{e:x}", "counter", (e,)) for e in slot_events]
+
+    @property
+    def names(self) -> List[str]:
+        return [c[0] for c in self.columns]
+
+    def python_rounded(self) -> List[bool]:
+        return [kind in PYTHON_ROUNDED for _n, kind, _a in self.columns]
+
+    def ratio(self, event: int) -> str:
+        return (f"(CASE WHEN p.total_cycles THEN CAST(p.c{self.slot_of[event]} AS REAL) / p.total_cycles"
+                " ELSE 0.0 END)")
+
+    def sql(self, aicore_time: str, dur_ns: str, aic_mhz: Optional[float], core_num: Optional[int]) -> List[str]:
+        """One SQL expression per column. ``aicore_time``: the expression of the task's aicore time (already
+        rounded to 2 decimals); ``dur_ns``: of its duration. NULL (N/A) for a task without a PMU record."""
+        done: Dict[str, str] = {}
+        out = []
+        for name, kind, args in self.columns:
+            if kind == "aicore_time":
+                expr = aicore_time
+            elif kind == "cycles":
+                expr = "p.total_cycles"
+            elif kind == "counter":
+                expr = f"p.c{self.slot_of[args[0]]}"
+            elif kind == "ratio":
+                expr = "round(" + " + ".join(["0.0"] + [self.ratio(e) for e in args]) + ", 3)"
+            elif kind == "pipe_time":
+                expr = f"round({aicore_time} * {self.ratio(args[0])}, 3)"
+            elif kind == "miss_rate":
+                a, b = args
+                expr = (f"CASE WHEN p.c{self.slot_of[a]} THEN round({self.ratio(b)} / {self.ratio(a)}, 3)"
+                        f" ELSE round({self.ratio(b)}, 3) END")
+            elif kind == "memory_bound":
+                top = f"max({', '.join(done[c] for c in args[1:])})"
+                expr = f"CASE WHEN {top} THEN {done[args[0]]} / {top} ELSE 0 END"
+            elif kind == "cube_usage":
+                if not core_num or not aic_mhz:
+                    expr = "0"
+                else:
+                    expr = (f"CASE WHEN {done[args[0]]} AND p.total_cycles AND {dur_ns} THEN p.total_cycles /"
+                            f" ({float(aic_mhz)!r} * {int(core_num)} * {dur_ns}) * 1000 * 100 ELSE 0 END")
+            elif kind == "fops":
+                expr = "round(" + " + ".join(["0.0"] + [f"{self.ratio(e)} * p.total_cycles * {w!r}"
+                                                         for e, w in args]) + ", 3)"
+            else:  # pragma: no cover - a table error
+                raise ValueError(kind)
+            done[name] = expr
+            out.append(f"CASE WHEN p.total_cycles IS NULL THEN NULL ELSE {expr} END")
+        return out
+
+
+def aicore_time_sql(cycles: str, block_num: str, aic_mhz: Optional[float], core_num: Optional[int]) -> str:
+    """cycles·10⁶/f_Hz / B · ceil(B/C), in the reference's order of float operations, before its 2-decimal
+    rounding; 0 without a block num, core count or frequency."""
+    if not core_num or not aic_mhz:
+        return "0"
+    f_hz = float(aic_mhz) * 1e6
+    c = int(core_num)
+    return (f"(CASE WHEN {block_num} THEN {cycles} * 1000000 / {f_hz!r} / {block_num} * (({block_num} + {c} - 1)"
+            f" / {c}) ELSE 0 END)")

@@ -29,3 +29,15 @@ def newest_collection(parent: Path) -> Path:
         raise NoCollectionError(
             f"no JOB* or PROF_* directory under {parent}; pass one with -dir (e.g. msprof import -dir JOBxxx)")
     return max(candidates, key=lambda p: (p.stat().st_mtime_ns, p.name))
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
+
+
+def safe_name(part) -> str:
+    """A file-name component: 'N_A' for missing values, anything odd replaced by '_'."""
+    if part is None or part == "":
+        return "N_A"
+    if isinstance(part, float) and part.is_integer():
+        part = int(part)
+    return _UNSAFE.sub("_", str(part))

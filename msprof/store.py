@@ -5,40 +5,24 @@ complete, so an interrupted or failed import never destroys the previous databas
 call ``fresh_database`` which reuses the database while the recorded source files are unchanged.
 """
 import contextlib
-import functools
-import itertools
 import json
 import os
 import sqlite3
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import sqlite_utils
 
 from msprof import SCHEMA_VERSION, __version__
 from msprof.atomic import atomic_path
-from msprof.decode.blocks import insert_blocks, rows_per_statement
-from msprof.schema import INDEXES, TABLES, insert_sql  # noqa: F401 (TABLES re-exported for loaders)
+from msprof.console import log, notice
 
 DB_NAME = "msprof.db"
 
 
 def db_path(result_dir: Path) -> Path:
     return Path(result_dir) / "sqlite" / DB_NAME
-
-
-def create_schema(db: sqlite_utils.Database, tables=TABLES) -> None:
-    """Create ``tables`` (names; default all) exactly alike in every database, so that a part database
-    built by a worker process is copied in by SQLite's fast table-to-table transfer."""
-    for name in tables:
-        columns, pk = TABLES[name]
-        db[name].create(columns, pk=pk, not_null={pk} if pk else None)
-
-
-def create_indexes(db: sqlite_utils.Database, tables=None) -> None:
-    for table, columns in INDEXES:
-        if tables is None or table in tables:
-            db[table].create_index(columns, if_not_exists=True)
 
 
 def tune_for_bulk_load(conn: sqlite3.Connection) -> None:
@@ -48,44 +32,6 @@ def tune_for_bulk_load(conn: sqlite3.Connection) -> None:
     # 16 MB: a larger cache only costs page faults here (records are appended, indexes built at the end)
     conn.execute("PRAGMA cache_size=-16384")
     conn.execute("PRAGMA temp_store=MEMORY")
-
-
-@contextlib.contextmanager
-def building(result_dir: Path):
-    """Yield a sqlite_utils.Database on a temporary file; it becomes sqlite/msprof.db on success."""
-    target = db_path(result_dir)
-    with atomic_path(target) as tmp:
-        conn = sqlite3.connect(str(tmp), isolation_level=None)
-        try:
-            tune_for_bulk_load(conn)
-            db = sqlite_utils.Database(conn)
-            conn.execute("BEGIN")
-            create_schema(db)
-            yield db
-            if conn.in_transaction:  # some sqlite3/sqlite-utils versions commit on their own
-                conn.execute("COMMIT")
-            conn.execute("PRAGMA journal_mode=DELETE")
-        finally:
-            conn.close()
-
-
-def insert_rows(conn: sqlite3.Connection, table: str, rows) -> int:
-    """Insert equal-length tuples (the table's columns without ``seq``, which SQLite numbers) with
-    multi-row INSERTs: fewer statement steps than one row per statement (~25% faster on large loads)."""
-    rows = rows if isinstance(rows, list) else list(rows)
-    if rows:
-        width = len(rows[0])
-        per = rows_per_statement(width)
-        flat = list(itertools.chain.from_iterable(rows))
-        step = per * width
-        blocks = [flat[i:i + step] for i in range(0, len(flat), step)]
-        insert_blocks(conn, functools.partial(_insert_sql, table), blocks, width, per)
-    return len(rows)
-
-
-@functools.lru_cache(maxsize=None)
-def _insert_sql(table: str, rows: int) -> str:
-    return insert_sql(table, skip_seq=True, rows=rows)
 
 
 def write_meta(db: sqlite_utils.Database, values: Dict[str, object]) -> None:
@@ -107,10 +53,139 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def is_fresh(result_dir: Path, current_sources: Dict[str, tuple]) -> Optional[str]:
-    """None when sqlite/msprof.db exists and matches ``current_sources`` ({relpath: (size, mtime_ns)}),
-    else the reason it must be rebuilt. A file whose mtime changed but whose hash did not is fine."""
-    path = db_path(result_dir)
+def source_snapshot(result_dir: Path, files) -> Dict[str, tuple]:
+    snapshot = {}
+    for path in files:
+        stat = os.stat(path)
+        snapshot[os.path.relpath(path, result_dir)] = (stat.st_size, stat.st_mtime_ns)
+    return snapshot
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The store of every layout: tables as data, atomic build, bookkeeping, freshness
+# ---------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TableDef:
+    """One table of a store: column name → Python type (insert order), primary key, column defaults."""
+
+    columns: Dict[str, type]
+    pk: Optional[str] = None
+    defaults: Dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class Schema:
+    """The tables and indexes of one kind of database (a layout's). Indexes are created after the bulk
+    load (cheaper than maintaining them row by row); an index is (table, columns) or (table, columns,
+    WHERE clause of a partial index)."""
+
+    name: str
+    tables: Dict[str, TableDef]
+    indexes: List[tuple] = field(default_factory=list)
+
+    def create(self, db: sqlite_utils.Database, names=None) -> None:
+        for name, table in self.tables.items():
+            if names is None or name in names:
+                db[name].create(table.columns, pk=table.pk, not_null={table.pk} if table.pk else None,
+                                defaults=table.defaults or None)
+
+    def create_indexes(self, db: sqlite_utils.Database, names=None) -> None:
+        for table, columns, *where in self.indexes:
+            if names is not None and table not in names:
+                continue
+            if where:
+                condition = "".join(ch if ch.isalnum() else "_" for ch in where[0])
+                index = f"idx_{table}_{'_'.join(columns)}_where_{condition}"
+                db.execute(f"CREATE INDEX IF NOT EXISTS [{index}] ON [{table}] ({', '.join(columns)}) WHERE {where[0]}")
+            else:
+                db[table].create_index(columns, if_not_exists=True)
+
+
+BOOKKEEPING: Dict[str, TableDef] = {
+    "meta": TableDef({"key": str, "value": str}, "key"),
+    "source_file": TableDef({"path": str, "kind": str, "size": int, "mtime_ns": int, "sha256": str}, "path"),
+    "decode_count": TableDef({"stream": str, "kind": str, "files": int, "bytes": int, "records": int,
+                           "skipped": int, "head_lost": int, "tail_lost": int}, "stream"),
+    "notice": TableDef({"seq": int, "level": str, "message": str}, "seq"),
+}
+
+
+@contextlib.contextmanager
+def build(path: Path, schema: Schema):
+    """Yield a sqlite_utils.Database on a temporary file beside ``path``; it replaces ``path`` only when the
+    block succeeds (an interrupted or failed import never destroys the previous database). The directory
+    is created first: worker processes started inside the block write part databases into it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            tune_for_bulk_load(conn)
+            db = sqlite_utils.Database(conn)
+            conn.execute("BEGIN")
+            schema.create(db)
+            yield db
+            if conn.in_transaction:  # some sqlite3/sqlite-utils versions commit on their own
+                conn.execute("COMMIT")
+            conn.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            conn.close()
+
+
+class Notices:
+    """Warnings met while importing: logged once each and kept in the database's notice table. A worker
+    process collects them silently (echo=False); the parent replays them."""
+
+    def __init__(self, echo: bool = True):
+        self.items: List[tuple] = []
+        self.echo = echo
+
+    def warn(self, message: str) -> None:
+        if self.echo:
+            log.warning(message)
+        self.items.append(("warning", message))
+
+    def notice(self, message: str) -> None:
+        if self.echo:
+            notice(message)
+        self.items.append(("notice", message))
+
+    def replay(self, items) -> None:
+        for level, message in items:
+            (self.warn if level == "warning" else self.notice)(message)
+
+
+def record_sources(db: sqlite_utils.Database, source_dir: Path, counts, notices: Notices, files,
+                   meta: Dict[str, object]) -> None:
+    """The bookkeeping of a built database: every source file (size, mtime and hash: what freshness checks
+    compare), the decode counts per stream, the notices, and ``meta`` (plus version and completeness)."""
+    from msprof.decode.slices import digest_file
+
+    digests = {}
+    for count in counts.values():
+        for digest in count.digests:
+            digests[digest.path] = (digest, count.kind)
+        db["decode_count"].insert({"stream": count.stream, "kind": count.kind, "files": count.files,
+                                   "bytes": count.bytes, "records": count.records, "skipped": count.skipped,
+                                   "head_lost": count.head_lost, "tail_lost": count.tail_lost})
+    for path in files:
+        if path not in digests:
+            digests[path] = (digest_file(path), "data" if path.parent.name == "data" else "metadata")
+    db["source_file"].insert_all([{"path": os.path.relpath(d.path, source_dir), "kind": kind, "size": d.size,
+                                   "mtime_ns": d.mtime_ns, "sha256": d.sha256} for d, kind in digests.values()],
+                                 replace=True)
+    db["notice"].insert_all([{"level": level, "message": message} for level, message in notices.items])
+    values = base_meta()
+    values.update(meta)
+    values["bytes_lost"] = sum(c.head_lost + c.tail_lost for c in counts.values())
+    values["complete"] = "1"
+    write_meta(db, values)
+
+
+def stale(path: Path, source_dir: Path, files, layout: str) -> Optional[str]:
+    """None while the database at ``path`` was built by this msprof for ``layout`` from exactly ``files``
+    (compared by size, and by content hash where only the mtime changed), else why it must be rebuilt."""
+    path = Path(path)
     if not path.is_file():
         return "no database yet"
     try:
@@ -118,33 +193,111 @@ def is_fresh(result_dir: Path, current_sources: Dict[str, tuple]) -> Optional[st
             meta = read_meta(conn)
             if meta.get("schema_version") != str(SCHEMA_VERSION) or meta.get("complete") != "1":
                 return "database from another msprof version"
+            if meta.get("layout") != layout:
+                return f"database not built for the {layout} layout"
             recorded = {row[0]: row[1:] for row in conn.execute("SELECT path, size, mtime_ns, sha256 FROM source_file")}
     except sqlite3.Error as exc:
         return f"database unreadable ({exc})"
-    if set(recorded) != set(current_sources):
+    current = source_snapshot(source_dir, files)
+    if set(recorded) != set(current):
         return "raw files added or removed"
     from msprof.decode.slices import digest_file
 
-    for rel, (size, mtime_ns) in current_sources.items():
+    for rel, (size, mtime_ns) in current.items():
         old_size, old_mtime, old_hash = recorded[rel]
         if size != old_size:
             return f"{rel} changed"
-        if mtime_ns != old_mtime and digest_file(Path(result_dir) / rel).sha256 != old_hash:
+        if mtime_ns != old_mtime and digest_file(Path(source_dir) / rel).sha256 != old_hash:
             return f"{rel} changed"
     return None
 
 
-def stale_reason(result_dir: Path) -> Optional[str]:
-    """Why the result dir's database must be (re)built, or None while it matches its raw and metadata files."""
-    from msprof.collection import data_files, read_result_dir
+def merge_part(db: sqlite_utils.Database, schema: Schema, part: Path, table: str) -> None:
+    """Copy a worker's table (and its indexes) in. ``INSERT INTO t SELECT * FROM part.t`` between identically
+    declared tables is SQLite's transfer optimisation: pages of records copied as they are, index b-trees
+    included, instead of rows decoded and inserted one by one."""
+    conn = db.conn
+    schema.create_indexes(db, [table])
+    conn.execute("ATTACH DATABASE ? AS part", (str(part),))
+    conn.execute(f"INSERT INTO main.[{table}] SELECT * FROM part.[{table}]")
+    if conn.in_transaction:  # DETACH is refused inside a transaction
+        conn.execute("COMMIT")
+    conn.execute("DETACH DATABASE part")
+    conn.execute("BEGIN")
 
-    result = read_result_dir(result_dir)
-    return is_fresh(result_dir, source_snapshot(result_dir, data_files(result_dir) + result.metadata_files))
+
+# Families at least this large are loaded by a worker process (into a part database merged afterwards)
+# while the main process loads the others; below it a process costs more than it saves.
+PARALLEL_MIN_BYTES = 16 << 20
 
 
-def source_snapshot(result_dir: Path, files) -> Dict[str, tuple]:
-    snapshot = {}
-    for path in files:
-        stat = os.stat(path)
-        snapshot[os.path.relpath(path, result_dir)] = (stat.st_size, stat.st_mtime_ns)
-    return snapshot
+def _side_worker(part_path: str, schema: Schema, table: str, load, streams):
+    """In a worker process: one family into a part database (its table, then its indexes); returns
+    (counts, notices)."""
+    conn = sqlite3.connect(part_path, isolation_level=None)
+    try:
+        tune_for_bulk_load(conn)
+        conn.execute("BEGIN")
+        db = sqlite_utils.Database(conn)
+        schema.create(db, [table])
+        counts: dict = {}
+        notices = Notices(echo=False)
+        load(conn, streams, counts, notices)
+        schema.create_indexes(db, [table])
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+        return counts, notices.items
+    finally:
+        conn.close()
+
+
+class SideLoads:
+    """Loads large families in one worker process while the main process loads the rest.
+
+    ``families``: name → (table, load(conn, streams, counts, notices), streams), in the order the worker loads
+    them. Only families of at least PARALLEL_MIN_BYTES go to the worker, and only with more than one core
+    (``spare_cores``). ``merge(db, name)`` waits for a family and copies its part in (or loads it here when
+    it was not sent to the worker). One worker, not one per family: two cores then run two processes."""
+
+    def __init__(self, target: Path, schema: Schema, families: dict, spare_cores: bool):
+        self.target, self.schema, self.families = Path(target), schema, families
+        sizes = {name: sum(p.stat().st_size for item in f[2] for p in item.files) for name, f in families.items()}
+        self.remote = [name for name in families if spare_cores and sizes[name] >= PARALLEL_MIN_BYTES]
+        self.futures = {}
+        self.executor = None
+
+    def _part(self, name: str) -> Path:
+        return self.target.parent / f".part-{os.getpid()}-{name}.db"
+
+    def __enter__(self):
+        if self.remote:
+            from msprof.workers import process_pool
+
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            self.executor = process_pool(1)
+            for name in self.remote:
+                part = self._part(name)
+                if part.exists():
+                    part.unlink()
+                table, load, streams = self.families[name]
+                self.futures[name] = self.executor.submit(_side_worker, str(part), self.schema, table, load, streams)
+        return self
+
+    def merge(self, db: sqlite_utils.Database, name: str, counts: dict, notices: Notices) -> None:
+        table, load, streams = self.families[name]
+        if name in self.futures:
+            side_counts, side_notices = self.futures[name].result()
+            notices.replay(side_notices)
+            counts.update(side_counts)
+            merge_part(db, self.schema, self._part(name), table)
+        else:
+            load(db.conn, streams, counts, notices)
+            self.schema.create_indexes(db, [table])
+
+    def __exit__(self, *exc):
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+        for name in self.remote:
+            if self._part(name).exists():
+                self._part(name).unlink()
+        return False

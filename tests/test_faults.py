@@ -73,7 +73,7 @@ def test_bad_magic_skipped_and_counted(job, msprof_cli):
     faults.bad_magic(job, "acl_model", 0)
     proc = msprof_cli("import", "-dir", job)
     assert proc.returncode == 0
-    assert "AclModule.acl_model.0.slice_0: 1 ACL record(s) with a bad magic or tag skipped" in proc.stderr
+    assert "AclModule.acl_model.0.slice_0 offset 0: 1 ACL record(s) skipped (bad magic or tag)" in proc.stderr
     assert db_count(job, "SELECT sum(skipped) FROM decode_count WHERE kind = 'acl'") == 1
 
 

@@ -13,8 +13,9 @@ import pytest
 from fixtures import faults
 from fixtures.board import jobgen
 from fixtures.networks import small_job, two_model_job
-from msprof import importer, workers
+from msprof import store, workers
 from msprof.decode import hwts
+from msprof.layouts.job import importer
 
 
 def pmu_bad_magic(job, index: int):
@@ -70,7 +71,7 @@ def test_whole_run_pairing_matches_record_by_record(tmp_path, monkeypatch, scena
 def test_worker_processes_load_the_same_database(tmp_path, monkeypatch, scenario):
     job = make(tmp_path, scenario)
     inline = tables(job)
-    monkeypatch.setattr(importer, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     parallel = tables(job)
     assert parallel == inline

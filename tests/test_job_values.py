@@ -150,14 +150,14 @@ def test_summary_written_by_two_processes_is_identical(tiny_job, tmp_path, monke
 
     from msprof import api
     from msprof import workers
-    from msprof.export import summary
+    from msprof import summary
 
     _, path = tiny_job
     copy = tmp_path / path.name
     shutil.copytree(path, copy, ignore=shutil.ignore_patterns("summary", "sqlite", "log", "timeline"))
     inline = api.export_summary(copy, fmt=fmt)
     expected = {p.name: p.read_bytes() for p in inline}
-    monkeypatch.setattr(summary, "PARALLEL_MIN_TASKS", 0)
+    monkeypatch.setattr(summary, "PARALLEL_MIN_ROWS", 0)
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     parallel = api.export_summary(copy, fmt=fmt)
     assert [p.name for p in parallel] == [p.name for p in inline]       # same files, same order

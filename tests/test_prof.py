@@ -17,15 +17,23 @@ from fixtures import profgen as pg  # noqa: E402
 from reference_runner import read_csv  # noqa: E402
 from test_profgen import MULTI, expected_api_statistic, expected_task_time  # noqa: E402
 
+from msprof import api  # noqa: E402
+from msprof.decode.api_event import ApiEventDecoder  # noqa: E402
+from msprof.decode.base import Tally  # noqa: E402
+from msprof.decode.dicts import HashDecoder, TypeInfoDecoder  # noqa: E402
+from msprof.decode.stars import stars_ids  # noqa: E402
 from msprof.errors import UsageError  # noqa: E402
-from msprof.export.tracecheck import check_trace  # noqa: E402
-from msprof.prof import api as prof_api  # noqa: E402
-from msprof.prof import decoders as dec  # noqa: E402
-from msprof.prof.metrics import AscendMetrics, round3  # noqa: E402
+from msprof.layouts.base import Selection  # noqa: E402
+from msprof.metrics import AscendMetrics, aicore_time_sql  # noqa: E402
+from msprof.trace import TASK_PID_BASE  # noqa: E402
+from msprof.tracecheck import check_trace  # noqa: E402
+from test_profgen import r3_half_up as round3  # noqa: E402
+
+EVENT_END = (1 << 64) - 1
 
 
 def summary(prof_dir: Path, device=0, **kw):
-    prof_api.export_summary(prof_dir, "csv", **kw)
+    api.export_summary(prof_dir, "csv", **kw)
     out = prof_dir / f"device_{device}" / "summary"
     return {p.stem: read_csv(p) for p in out.glob("*.csv")}
 
@@ -38,33 +46,50 @@ def notices(result_dir: Path):
 # ---------------------------------------------------------------------------------------------- decoders
 def test_api_event_decoder_splits_apis_events_and_skips_bad_records():
     good = struct.pack("<HHIIIQQQ", 0x5A5A, 10000, 1, 7, 0, 100, 200, (1 << 64) - 5)
-    event = struct.pack("<HHIIIQQQ", 0x5A5A, 15000, 1, 7, 3, 150, dec.EVENT_END, 1)
+    event = struct.pack("<HHIIIQQQ", 0x5A5A, 15000, 1, 7, 3, 150, EVENT_END, 1)
     bad_magic = struct.pack("<HHIIIQQQ", 0x1234, 10000, 1, 7, 0, 100, 200, 1)
     bad_level = struct.pack("<HHIIIQQQ", 0x5A5A, 12345, 1, 7, 0, 100, 200, 1)
     zero_begin = struct.pack("<HHIIIQQQ", 0x5A5A, 10000, 1, 7, 0, 0, 200, 1)
-    skips = dec.Skips()
-    apis, events = dec.decode_api_event(good + event + bad_magic + bad_level + zero_begin, 0, skips)
-    assert apis == [(10000, 1, 7, 100, 200, -5, 0, 0)]        # hash stored as signed 64-bit
-    assert events == [(15000, 1, 7, 3, 150, 1)]
-    assert skips.counts == {"bad magic": 1, "unknown level": 1, "API with begin 0": 1}
+    tally = Tally(40)
+    apis, events = ApiEventDecoder().decode(good + event + bad_magic + bad_level + zero_begin, tally)
+    assert apis.rows == [(10000, 1, 7, 0, 100, 200, -5)]        # hash stored as signed 64-bit
+    assert events.rows == [(15000, 1, 7, 3, 150, 1)]
+    assert tally.counts == {"bad magic": 1, "unknown level": 1, "API with begin 0": 1}
+    assert tally.first == {"bad magic": 80, "unknown level": 120, "API with begin 0": 160}   # stream offsets
+    # a chunk of valid calls only is decoded whole: the same values
+    [blocks] = ApiEventDecoder().decode(good * 3, Tally(40))
+    assert [tuple(b) for b in blocks.blocks] == [(10000, 1, 7, 0, 100, 200, -5) * 3]
 
 
 def test_text_dictionaries_and_stars_ids():
-    skips = dec.Skips()
-    assert dec.parse_type_line("20000_131073:aclmdlExecute\n", skips) == (20000, 131073, "aclmdlExecute")
-    assert dec.parse_type_line("777_1:x", skips) is None
-    assert dec.parse_hash_line("%d:conv1" % ((1 << 64) - 1), skips) == (-1, "conv1")
-    assert dec.parse_hash_line("abc:def", skips) is None
-    assert skips.counts == {"unreadable line": 2}
-    assert dec.stars_ids(5, 9) == (5, 9)
-    assert dec.stars_ids(0x1000 | 0x2005, 0x0009) == (5, 0x2009)
-    assert dec.stars_ids(0x2000 | 0x003, 0x1007) == (7, 0x1003)
+    tally = Tally(1)
+    [types] = TypeInfoDecoder().decode(["20000_131073:aclmdlExecute", "777_1:x"], tally)
+    assert types.rows == [(20000, 131073, "aclmdlExecute")]
+    [hashes] = HashDecoder().decode(["%d:conv1" % ((1 << 64) - 1), "abc:def"], tally)
+    assert hashes.rows == [(-1, "conv1")]
+    assert tally.counts == {"unreadable line": 2}
+    assert stars_ids(5, 9) == (5, 9)
+    assert stars_ids(0x1000 | 0x2005, 0x0009) == (5, 0x2009)
+    assert stars_ids(0x2000 | 0x003, 0x1007) == (7, 0x1003)
+
+
+def metric_values(metrics, cycles, counters, aic_mhz, block_num, core_num, dur_ns):
+    """The metric columns evaluated by SQLite on one PMU row, and the renderer's rounding where the
+    reference rounds with Python's round()."""
+    conn = sqlite3.connect(":memory:")
+    conn.create_function("py_round", 2, round)
+    conn.execute("CREATE TABLE p (seq, total_cycles, %s)" % ", ".join(f"c{i}" for i in range(8)))
+    conn.execute("INSERT INTO p VALUES (1, ?, %s)" % ", ".join("?" * 8), [cycles] + list(counters))
+    aicore = "py_round(%s, 2)" % aicore_time_sql("p.total_cycles", str(block_num), aic_mhz, core_num)
+    exprs = metrics.sql(aicore, repr(float(dur_ns)), aic_mhz, core_num)
+    row = conn.execute("SELECT %s FROM p" % ", ".join(exprs)).fetchone()
+    return [round(v, 3) if python else v for v, python in zip(row, metrics.python_rounded())]
 
 
 def test_metric_tables_hand_computed():
     pipe = AscendMetrics("PipeUtilization", [0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x54, 0x55], "1")
-    values = dict(zip(pipe.names, pipe.values(20000, [1250, 2500, 3750, 5000, 6250, 7500, 8750, 10000],
-                                              1000.0, 8, 8, 20000.0)))
+    values = dict(zip(pipe.names, metric_values(pipe, 20000, [1250, 2500, 3750, 5000, 6250, 7500, 8750, 10000],
+                                                1000.0, 8, 8, 20000.0)))
     # aicore_time = 20000 cycles / 1000 MHz / 8 blocks * ceil(8/8) = 2.5 µs
     assert values["aicore_time(us)"] == 2.5 and values["total_cycles"] == 20000
     assert values["mac_ratio"] == 0.125 and values["mte2_ratio"] == round3(0.3125) == 0.313
@@ -72,7 +97,7 @@ def test_metric_tables_hand_computed():
     assert values["icache_miss_rate"] == round3(10000 / 8750)
     assert values["cube_utilization(%)"] == 12.5
     arith = AscendMetrics("ArithmeticUtilization", [0x49, 0x4A, 0x4B, 0x4C, 0x4D, 0x4E, 0x4F, 0x50], "2")
-    v = dict(zip(arith.names, arith.values(1000, [10, 20, 30, 40, 50, 60, 70, 80], 1000.0, 1, 8, 1000.0)))
+    v = dict(zip(arith.names, metric_values(arith, 1000, [10, 20, 30, 40, 50, 60, 70, 80], 1000.0, 1, 8, 1000.0)))
     assert v["cube_fops"] == 10 * 8192 + 20 * 16384
     assert v["vector_fops"] == 30 * 64 + 40 * 128 + 50 * 64 + 60 * 16 + 70 * 16   # chip v3 weights
     assert v["vec_fp16_ratio"] == 0.09
@@ -88,14 +113,14 @@ def test_import_bookkeeping_freshness_and_small_chunks(tmp_path, monkeypatch):
     from msprof.decode import slices
 
     monkeypatch.setattr(slices, "CHUNK_BYTES", 200)   # records straddle chunks and slices everywhere
-    dbs = prof_api.import_prof(prof_dir)
+    dbs = api.import_collection(prof_dir)
     assert [d.parent.parent.name for d in dbs] == ["host", "device_0"]
     with sqlite3.connect(dbs[0]) as conn:
         counts = dict(conn.execute("SELECT kind, records FROM decode_count"))
         assert counts["api_event"] == sum(2 if a.as_events else 1 for a in prof.apis)
         assert conn.execute("SELECT count(*) FROM source_file WHERE kind = 'api_event'").fetchone()[0] == 3
         meta = dict(conn.execute("SELECT key, value FROM meta"))
-        assert meta["complete"] == "1" and meta["prof_role"] == "host"
+        assert meta["complete"] == "1" and meta["prof_role"] == "host" and meta["layout"] == "PROF"
     out = summary(prof_dir)
     assert len(out["task_time"]) == len(prof.tasks)
     assert sum(int(r["Count"]) for r in out["api_statistic"]) == len(prof.apis)   # nothing lost at slice cuts
@@ -172,30 +197,30 @@ def test_missing_start_info_keeps_monotonic_times(tmp_path):
 def test_model_iteration_selection_and_query(tmp_path, capsys):
     desc = dict(MULTI, iterations=2)
     prof_dir = pg.write_prof(tmp_path, desc)
-    prof_api.import_prof(prof_dir)
-    prof_api.query(prof_dir)
+    api.import_collection(prof_dir)
+    api.query(prof_dir)
     text = capsys.readouterr().out
     assert "resnet50" in text and "1-4" in text and "api_event" in text
-    out = summary(prof_dir, model_id=1, iteration_id=2)
+    out = summary(prof_dir, selection=Selection(1, 2))
     picked = read_csv(prof_dir / "device_0" / "summary" / "op_summary_model1_iter2.csv")
     assert picked and all(r["Model ID"] == "1" for r in picked)
     # iteration 2 of model 1 = the second model execution in time order: thread 2002's first
     assert {r["Op Name"] for r in picked} == {"add1", "conv2", "relu2"}
     with pytest.raises(UsageError):
-        prof_api.export_summary(prof_dir, "csv", model_id=9)
+        api.export_summary(prof_dir, "csv", selection=Selection(9))
     with pytest.raises(UsageError):
-        prof_api.export_summary(prof_dir, "csv", model_id=1, iteration_id=99)
+        api.export_summary(prof_dir, "csv", selection=Selection(1, 99))
     assert out  # the unfiltered files are still there
 
 
 def test_json_format_and_show(tmp_path, capsys):
     prof_dir = pg.write_prof(tmp_path, MULTI)
-    written = prof_api.export_summary(prof_dir, "json")
+    written = api.export_summary(prof_dir, "json")
     assert sorted(p.name for p in written) == ["api_statistic.json", "op_statistic.json", "op_summary.json",
                                                "task_time.json"]
     rows = json.loads((prof_dir / "device_0" / "summary" / "api_statistic.json").read_text())
     assert rows == [dict(r, Count=int(r["Count"])) for r in expected_api_statistic(pg.build(MULTI))]
-    prof_api.show(prof_dir, top=2)
+    api.show(prof_dir, top=2)
     text = capsys.readouterr().out
     assert "Op statistic" in text and "API statistic" in text
 
@@ -206,12 +231,13 @@ def test_timeline_is_valid_with_flows(tmp_path, platform):
     desc = dict(MULTI, platform_version=platform, model_as_events=True)
     prof = pg.build(desc)
     prof_dir = pg.write_prof(tmp_path, desc)
-    [path] = prof_api.export_timeline(prof_dir)
+    [path] = api.export_timeline(prof_dir)
+    assert path.name == "msprof.json"
     assert check_trace(path) == []
     events = json.loads(path.read_text())["traceEvents"]
-    tasks = [e for e in events if e["ph"] == "X" and e["pid"] == 2]
+    tasks = [e for e in events if e["ph"] == "X" and e["pid"] == TASK_PID_BASE]
     flows = [e for e in events if e["ph"] == "s"]
-    apis = [e for e in events if e["ph"] == "X" and e["pid"] == 1]
+    apis = [e for e in events if e["ph"] == "X" and e["pid"] == prof.desc["pid"]]
     assert len(tasks) == len(flows) == len(prof.tasks)
     assert len(apis) == len(prof.apis)
     first = min(tasks, key=lambda e: e["ts"])

@@ -26,7 +26,7 @@ from test_profgen import SCENARIOS as SMOKE_SCENARIOS  # noqa: E402
 from test_profgen import (MULTI, assert_rows_equal, expected_api_statistic, expected_op_statistic,  # noqa: E402
                           expected_op_summary, expected_op_summary_header, expected_task_time)
 
-from msprof.prof import api as prof_api  # noqa: E402
+from msprof import api  # noqa: E402
 
 SCENARIOS = {
     **SMOKE_SCENARIOS,  # the four the reference smoke tests in test_profgen run
@@ -60,8 +60,8 @@ def need_reference():
 
 
 def run_msprof(prof_dir: Path) -> dict:
-    prof_api.import_prof(prof_dir)
-    written = prof_api.export_summary(prof_dir, "csv")
+    api.import_collection(prof_dir)
+    written = api.export_summary(prof_dir, "csv")
     out = {"_files": {}}
     for table in TABLES:
         files = [p for p in written if p.name == table + ".csv"]

@@ -1,25 +1,30 @@
-"""CSV renderer: the same bytes as Python's csv.writer (minimal quoting, "\\n" line ends), except that a
-field holding "\\r" is quoted too; every field reads back through csv.reader."""
+"""Renderers: every format (one test over every subclass); the CSV renderer writes the same bytes as Python's
+csv.writer (minimal quoting, "\\n" line ends, None as N/A), except that a field holding "\\r" is quoted too;
+every field reads back through csv.reader."""
 import csv
 import io
 import random
 
 import pytest
 
-from msprof import render
-from msprof.reports import Table
+from msprof.renderers import FORMATS, Renderer, csvfile as render
+from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, TEXT, Column, Table
 
 
 def writer_csv(columns, rows) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)
-    writer.writerows(rows)
+    writer.writerows([["N/A" if v is None else v for v in row] for row in rows])
     return buffer.getvalue()
 
 
 def table(columns, rows) -> Table:
-    return Table("t", list(columns), ["text"] * len(columns), [list(r) for r in rows], final=True)
+    return Table("t", "t", [Column(c) for c in columns], [[tuple(r) for r in rows]])
+
+
+def to_csv(t: Table) -> str:
+    return FORMATS["csv"]().render(t)
 
 
 TEXTS = ["", "N/A", "-", "conv1", "a,b", 'say "hi"', "line\nbreak", "卷积 µs", " padded ", "tab\there"]
@@ -48,26 +53,60 @@ def test_random_tables_match_csv_writer(seed, monkeypatch):
     kinds += ["float", "text"]
     for n_rows in (0, 1, 300):
         rows = [[random_value(rnd, k) for k in kinds] for _ in range(n_rows)]
-        assert render.to_csv(table(columns, rows)) == writer_csv(columns, rows)
+        assert to_csv(table(columns, rows)) == writer_csv(columns, rows)
 
 
 def test_ints_and_floats_of_equal_value_keep_their_own_text():
     """1 == 1.0 as dict keys: a column mixing them must not take one's text from the other."""
     rows = [[1.0, 1], [1, 1.0], [0.5, True], [0.5, 1]]
-    assert render.to_csv(table(["a", "b"], rows)) == "a,b\n1.0,1\n1,1.0\n0.5,True\n0.5,1\n"
+    assert to_csv(table(["a", "b"], rows)) == "a,b\n1.0,1\n1,1.0\n0.5,True\n0.5,1\n"
     render._FLOAT_TEXTS.clear()
-    assert render.to_csv(table(["x"], [[2.0]])) == "x\n2.0\n"
-    assert render.to_csv(table(["x", "y"], [[2, 2.0]])) == "x,y\n2,2.0\n"
+    assert to_csv(table(["x"], [[2.0]])) == "x\n2.0\n"
+    assert to_csv(table(["x", "y"], [[2, 2.0]])) == "x,y\n2,2.0\n"
 
 
 def test_single_column_and_empty_fields():
-    assert render.to_csv(table(["only"], [[""], [None], ["v"]])) == writer_csv(["only"], [[""], [None], ["v"]])
-    assert render.to_csv(table(["a", "b"], [["", None]])) == 'a,b\n,\n'
+    assert to_csv(table(["only"], [[""], [None], ["v"]])) == writer_csv(["only"], [[""], [None], ["v"]])
+    assert to_csv(table(["only"], [[""], [None], ["v"]])) == 'only\n""\nN/A\nv\n'
+    assert to_csv(table(["a", "b"], [["", None]])) == 'a,b\n,N/A\n'
 
 
 def test_carriage_return_is_quoted_and_everything_reads_back():
     rows = [["cr\rinside", 'both\r\n"', 3.25], ["plain", "", 0.1]]
-    text = render.to_csv(table(["name", "other", "Time(us)"], rows))
+    text = to_csv(table(["name", "other", "Time(us)"], rows))
     assert text == 'name,other,Time(us)\n"cr\rinside","both\r\n""",3.25\nplain,,0.1\n'
     back = list(csv.reader(io.StringIO(text, newline="")))
     assert back == [["name", "other", "Time(us)"], ["cr\rinside", 'both\r\n"', "3.25"], ["plain", "", "0.1"]]
+
+
+KINDS_TABLE = Table("k", "Kinds", [Column("Name", TEXT), Column("Count", INT), Column("Time(us)", NUMBER),
+                                   Column("Wait(us)", ROUND3), Column("Start(us)", EPOCH_US)],
+                    [[("conv,1", 3, 1.5, 0.0625, 1700000000000012800), ("relu", None, None, 2.0004999, 5)]],
+                    total=("-", 3, 1.5, 0.12345, None))
+# what every format must carry for that table: texts as csv prints them (N/A for None, Python's round for
+# ROUND3 — 0.0625 → 0.062 half to even —, µs with exactly 3 decimals for EPOCH_US)
+EXPECTED = [["conv,1", "3", "1.5", "0.062", "1700000000000012.800"], ["relu", "N/A", "N/A", "2.0", "0.005"],
+            ["-", "3", "1.5", "0.123", "N/A"]]
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_every_renderer_writes_every_row_and_the_total_last(name):
+    renderer = FORMATS[name]()
+    assert isinstance(renderer, Renderer) and renderer.extension.startswith(".")
+    text = renderer.render(Table(KINDS_TABLE.key, KINDS_TABLE.title, KINDS_TABLE.columns,
+                                 [list(b) for b in KINDS_TABLE.batches], KINDS_TABLE.total))
+    if name == "csv":
+        got = list(csv.reader(io.StringIO(text, newline="")))
+        assert got == [[c.name for c in KINDS_TABLE.columns]] + EXPECTED
+    elif name == "json":
+        import json
+
+        got = json.loads(text)
+        assert [list(row) for row in got] == [[c.name for c in KINDS_TABLE.columns]] * 3
+        assert [[str(v) for v in row.values()] for row in got] == EXPECTED
+        assert isinstance(got[0]["Count"], int) and isinstance(got[0]["Wait(us)"], float)
+    else:
+        lines = text.splitlines()
+        assert lines[0].split() == ["Name", "Count", "Time(us)", "Wait(us)", "Start(us)"]
+        body = [line.split() for line in lines[2:]]
+        assert body == EXPECTED

@@ -13,12 +13,19 @@ from pathlib import Path
 
 import pytest
 
-import msprof.export.timeline as tl
+import msprof.layouts.job.trace as jt
+import msprof.trace as tl
 from msprof import workers
 from msprof.api import import_collection
 from msprof.errors import UsageError
-from msprof.export.tracecheck import check_trace
-from msprof.reports import open_report
+from msprof.layouts import find_units
+from msprof.layouts.base import Selection, opened
+from msprof.tracecheck import check_trace
+
+
+def open_report(job):
+    [unit] = find_units(job)
+    return opened(unit)
 
 HWTS = struct.Struct("=BBHHHQ12I")
 STEP = struct.Struct("=BBHIQQQHHHH")
@@ -93,8 +100,9 @@ TASK_PID = tl.TASK_PID_BASE      # device 0
 
 
 def export(job, **kwargs):
+    selection = Selection(kwargs.pop("model_id", None), kwargs.pop("iteration_id", None))
     with open_report(job) as report:
-        return tl.write_timeline(report, **kwargs)
+        return tl.write_timelines(report, selection, **kwargs)
 
 
 def load(path):
@@ -216,28 +224,28 @@ def test_iteration_filter(job, tmp_path):
     assert [f["ts"] for f in of(trace, "f")] == [1020.1]
     assert trace["otherData"]["iteration"] == 2
     with open_report(job) as report:
-        assert not tl.timeline_current(report)     # a one-iteration export is not the full timeline
+        assert not tl.timelines_current(report)     # a one-iteration export is not the full timeline
     with pytest.raises(UsageError):
         export(job, model_id=1, iteration_id=9)
     export(job)                                     # restore the full timeline for the other tests
     with open_report(job) as report:
-        assert tl.timeline_current(report)
+        assert tl.timelines_current(report)
 
 
 def test_timeline_current(tmp_path):
     job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
     with open_report(job) as report:
-        assert not tl.timeline_current(report)
-        tl.write_timeline(report)
-        assert tl.timeline_current(report)
+        assert not tl.timelines_current(report)
+        tl.write_timelines(report)
+        assert tl.timelines_current(report)
     earlier = (job / "sqlite" / "msprof.db").stat().st_mtime - 10     # the database was rebuilt since
     os.utime(job / "timeline" / "task_time_0.json", (earlier, earlier))
     with open_report(job) as report:
-        assert not tl.timeline_current(report)
-        tl.write_timeline(report)
-        assert tl.timeline_current(report)
+        assert not tl.timelines_current(report)
+        tl.write_timelines(report)
+        assert tl.timelines_current(report)
         (job / "timeline" / "task_time_0.json").unlink()
-        assert not tl.timeline_current(report)
+        assert not tl.timelines_current(report)
 
 
 def test_unpaired_tasks_are_counted(job):
@@ -313,7 +321,7 @@ def test_a_broken_trace_is_an_internal_error_and_nothing_is_replaced(tmp_path, m
         monkeypatch.setattr(tl, "IN_PLACE_MIN_BYTES", 0)
     target = job / "timeline" / "task_time_0.net.1.2.json"
     before = target.read_bytes()
-    monkeypatch.setattr(tl, "_X_TASK", tl._X_TASK.replace('"dur":%r', '"dur":"%r"'))
+    monkeypatch.setattr(jt, "_X_TASK", jt._X_TASK.replace('"dur":%r', '"dur":"%r"'))
     with pytest.raises(tl.TraceError, match="breaks the trace rules"):
         export(job)
     assert target.read_bytes() == before
@@ -407,8 +415,8 @@ def test_files_above_the_check_limit_are_checked_only_on_request(tmp_path, monke
     if in_child:
         monkeypatch.setattr(tl, "PARALLEL_MIN_EVENTS", 0)
         monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(tl, "_X_TASK", tl._X_TASK.replace('"dur":%r', '"dur":"%r"'))
-    monkeypatch.setattr(tl, "_X_ACL", tl._X_ACL.replace('"dur":%r', '"dur":"%r"'))
+    monkeypatch.setattr(jt, "_X_TASK", jt._X_TASK.replace('"dur":%r', '"dur":"%r"'))
+    monkeypatch.setattr(jt, "_X_ACL", jt._X_ACL.replace('"dur":%r', '"dur":"%r"'))
     monkeypatch.setattr(tl, "CHECK_MAX_EVENTS", 3)      # task file: 9 events, acl: 4, outside tasks: 1
     with pytest.raises(tl.TraceError, match="task_time_0.json breaks the trace rules"):
         export(job)                                      # the 1-event file is still checked
@@ -421,7 +429,7 @@ def test_files_above_the_check_limit_are_checked_only_on_request(tmp_path, monke
     result = CliRunner().invoke(cli, ["export", "timeline", "--check", "-dir", str(job)])
     assert isinstance(result.exception, tl.TraceError)           # main() turns it into exit 1
     assert "task_time_0.net.1.2.json breaks the trace rules" in str(result.exception)
-    monkeypatch.setattr(tl, "_X_TASK", tl._X_TASK.replace('"dur":"%r"', '"dur":%r'))
+    monkeypatch.setattr(jt, "_X_TASK", jt._X_TASK.replace('"dur":"%r"', '"dur":%r'))
     with pytest.raises(tl.TraceError, match="acl_0.net.1.2.json breaks the trace rules"):
         export(job, check_all=True)
     assert not [p for p in (job / "timeline").iterdir() if p.name.startswith(".")]

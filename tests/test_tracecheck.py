@@ -1,10 +1,10 @@
-"""msprof.export.tracecheck: each rule accepts good traces and catches a hand-made violation."""
+"""msprof.tracecheck: each rule accepts good traces and catches a hand-made violation."""
 import copy
 import json
 
 import pytest
 
-from msprof.export.tracecheck import MAX_FLOW_ID, TraceError, assert_valid, check_trace
+from msprof.tracecheck import MAX_FLOW_ID, TraceError, assert_valid, check_trace
 
 
 def meta(pid=1, tid=2):
@@ -162,7 +162,7 @@ def test_line_layout_file(tmp_path):
 
 
 def test_line_layout_with_many_batches(tmp_path, monkeypatch):
-    import msprof.export.tracecheck as tc
+    import msprof.tracecheck as tc
 
     monkeypatch.setattr(tc, "_BATCH_LINES", 3)
     events = [x(i, 1) for i in range(20)]
@@ -255,7 +255,7 @@ def test_compact_line_layout_same_verdict_as_objects(tmp_path, case):
 
 
 def test_compact_line_layout_with_small_chunks(tmp_path, monkeypatch):
-    import msprof.export.tracecheck as tc
+    import msprof.tracecheck as tc
 
     monkeypatch.setattr(tc, "_CHUNK_BYTES", 50)
     monkeypatch.setattr(tc, "_BATCH_LINES", 2)
@@ -297,7 +297,7 @@ def test_line_layout_file_that_is_not_utf8(tmp_path):
 
 
 def test_a_line_longer_than_a_chunk(tmp_path, monkeypatch):
-    import msprof.export.tracecheck as tc
+    import msprof.tracecheck as tc
 
     monkeypatch.setattr(tc, "_CHUNK_BYTES", 64)
     obj = trace(x(0, 10, name="n" * 1000), x(1, 1), x(2, 20, name="m" * 300))
@@ -313,7 +313,7 @@ def test_possessive_fast_path_accepts_what_the_plain_pattern_does():
     import random
     import re
 
-    import msprof.export.tracecheck as tc
+    import msprof.tracecheck as tc
 
     plain = re.compile(tc._FAST_LINE.pattern.replace("*+", "*").replace("?+", "?").replace("++", "+"), re.M)
     lines = [

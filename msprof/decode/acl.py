@@ -1,4 +1,5 @@
 """ACL API records, ``AclModule.*`` — 128 B ``=HHIQQII64s4Q`` (raw-format.md §5.3)."""
+from msprof.decode.base import Blocks, Decoder, Tally
 from msprof.decode.blocks import Layout, valid_part
 
 RECORD_SIZE = 128
@@ -18,12 +19,20 @@ def api_type_name(value: int) -> str:
     return API_TYPES.get(value, str(value))
 
 
-def decode(chunk: bytes, counts: dict):
+class AclDecoder(Decoder):
     """Blocks of LAYOUT (record values, then the clean names) of the valid records; bad magic/tag counted."""
-    chunk, skipped = valid_part(chunk, RECORD_SIZE, CHECKS)
-    counts["skipped"] = counts.get("skipped", 0) + skipped
-    clean = _Names().__getitem__
-    return [block + tuple(map(clean, block[LAYOUT.width - 1::LAYOUT.width])) for block in LAYOUT.blocks(chunk)]
+
+    kind = "acl"
+    label = "ACL"
+    record_size = RECORD_SIZE
+    looks_aligned = staticmethod(looks_aligned)
+
+    def decode(self, chunk: bytes, tally: Tally):
+        chunk, skipped, first = valid_part(chunk, RECORD_SIZE, CHECKS)
+        tally.skip("bad magic or tag", skipped, first)
+        clean = _Names().__getitem__
+        width = LAYOUT.width
+        return [Blocks(LAYOUT, [block + tuple(map(clean, block[width - 1::width])) for block in LAYOUT.blocks(chunk)])]
 
 
 class _Names(dict):

@@ -105,14 +105,14 @@ def bad_records(chunk: bytes, size: int, checks: Checks) -> List[int]:
     return sorted(bad)
 
 
-def valid_part(chunk: bytes, size: int, checks: Checks) -> Tuple[bytes, int]:
-    """(the records of ``chunk`` that pass every check, how many were left out)."""
+def valid_part(chunk: bytes, size: int, checks: Checks) -> Tuple[bytes, int, int]:
+    """(the records of ``chunk`` that pass every check, how many were left out, index of the first left out)."""
     bad = bad_records(chunk, size, checks)
     if not bad:
-        return chunk, 0
+        return chunk, 0, 0
     kept, start = [], 0
     for index in bad:
         kept.append(chunk[start:index * size])
         start = (index + 1) * size
     kept.append(chunk[start:])
-    return b"".join(kept), len(bad)
+    return b"".join(kept), len(bad), bad[0]

@@ -9,6 +9,7 @@ from collections import defaultdict
 from operator import and_, lshift, or_
 from typing import List, Tuple
 
+from msprof.decode.base import Decoder, Tally
 from msprof.decode.blocks import byte_column, record_struct
 
 RECORD_SIZE = 64
@@ -53,7 +54,8 @@ class Pairer:
         self.pending = {}  # (stream_id << 16 | task_id) → (start syscnt, task type)
         self.executions = defaultdict(itertools.count)   # same key → its next exec_n
         self.last_counter = None
-        self.gaps = []          # (stream_id, task_id, expected counter, found counter)
+        self.consumed = 0       # records of the stream fed so far
+        self.gaps = []          # (stream_id, task_id, expected counter, found counter, record index)
         self.unmatched_ends = 0
         self.unended_starts = 0
         self.other_logs = 0
@@ -113,6 +115,7 @@ class Pairer:
         keys = map(or_, map(lshift, streams, itertools.repeat(16)), tasks)
         exec_n = list(map(next, map(self.executions.__getitem__, keys)))
         self.last_counter = body[-RECORD_SIZE] >> 4
+        self.consumed += len(body) // RECORD_SIZE
         return streams, tasks, types, starts, ends, exec_n
 
     def _records(self, data: bytes) -> list:
@@ -123,9 +126,11 @@ class Pairer:
         executions = self.executions
         last = self.last_counter
         expected = None if last is None else (last + 1) & 15
-        for flags, task_type, task_id, syscnt, stream_field in LAYOUT.iter_unpack(data):
+        base = self.consumed
+        self.consumed += len(data) // RECORD_SIZE
+        for index, (flags, task_type, task_id, syscnt, stream_field) in enumerate(LAYOUT.iter_unpack(data)):
             if flags >> 4 != expected and expected is not None:
-                self.gaps.append((stream_field & STREAM_MASK, task_id, expected, flags >> 4))
+                self.gaps.append((stream_field & STREAM_MASK, task_id, expected, flags >> 4, base + index))
             expected = ((flags >> 4) + 1) & 15
             log_type = flags & 7
             key = (stream_field & STREAM_MASK) << 16 | task_id
@@ -149,14 +154,16 @@ class Pairer:
             self.last_counter = (expected - 1) & 15
         return finished
 
-    def warnings(self, name: str):
-        """One line per kind of problem met in stream ``name`` (for the import's notices)."""
+    def warnings(self, name: str, where=None):
+        """One line per kind of problem met in stream ``name`` (for the import's notices); ``where(offset)``
+        names the file and offset of a stream byte (the first counter gap)."""
         lines = []
         if self.gaps:
             shown = ", ".join(f"stream {s} task {t} (counter {found}, expected {want})"
-                              for s, t, want, found in self.gaps[:5])
+                              for s, t, want, found, _ in self.gaps[:5])
             more = f" and {len(self.gaps) - 5} more" if len(self.gaps) > 5 else ""
-            lines.append(f"{name}: rolling counter gap, HWTS records lost before {shown}{more}")
+            at = where(self.gaps[0][4] * RECORD_SIZE) if where else name
+            lines.append(f"{at}: rolling counter gap, HWTS records lost before {shown}{more}")
         if self.unmatched_ends:
             lines.append(f"{name}: {self.unmatched_ends} task end(s) without a start (no start time invented)")
         if self.unended_starts:
@@ -171,3 +178,36 @@ class Pairer:
             left.append((key >> 16, key & 0xFFFF, task_type, syscnt, None, next(self.executions[key])))
         self.pending.clear()
         return left
+
+
+class HwtsDecoder(Decoder):
+    """Pairs a stream's start/end records (``Pairer``) and turns the finished tasks into store rows with
+    ``to_rows(piece) -> [Rows]``, which each layout supplies (a JOB places tasks into iterations and layers).
+    Log types other than start and end are skipped by their size (counted, not warned)."""
+
+    kind = "hwts"
+    label = "HWTS"
+    record_size = RECORD_SIZE
+    looks_aligned = staticmethod(looks_aligned)
+
+    def __init__(self, to_rows):
+        self.pairer = Pairer()
+        self.to_rows = to_rows
+        self.name = ""
+
+    def decode(self, chunk: bytes, tally: Tally):
+        before = self.pairer.other_logs
+        out = [rows for piece in self.pairer.feed(chunk) for rows in self.to_rows(piece)]
+        tally.skip("other log type", self.pairer.other_logs - before, warn=False)
+        return out
+
+    def finish(self, tally: Tally):
+        return self.to_rows((False, self.pairer.finish()))
+
+    def messages(self, where):
+        name = where(0).split(" offset ")[0]
+        return self.pairer.warnings(name, where)
+
+    @property
+    def unpaired(self) -> int:
+        return self.pairer.unmatched_ends + self.pairer.unended_starts

@@ -1,39 +1,86 @@
-"""AA Core per-task PMU, ``AAcore.data.*`` — 128 B ``=BBHHHIIQ10Q6I`` (raw-format.md §5.5)."""
+"""Per-task PMU records, 128 B: SVP ``AAcore.data.*`` (raw-format.md §5.5) and Ascend ``aicore.data.*`` (§6).
+
+Both families are one record per executed task, in execution order; the n-th record of a (stream, task) is
+matched to its n-th execution (``exec_n``). They differ only in where the fields sit and in what the format
+guarantees: the SVP record documents a magic (0x6BD3 at byte 2) and a log type (4 in the head's low bits),
+which are checked; the Ascend record documents neither (the reference analyser reads those bytes as
+reserved, and real devices need not set them), so every Ascend record of the right size is accepted.
+"""
 import itertools
 from collections import defaultdict
-from typing import List
+from typing import List, Optional
 
-from msprof.decode.blocks import Layout, valid_part
+from msprof.decode.base import Blocks, Decoder, Tally
+from msprof.decode.blocks import Checks, Layout, valid_part
 
 RECORD_SIZE = 128
-COUNTERS = 10
 MAGIC = 0x6BD3
 PMU_LOG = 4
-# core id, task id, stream id, total cycles, 10 counters (flags and magic are checked on the raw bytes;
-# reserved fields skipped); exec_n is computed
-LAYOUT = Layout("pmu", "xBxxxxHxxxxIq10q24x",
-                ["core_id", "task_id", "stream_id", "total_cycles"] + [f"c{i}" for i in range(COUNTERS)],
-                extras=["exec_n"])
-CHECKS = {0: (0x07, PMU_LOG), 2: (0xFF, MAGIC & 0xFF), 3: (0xFF, MAGIC >> 8)}
-assert LAYOUT.size == RECORD_SIZE
 
 
-def looks_aligned(record: bytes) -> bool:
+class PmuFormat:
+    """Where one family's fields sit: a struct format and the column each unpacked field goes to (core_id,
+    task_id, stream_id, total_cycles and the counters c0, c1, ... in slot order), which bytes are checked,
+    and the mask of the stream id field."""
+
+    def __init__(self, name: str, record_format: str, fields: List[str], checks: Optional[Checks],
+                 stream_mask: int = 0xFFFFFFFF):
+        self.name = name
+        self.counters = sum(1 for f in fields if f.startswith("c") and f[1:].isdigit())
+        self.checks = checks or {}
+        self.stream_mask = stream_mask
+        self.layout = Layout("pmu", record_format, fields, extras=["exec_n"])
+        self.stream_at, self.task_at = fields.index("stream_id"), fields.index("task_id")
+        assert self.layout.size == RECORD_SIZE, name
+
+
+def _counters(n: int) -> List[str]:
+    return [f"c{i}" for i in range(n)]
+
+
+# SVP: head, core id, magic, reserved, task id @6, reserved, stream id @12, total cycles @16, 10 counters @24
+SVP = PmuFormat("AA Core PMU", "xBxxxxHxxxxIq10q24x", ["core_id", "task_id", "stream_id", "total_cycles"]
+                + _counters(10), checks={0: (0x07, PMU_LOG), 2: (0xFF, MAGIC & 0xFF), 3: (0xFF, MAGIC >> 8)})
+# Ascend: head, core id, reserved x2, task id @6, reserved x2, total cycles @16, a reserved Q, 8 counters @32,
+# stream id @96 (its low 11 bits: stream ids are 11-bit on these chips), reserved tail
+ASCEND = PmuFormat("aicore PMU", "xBxxxxHxxxxxxxxq8x8qI28x", ["core_id", "task_id", "total_cycles"]
+                   + _counters(8) + ["stream_id"], checks=None, stream_mask=0x7FF)
+
+
+def svp_looks_aligned(record: bytes) -> bool:
     return record[2:4] == b"\xd3\x6b" and record[0] & 7 == PMU_LOG
 
 
-class Numberer:
-    """Decodes the valid records of a stream and numbers the executions of each (stream, task) from 0
-    (``exec_n``: the n-th record of a task is matched to its n-th HWTS execution)."""
+class PmuDecoder(Decoder):
+    """Decodes the records of one stream and numbers the executions of each (stream, task) from 0."""
 
-    def __init__(self):
+    record_size = RECORD_SIZE
+    kind = "pmu"
+
+    def __init__(self, fmt: PmuFormat):
+        self.fmt = fmt
+        self.label = fmt.name
+        self.looks_aligned = svp_looks_aligned if fmt.checks else None
         self.executions = defaultdict(itertools.count)   # (stream, task) → its next exec_n
-        self.skipped = 0
 
-    def feed(self, chunk: bytes) -> List[tuple]:
-        """Blocks of LAYOUT (record values, then exec_n of each record) of a chunk's valid records."""
-        chunk, skipped = valid_part(chunk, RECORD_SIZE, CHECKS)
-        self.skipped += skipped
-        width, executions = LAYOUT.width, self.executions.__getitem__
-        return [block + tuple(map(next, map(executions, zip(block[2::width], block[1::width]))))
-                for block in LAYOUT.blocks(chunk)]
+    def decode(self, chunk: bytes, tally: Tally) -> List[Blocks]:
+        fmt = self.fmt
+        if fmt.checks:
+            chunk, skipped, first = valid_part(chunk, RECORD_SIZE, fmt.checks)
+            tally.skip("bad magic or log type", skipped, first)
+        layout = fmt.layout
+        width, executions = layout.width, self.executions.__getitem__
+        at_stream, at_task = fmt.stream_at, fmt.task_at
+        blocks = []
+        for block in layout.blocks(chunk):
+            if fmt.stream_mask != 0xFFFFFFFF:
+                block = _masked(block, at_stream, width, fmt.stream_mask)
+            keys = zip(block[at_stream::width], block[at_task::width])
+            blocks.append(block + tuple(map(next, map(executions, keys))))
+        return [Blocks(layout, blocks)]
+
+
+def _masked(block: tuple, at: int, width: int, mask: int) -> tuple:
+    values = list(block)
+    values[at::width] = [s & mask for s in values[at::width]]
+    return tuple(values)

@@ -4,6 +4,7 @@
 bounded chunks of whole records, dropping a partial record at the head (ring buffer overwrite) or at
 the tail (app died), and hashes every file on the way so the store can record what it read.
 """
+import codecs
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -174,6 +175,15 @@ class SliceStream:
                     carry = block[usable:] if remaining else b""
             self.digests.append(FileDigest(path, stat.st_size, stat.st_mtime_ns, digest.hexdigest()))
 
+    def where(self, offset: int) -> str:
+        """'<file> offset <n>' of a byte at ``offset`` of the decoded stream (whole records, after the head loss)."""
+        position = offset + self.head_lost
+        for path, size in zip(self.files, self.sizes):
+            if position < size:
+                return f"{path.name} offset {position}"
+            position -= size
+        return f"{self.files[-1].name} offset {self.sizes[-1] + position}" if self.files else f"offset {offset}"
+
     def loss_messages(self) -> List[str]:
         messages = []
         if self.head_lost:
@@ -192,3 +202,59 @@ def digest_file(path: Path) -> FileDigest:
             digest.update(block)
     stat = path.stat()
     return FileDigest(path, stat.st_size, stat.st_mtime_ns, digest.hexdigest())
+
+
+class LineStream:
+    """The text lines of a stream of slice files (a line may be cut in two by a slice boundary), in batches;
+    the SliceStream interface for line-based families (``chunks`` yields lists of lines without their ends)."""
+
+    BATCH = 4096
+    MAX_LINE = 1 << 20
+
+    def __init__(self, files: List[Path], label: str = ""):
+        self.files = list(files)
+        self.label = label
+        self.sizes = [p.stat().st_size for p in self.files]
+        self.total_bytes = sum(self.sizes)
+        self.head_lost = self.tail_lost = 0
+        self.digests: List[FileDigest] = []
+        self._line_files: List[Tuple[int, str]] = []     # (first line number of a file in the stream, name)
+
+    def chunks(self) -> Iterator[List[str]]:
+        carry, batch, number = "", [], 0
+        self.digests = []
+        text = codecs.getincrementaldecoder("utf-8")("replace")
+        for path in self.files:
+            self._line_files.append((number, path.name))
+            digest = hashlib.sha256()
+            stat = path.stat()
+            with open(path, "rb") as handle:
+                for data in iter(lambda: handle.read(CHUNK_BYTES), b""):
+                    digest.update(data)
+                    lines = (carry + text.decode(data)).split("\n")
+                    carry = lines.pop()
+                    if len(carry) > self.MAX_LINE:        # no line is that long: cut it rather than grow
+                        lines.append(carry)
+                        carry = ""
+                    for line in lines:
+                        batch.append(line.rstrip("\r"))
+                        number += 1
+                        if len(batch) >= self.BATCH:
+                            yield batch
+                            batch = []
+            self.digests.append(FileDigest(path, stat.st_size, stat.st_mtime_ns, digest.hexdigest()))
+        if carry:
+            batch.append(carry.rstrip("\r"))
+        if batch:
+            yield batch
+
+    def where(self, line_index: int) -> str:
+        name = self.files[0].name if self.files else "?"
+        first = 0
+        for start, file_name in self._line_files:
+            if start <= line_index:
+                name, first = file_name, start
+        return f"{name} line {line_index - first + 1}"
+
+    def loss_messages(self) -> List[str]:
+        return []

@@ -1,6 +1,8 @@
 """Step trace, ``ts_track.data.*`` — 40 B ``=BBHIQQQHHHH`` (raw-format.md §5.6)."""
 import struct
 
+from msprof.decode.base import Decoder, Rows, Tally
+
 RECORD_SIZE = 40
 STEP_TRACE_TAG = 10
 ITERATION_START, ITERATION_END = 0, 1
@@ -8,17 +10,32 @@ ITERATION_START, ITERATION_END = 0, 1
 LAYOUT = struct.Struct("<BBH4xqqqHHH2x")
 
 
-def decode(chunk: bytes, counts: dict):
-    """Rows (syscnt, index_id, model_id, stream_id, task_id, tag_id) of step-trace records."""
-    rows = []
-    other = 0
-    for _mode, tag, _size, syscnt, index_id, model_id, stream_id, task_id, tag_id in LAYOUT.iter_unpack(chunk):
-        if tag != STEP_TRACE_TAG:
-            other += 1
-            continue
-        rows.append((syscnt, index_id, model_id, stream_id, task_id, tag_id))
-    counts["skipped"] = counts.get("skipped", 0) + other
-    return rows
+class StepTraceDecoder(Decoder):
+    """Rows (syscnt, index_id, model_id, stream_id, task_id, tag_id) of step-trace records; records of other
+    tags are skipped by their size (and counted). ``rows`` keeps them for the iteration pairing (a few per
+    iteration)."""
+
+    kind = "step_trace"
+    label = "step trace"
+    record_size = RECORD_SIZE
+
+    def __init__(self):
+        self.rows = []
+
+    def decode(self, chunk: bytes, tally: Tally):
+        rows = []
+        first_other = None
+        other = 0
+        for index, (_mode, tag, _size, syscnt, index_id, model_id, stream_id, task_id,
+                    tag_id) in enumerate(LAYOUT.iter_unpack(chunk)):
+            if tag != STEP_TRACE_TAG:
+                other += 1
+                first_other = index if first_other is None else first_other
+                continue
+            rows.append((syscnt, index_id, model_id, stream_id, task_id, tag_id))
+        tally.skip("other tag", other, first_other or 0, warn=False)
+        self.rows.extend(rows)
+        return [Rows("step_trace", ("syscnt", "index_id", "model_id", "stream_id", "task_id", "tag_id"), rows)]
 
 
 def iterations(rows):

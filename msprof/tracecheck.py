@@ -14,7 +14,7 @@
   thread (viewers bind flows to the enclosing slice);
 * names (event names, process/thread names) hold no control characters.
 
-Speed: files in the one-event-per-line layout written by msprof.export.timeline are read line by line
+Speed: files in the one-event-per-line layout written by msprof.trace are read line by line
 and checked in one pass with a stack per thread (memory does not grow with the number of events as long
 as each thread's events are in time order). Any other JSON layout is loaded whole; threads whose events
 are out of time order are checked after sorting.
@@ -83,7 +83,7 @@ def _thread_key(pid: int, tid: int) -> str:
     return f'{pid},"tid":{tid}'
 
 
-# Fast path of the line layout: an X event line exactly as msprof.export.timeline writes it, ending
+# Fast path of the line layout: an X event line exactly as msprof.trace writes it, ending
 # with "},". Everything the checker needs is guaranteed by the pattern itself: valid JSON (strings without
 # raw control characters or escapes, numbers without exponent and small enough that float() is exact
 # where json would give an int; args a flat object of such strings and numbers), ph X, pid/tid non-negative integers, ts a finite number,

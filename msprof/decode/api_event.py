@@ -1,0 +1,68 @@
+"""Host API calls and event markers, ``(un)aging.api_event.data.*`` — 40 B ``=HHIIIQQQ`` (raw-format.md §6).
+
+magic 0x5A5A, level, struct type, thread, reserve (the request id of an event), begin, end, item id. An end of
+all ones marks an *event* (a timestamp in the begin field), any other record is an API call. Records with
+another magic or a level msprof does not know are skipped and counted; so are API calls with begin 0 (the
+reference analyser drops them too). 64-bit fields are kept as signed values with the same bits.
+
+Whole chunks are decoded at once (``msprof.decode.blocks``) when every record is a valid API call, which
+is the usual case; a chunk holding events or bad records goes record by record.
+"""
+import struct
+
+from msprof.decode.base import Blocks, Decoder, Rows, Tally
+from msprof.decode.blocks import Layout
+
+RECORD_SIZE = 40
+MAGIC = 0x5A5A
+
+LEVELS = {30000: "pytorch_tx", 25000: "pta", 20500: "msproftx", 20000: "acl", 15000: "model", 10000: "node",
+          6000: "aicpu", 5500: "communication", 5000: "runtime"}
+LEVEL_ACL, LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME = 20000, 15000, 10000, 5000
+_LEVEL_BYTES = {(level & 0xFF, level >> 8) for level in LEVELS}
+
+# level, struct type, thread, request id, begin, end, item id (magic checked on the raw bytes)
+API_LAYOUT = Layout("api", "xxHIIIqqq", ["level", "struct_type", "thread", "request_id", "begin", "end", "item_id"])
+RECORD = struct.Struct("<HHIIIqqq")
+assert API_LAYOUT.size == RECORD.size == RECORD_SIZE
+
+
+def looks_aligned(record: bytes) -> bool:
+    return record[0:2] == b"\x5a\x5a"
+
+
+class ApiEventDecoder(Decoder):
+    """Rows of ``api`` (calls) and ``event`` (markers, paired into calls after the load)."""
+
+    kind = "api_event"
+    label = "api_event"
+    record_size = RECORD_SIZE
+    looks_aligned = staticmethod(looks_aligned)
+
+    def decode(self, chunk: bytes, tally: Tally):
+        count = len(chunk) // RECORD_SIZE
+        if (chunk[0::RECORD_SIZE] == b"\x5a" * count and chunk[1::RECORD_SIZE] == b"\x5a" * count
+                and b"\xff" not in chunk[31::RECORD_SIZE]
+                and set(zip(chunk[2::RECORD_SIZE], chunk[3::RECORD_SIZE])) <= _LEVEL_BYTES):
+            blocks = list(API_LAYOUT.blocks(chunk))
+            if not any(0 in block[4::API_LAYOUT.width] for block in blocks):   # no API with begin 0
+                return [Blocks(API_LAYOUT, blocks)]
+        return self._records(chunk, tally)
+
+    def _records(self, chunk: bytes, tally: Tally):
+        apis, events = [], []
+        for index, (magic, level, stype, thread, reserve, begin, end, item) in enumerate(RECORD.iter_unpack(chunk)):
+            if magic != MAGIC:
+                tally.skip("bad magic", 1, index)
+            elif level not in LEVELS:
+                tally.skip("unknown level", 1, index)
+            elif end == -1:
+                events.append((level, stype, thread, reserve, begin, item))
+            elif begin == 0:
+                tally.skip("API with begin 0", 1, index)
+            else:
+                apis.append((level, stype, thread, reserve, begin, end, item))
+        return [Rows("api", API_LAYOUT.fields, apis), Rows("event", EVENT_COLUMNS, events)]
+
+
+EVENT_COLUMNS = ("level", "struct_type", "thread", "request_id", "ts", "item_id")

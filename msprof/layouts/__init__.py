@@ -1,0 +1,31 @@
+"""The input layouts, as plug-ins of the one pipeline: ``find_units(path)`` finds the result directories
+under a path (raw-format.md §1), gives each to the first layout that claims it by its content, and returns
+the units every command loops over, in path order."""
+import os
+from pathlib import Path
+from typing import List, Optional
+
+from msprof.collection import find_result_dirs
+from msprof.layouts.base import Layout, Unit
+from msprof.layouts.job import JobLayout
+from msprof.layouts.prof import ProfLayout
+
+# Checked in order: a result directory belongs to the first layout that claims it (JOB claims the rest).
+LAYOUTS: List[Layout] = [ProfLayout(), JobLayout()]
+
+
+def layout_of(result_dir: Path) -> Layout:
+    return next(layout for layout in LAYOUTS if layout.claims(result_dir))
+
+
+def find_units(path: Path, output: Optional[Path] = None) -> List[Unit]:
+    path = Path(path)
+    if path.name in ("", ".", ".."):             # "-dir ." inside a PROF_ device: its layout shows in its name
+        path = Path(os.path.abspath(path))
+    result_dirs = find_result_dirs(path)
+    by_layout = {}
+    for result_dir in result_dirs:
+        by_layout.setdefault(id(layout_of(result_dir)), []).append(result_dir)
+    units = [unit for layout in LAYOUTS for unit in layout.units(by_layout.get(id(layout), []), output)]
+    order = {d: i for i, d in enumerate(result_dirs)}
+    return sorted(units, key=lambda unit: order.get(unit.path, len(order)))

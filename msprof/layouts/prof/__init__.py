@@ -1,0 +1,166 @@
+"""The Ascend CANN PROF_ layout (raw-format.md §6): ``host/`` and ``device_N/`` result directories analysed
+together; one unit per device (outputs in ``device_N/``), its report ATTACHing the host database."""
+import functools
+import re
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from msprof.console import notice
+from msprof.layouts.base import Database, Layout, Selection, Unit, out_dir
+from msprof.summary import SummaryFile
+
+_DEVICE = re.compile(r"^device_(\d+)$")
+
+
+def has_info_json(directory: Path) -> bool:
+    try:
+        return directory.is_dir() and not directory.is_symlink() and any(
+            p.name.startswith("info.json") and p.is_file() for p in directory.iterdir())
+    except OSError:
+        return False
+
+
+def prof_root(result_dir: Path) -> Optional[Path]:
+    """The PROF_ directory a result directory belongs to — by content, not by name: a ``host`` or
+    ``device_N`` directory whose parent holds such directories (with their info.json*)."""
+    parent = result_dir.parent
+    if result_dir.name != "host" and not _DEVICE.match(result_dir.name):
+        return None
+    try:
+        siblings = [p for p in parent.iterdir() if p.name == "host" or _DEVICE.match(p.name)]
+    except OSError:
+        return None
+    if sum(1 for p in siblings if has_info_json(p)) >= 2 or (parent / "host").is_dir() or (
+            _DEVICE.match(result_dir.name) and _device_data(result_dir)):
+        return parent
+    return None
+
+
+def _device_data(directory: Path) -> bool:
+    """A device directory (of a PROF_ without its host) holding none of the files only a JOB has."""
+    try:
+        names = [p.name.lower() for p in (directory / "data").iterdir()]
+    except OSError:
+        return False
+    return not any(n.startswith(("aclmodule.", "aacore.data", "ts_track.data")) or n.endswith((".net.info",
+                                                                                            ".layer.info"))
+                   for n in names)
+
+
+class ProfLayout(Layout):
+    name = "PROF"
+
+    def claims(self, result_dir: Path) -> bool:
+        return prof_root(result_dir) is not None
+
+    def units(self, result_dirs: List[Path], output: Optional[Path]) -> List[Unit]:
+        roots: Dict[Path, None] = {}
+        for path in result_dirs:
+            roots.setdefault(prof_root(path))
+        units = []
+        for root in roots:
+            base = out_dir(root, output)
+            host = root / "host"
+            host_db = None
+            if has_info_json(host):
+                host_db = Database(self.name, "host", host, base / "host" / "sqlite" / "msprof.db",
+                                   functools.partial(_import, host))
+            devices = sorted((p for p in root.iterdir() if _DEVICE.match(p.name) and has_info_json(p)),
+                             key=lambda p: int(_DEVICE.match(p.name).group(1)))
+            if host not in result_dirs:             # -dir PROF_x/device_N: that device only
+                devices = [d for d in devices if d in result_dirs]
+            if not devices:
+                from msprof.errors import DataError
+
+                raise DataError(f"{root}: no device_N directory with an info.json* (nothing to report on)")
+            for device in devices:
+                out = base / device.name
+                own = Database(self.name, "main", device, out / "sqlite" / "msprof.db",
+                               functools.partial(_import, device))
+                units.append(Unit(self, device, out, f"{root.name}/{device.name}",
+                                  ([host_db] if host_db else []) + [own]))
+        return units
+
+    def report(self, unit: Unit):
+        from msprof.layouts.prof.report import ProfReport
+
+        return ProfReport(unit)
+
+    def show_tables(self, report, selection: Selection) -> list:
+        return show_tables(report, selection)
+
+    def query_tables(self, report) -> list:
+        return query_tables(report)
+
+    def timelines(self, report, selection: Selection) -> list:
+        from msprof.layouts.prof.trace import timelines
+
+        return timelines(report, selection)
+
+    # --- what export summary writes (docs/prof.md) -----------------------------------------------------------
+    def summary_files(self, report, selection: Selection) -> List[SummaryFile]:
+        report.check(selection)
+        suffix = (f"_model{selection.model_id}" if selection.model_id is not None else "") + (
+            f"_iter{selection.iteration_id}" if selection.iteration_id is not None else "")
+        files: List[SummaryFile] = []
+        label = report.unit.label
+        if report.has_tasks:
+            tasks = report.count("task")
+            files.append(SummaryFile("op_summary" + suffix, "op_summary", (selection,), tasks * 3))
+            files.append(SummaryFile("op_statistic" + suffix, "op_statistic", (selection,), tasks))
+            if selection.everything:
+                files.append(SummaryFile("task_time", "task_time", (), tasks))
+        else:
+            notice(f"{label}: no device task data: op_summary, op_statistic and task_time skipped")
+        if report.has_api:
+            files.append(SummaryFile("api_statistic" + suffix, "api_statistic", (),
+                                     report.conn.execute("SELECT count(*) FROM host.api").fetchone()[0] // 2))
+        else:
+            notice(f"{label}: no host API data: api_statistic skipped")
+        return files
+
+
+def _import(path: Path, target: Path, spare_cores: bool = True) -> Path:
+    from msprof.layouts.prof.importer import import_result_dir
+
+    return import_result_dir(path, target)
+
+
+def show_tables(report, selection: Selection) -> list:
+    report.check(selection)
+    tables = []
+    if report.has_tasks:
+        statistic = report.op_statistic(selection)
+        statistic.title = f"Op statistic (device {report.device_id})"
+        summary = report.op_summary(selection).select(1, 12)
+        summary.title = f"Op summary (device {report.device_id})"
+        tables += [statistic, summary]
+    else:
+        notice(f"{report.unit.label}: no device task data: op tables skipped")
+    if report.has_api:
+        api = report.api_statistic()
+        api.title = "API statistic (host)"
+        tables.append(api)
+    return tables
+
+
+def query_tables(report) -> list:
+    from msprof.show import id_ranges
+    from msprof.tables import INT, TEXT, Column, Table
+
+    rows = []
+    for m in report.models() or [{"model_id": None, "model_name": None, "iterations": 0}]:
+        ids = list(range(1, (m["iterations"] or 0) + 1))
+        rows.append((report.device_id, report.platform, m["model_id"], m["model_name"], m["iterations"],
+                     id_ranges(ids)))
+    collection = Table("collection", "Collection", [Column(n) for n in ("Device", "Platform", "Model Id", "Model Name",
+                                                                        "Iterations", "Iteration Ids")], [rows])
+    data = []
+    for schema in ("host", "main"):
+        directory = "host" if schema == "host" else report.unit.path.name
+        data += [(directory, kind, records, lost) for kind, records, lost in report.conn.execute(
+            f"SELECT kind, sum(records), sum(head_lost + tail_lost) FROM {schema}.decode_count"
+            " GROUP BY kind ORDER BY kind")]
+    table = Table("data", "Data", [Column("Directory"), Column("Data", TEXT), Column("Records", INT),
+                                   Column("Bytes lost", INT)], [data])
+    return [collection, table]

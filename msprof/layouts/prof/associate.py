@@ -1,0 +1,187 @@
+"""Which op, model and iteration each host task launch belongs to (docs/prof-format.md §3, docs/prof.md
+"Association"), resolved while the task_track records are decoded.
+
+For a task_track record at time ts on a thread:
+
+* its **node** is the node-level API call (level 10000) of that thread with the latest begin <= ts, when it
+  has not ended before ts; op name = the call's item id through hash_dic;
+* its **node info** is the first node_basic_info of that thread inside the node's [begin, end]: op type,
+  GE task type, block dim, HF32 flag, and OP State (aging → dynamic);
+* its **model** is the model-level API call (level 15000) enclosing it the same way: model id = its item id;
+  the **iteration** is that call's rank among the model's executions (``model_exec``; a ModelLoad is not one);
+* without a node, the kernel name stands in for op name and type, and the GE task type comes from the
+  runtime task type (KERNEL_AICORE → AI_CORE, …).
+
+A run has few distinct ops and many launches, so what a launch resolves to is an ``op`` row (its names and
+types, created the first time that combination is met) and the launch stores the op's id, its model and
+iteration, and ``occ``, its rank among the launches of its (device, stream, task).
+
+The node and model calls and node infos are in the database already, indexed by (thread, time). Records are
+resolved a chunk at a time, column by column: per thread, one range query fetches the calls that can
+enclose the chunk's records, and bisect (``map``, C speed) finds each record's call — no per-record query
+and no per-record Python statement, and memory bounded by the chunk and the number of distinct ops.
+"""
+import bisect
+import itertools
+from collections import defaultdict
+from operator import and_
+from typing import Dict, List, Optional, Tuple
+
+from msprof.decode.api_event import LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME
+from msprof.decode.base import Rows
+
+# node_basic_info task type (GE)
+GE_TASK_TYPES: Dict[int, str] = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE", 3: "WRITE_BACK", 4: "MIX_AIC",
+                                 5: "MIX_AIV", 6: "FFTS_PLUS", 7: "DSA_SQE", 8: "DVPP", 9: "HCCL", 10: "FUSION",
+                                 11: "INVALID"}
+# runtime task type name (type_info_dic, level 5000) → GE task type, for tasks launched outside a node
+RTS_TASK_TYPES: Dict[str, str] = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "AI_VECTOR_CORE",
+                                  "KERNEL_MIX_AIC": "MIX_AIC", "KERNEL_MIX_AIV": "MIX_AIV", "KERNEL_AICPU": "AI_CPU"}
+
+# task_track fields as decoded (msprof.decode.compact.TASK_TRACK), then aging
+TRACK_FIELDS = ("thread", "ts", "device_id", "stream_id", "task_id", "batch_id", "rts_type", "kernel_hash")
+LAUNCH_COLUMNS = TRACK_FIELDS + ("aging", "occ", "op_id", "model_id", "iteration", "call_begin")
+OP_COLUMNS = ("op_id", "op_name", "op_type", "task_type", "block_dim", "op_flag", "op_state", "kernel_name",
+              "rts_type", "kernel")
+
+
+def is_kernel_task(rts_type_name: Optional[str]) -> bool:
+    """task_track records that describe an op task (docs/prof-format.md §3)."""
+    return bool(rts_type_name) and (rts_type_name.startswith("KERNEL") or rts_type_name in ("STARS_COMMON",
+                                                                                             "FFTS_PLUS"))
+
+
+class _Calls:
+    """The calls of one level on one thread that can enclose moments in [first, last], from the index:
+    the last one beginning at or before ``first``, and every one beginning up to ``last``. The per-call
+    lists end with a None entry, so that position -1 (no enclosing call) reads as None."""
+
+    def __init__(self, conn, level: int, thread: int, first: int, last: int, extra: str = "NULL"):
+        rows = conn.execute(
+            f"SELECT a.begin, a.[end], a.item_id, {extra} FROM api a WHERE a.level = {level} AND a.thread = ?"
+            f" AND a.begin <= ? AND a.begin >= coalesce((SELECT max(begin) FROM api WHERE level = {level}"
+            " AND thread = ? AND begin <= ?), ?) ORDER BY a.begin", (thread, last, thread, first, first)).fetchall()
+        begins, ends, items, extras = (list(c) for c in zip(*rows)) if rows else ([], [], [], [])
+        self.begins = begins
+        self.ends = ends + [None]
+        self.items = items + [None]
+        self.extras = extras + [None]
+
+    def enclosing(self, moments) -> List[int]:
+        """Position of the call enclosing each moment, -1 where none does."""
+        at = map(bisect.bisect_right, itertools.repeat(self.begins), moments)
+        ends = self.ends
+        return [p if p >= 0 and ends[p] >= m else -1 for p, m in zip(map(int.__sub__, at, itertools.repeat(1)),
+                                                                       moments)]
+
+
+class _Ops(dict):
+    """(node item, node info, kernel hash, runtime type) → op id; a new combination becomes an ``op`` row."""
+
+    def __init__(self, names: Dict[int, str], rts_names: Dict[int, str]):
+        super().__init__()
+        self.names, self.rts_names = names, rts_names
+        self.new: List[tuple] = []
+
+    def __missing__(self, key) -> int:
+        node, kernel_hash, rts_type = key
+        names = self.names
+        rts_name = self.rts_names.get(rts_type)
+        kernel_name = names.get(kernel_hash)
+        block_dim = op_flag = op_state = None
+        if node is None:
+            op_name, op_type = kernel_name, kernel_name
+            task_type = RTS_TASK_TYPES.get(rts_name, rts_name)
+        else:
+            item, info = node
+            op_name = names.get(item, str(item))
+            if info is None:
+                op_type, task_type = None, RTS_TASK_TYPES.get(rts_name, rts_name)
+            else:
+                ge_type, type_hash, block_dim, op_flag, aging = info
+                op_type = names.get(type_hash, str(type_hash))
+                task_type = GE_TASK_TYPES.get(ge_type, str(ge_type))
+                op_state = "dynamic" if aging else "static"
+        op_id = self[key] = len(self) + 1
+        self.new.append((op_id, op_name, op_type, task_type, block_dim, op_flag, op_state, kernel_name, rts_name,
+                         1 if is_kernel_task(rts_name) else 0))
+        return op_id
+
+    def take_new(self) -> Rows:
+        rows, self.new = self.new, []
+        return Rows("op", OP_COLUMNS, rows)
+
+
+class Associator:
+    """Turns decoded task_track blocks into ``launch`` rows (and new ``op`` rows); see the module docstring."""
+
+    def __init__(self, conn, names: Dict[int, str], type_names: Dict[Tuple[int, int], str]):
+        self.conn = conn
+        self.ops = _Ops(names, {t: n for (level, t), n in type_names.items() if level == LEVEL_RUNTIME})
+        self.occ = defaultdict(itertools.count)      # (device, stream, task) → its next launch rank
+
+    def rows(self, blocks) -> List[Rows]:
+        """``launch`` rows of one chunk's task_track blocks (the record fields, then the aging values)."""
+        width = len(TRACK_FIELDS)
+        columns: List[list] = [[] for _ in range(width + 1)]
+        for block in blocks:
+            n = len(block) // (width + 1)
+            for k in range(width):
+                columns[k].extend(block[k:n * width:width])
+            columns[width].extend(block[n * width:])
+        if not columns[0]:
+            return []
+        threads = columns[0]
+        if threads.count(threads[0]) == len(threads):
+            extras = self._resolve(threads[0], columns)
+        else:   # several threads in the chunk: resolve each thread's records, then put them back in order
+            extras = [[None] * len(threads) for _ in range(4)]
+            by_thread: Dict[int, List[int]] = defaultdict(list)
+            for index, thread in enumerate(threads):
+                by_thread[thread].append(index)
+            for thread, indexes in by_thread.items():
+                part = self._resolve(thread, [[column[i] for i in indexes] for column in columns])
+                for target, values in zip(extras, part):
+                    for i, value in zip(indexes, values):
+                        target[i] = value
+        # occ in the records' order (time order within a thread)
+        devices = list(map(and_, columns[2], itertools.repeat(0xFFF)))
+        columns[2] = devices
+        occ = list(map(next, map(self.occ.__getitem__, zip(devices, columns[3], columns[4]))))
+        launch = Rows("launch", LAUNCH_COLUMNS, list(zip(*columns, occ, *extras)))
+        return [self.ops.take_new(), launch]
+
+    def _resolve(self, thread: int, columns: List[list]) -> List[list]:
+        """(op ids, model ids, iterations, begins of the enclosing node calls) of one thread's records."""
+        moments = columns[1]
+        first, last = min(moments), max(moments)
+        nodes = _Calls(self.conn, LEVEL_NODE, thread, first, last)
+        node_at = nodes.enclosing(moments)
+        models = _Calls(self.conn, LEVEL_MODEL, thread, first, last,
+                        extra="(SELECT iteration FROM model_exec e WHERE e.seq = a.seq)")
+        model_at = models.enclosing(moments)
+        infos = self._node_infos(thread, nodes, node_at)
+        node_keys = [(item, info) for item, info in zip(nodes.items, infos)] + [None]
+        keys = zip(map(node_keys.__getitem__, node_at), columns[7], columns[6])
+        op_ids = list(map(self.ops.__getitem__, keys))
+        node_begins = nodes.begins + [None]
+        return [op_ids, list(map(models.items.__getitem__, model_at)), list(map(models.extras.__getitem__, model_at)),
+                list(map(node_begins.__getitem__, node_at))]
+
+    def _node_infos(self, thread: int, nodes: _Calls, node_at: List[int]) -> List[Optional[tuple]]:
+        """Per node (in ``nodes`` order): its node info (GE task type, op type hash, block dim, op flag,
+        aging) — the first of the thread inside the node's time span — or None."""
+        found: List[Optional[tuple]] = [None] * len(nodes.begins)
+        used = sorted(set(node_at) - {-1})
+        if not used:
+            return found
+        lo, hi = nodes.begins[used[0]], max(nodes.ends[p] for p in used)
+        infos = self.conn.execute(
+            "SELECT ts, task_type, op_type_hash, block_dim, op_flag, aging FROM node_info"
+            " WHERE thread = ? AND ts BETWEEN ? AND ? ORDER BY ts, seq", (thread, lo, hi)).fetchall()
+        stamps = [i[0] for i in infos]
+        at = map(bisect.bisect_left, itertools.repeat(stamps), (nodes.begins[p] for p in used))
+        for p, k in zip(used, at):
+            if k < len(stamps) and stamps[k] <= nodes.ends[p]:
+                found[p] = infos[k][1:]
+        return found

@@ -1,0 +1,303 @@
+"""PROF reports: op_summary, op_statistic, task_time and api_statistic of one device, with the reference
+analyser's column names, rounding and order (docs/prof-format.md §4–8; deliberate differences in
+docs/prof.md), computed in SQL and streamed (msprof.tables).
+
+The device database is opened read-only with the host database ATTACHed as ``host`` (an empty one when the
+PROF_ directory has no host data, so every query is the same). One query, ``_tasks``, gives every timed
+device task with its launch (msprof.layouts.prof.associate), times in the reference's float arithmetic and
+its PMU record; the tables select from it.
+"""
+import sqlite3
+from typing import Dict, Iterator, List, Tuple
+
+from msprof.decode.api_event import LEVELS
+from msprof.layouts.base import Iteration, Report, Selection
+from msprof.layouts.prof.schema import HOST
+from msprof.metrics import AscendMetrics, aicore_time_sql
+from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, Column, Table, batches
+
+UNKNOWN_MODEL = 4294967295
+NOT_IN_OP_SUMMARY = ("WRITE_BACK", "INVALID")
+HWTS_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE", 3: "WRITE_BACK"}
+TENSOR_COLUMNS = ["Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
+                  "Output Formats"]
+
+
+def _py_round(value, digits):
+    return None if value is None else round(value, digits)
+
+
+class ProfReport(Report):
+    """Read-only view of one device of a PROF_ directory (its database plus the host database)."""
+
+    def __init__(self, unit):
+        super().__init__(unit)
+        host = unit.databases[0].path if len(unit.databases) > 1 else None
+        if host is not None and host.is_file():
+            self.conn.execute("ATTACH DATABASE ? AS host", (f"file:{host}?mode=ro",))
+            self.has_host = True
+        else:
+            self.conn.execute("ATTACH DATABASE ':memory:' AS host")
+            _create_empty(self.conn)
+            self.has_host = False
+        self.conn.create_function("py_round", 2, _py_round, deterministic=True)
+        self.platform = self.meta.get("platform_version", "")
+        self.is_stars = self.platform.isdigit() and int(self.platform) >= 5
+        clock = self.clock
+        self.hwts_mhz = float(clock.get("hwts_mhz") or 0)
+        # the reference converts in this order, in floats (docs/prof-format.md §4)
+        self.params = {
+            "dev": int(self.device_id) if str(self.device_id).isdigit() else -1,
+            "cnt": clock.get("dev_cntvct", 0) / 1e9 * 1e9,
+            "hz": self.hwts_mhz * 1e6 or 1.0,
+            "mono": clock.get("host_mono_ns", 0) / 1e9 * 1e9,
+            "offset_us": float(clock.get("collection_begin_us") or 0) - float(
+                clock.get("clock_monotonic_raw_ns") or 0) / 1000,
+            "begin_us": float(clock.get("collection_begin_us") or 0),
+        }
+        self.params["offset_ns"] = _offset_ns(self.params["offset_us"])
+        self.aic_mhz = self.meta_number("aic_mhz")
+        self.ai_core_num = self.meta_number("ai_core_num")
+        sample = self.meta_json("sample") or {}
+        slots = [e for (e,) in self.conn.execute("SELECT event_id FROM pmu_event ORDER BY slot")]
+        self.has_pmu = self.count("pmu") > 0
+        self.metrics = (AscendMetrics(str(sample.get("ai_core_metrics") or ""), slots, self.platform)
+                        if self.has_pmu else None)
+        self.host_cpu_mhz = None
+        if self.has_host:
+            host_meta = dict(self.conn.execute("SELECT key, value FROM host.meta"))
+            self.host_cpu_mhz = (_json(host_meta.get("clock")) or {}).get("cpu_mhz")
+
+    # --- facts -------------------------------------------------------------------------------------
+    @property
+    def has_tasks(self) -> bool:
+        return self.count("task") > 0
+
+    @property
+    def has_api(self) -> bool:
+        return bool(self.conn.execute("SELECT 1 FROM host.api LIMIT 1").fetchone())
+
+    def models(self) -> List[dict]:
+        return [{"model_id": m, "model_name": n, "iterations": i}
+                for m, n, i in self.conn.execute("SELECT model_id, model_name, iterations FROM host.model"
+                                                 " ORDER BY model_id")]
+
+    def iterations(self, selection: Selection = Selection()) -> List[Iteration]:
+        out = []
+        for m in self.models():
+            if selection.model_id is not None and m["model_id"] != selection.model_id:
+                continue
+            for index in range(1, (m["iterations"] or 0) + 1):
+                if selection.iteration_id is None or index == selection.iteration_id:
+                    out.append(Iteration(m["model_id"], m["model_name"] or str(m["model_id"]), index))
+        return out
+
+    # --- the tasks -------------------------------------------------------------------------------------
+    def _tasks(self, pmu: bool = True) -> str:
+        """Timed device tasks in start order, with their host launch and op (when an op task launched them),
+        times as the reference computes them, and (``pmu``) their PMU record ``p`` and aicore time
+        (``aicore2``)."""
+        columns = join = ""
+        if pmu:
+            aicore = aicore_time_sql("p.total_cycles", "(o.block_dim & 65535)", self.aic_mhz, self.ai_core_num)
+            columns = (f", {self._pmu_columns()}, CASE WHEN p.seq IS NULL THEN NULL ELSE py_round({aicore}, 2)"
+                       " END AS aicore2")
+            join = "LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
+        return f"""
+            SELECT t.seq, t.stream_id, t.task_id, t.task_type AS hw_type, t.exec_n,
+                   o.op_name, o.op_type, coalesce(o.task_type, 'UNKNOWN') AS task_type, o.block_dim, o.op_flag,
+                   o.op_state, o.kernel_name,
+                   CASE WHEN o.op_id IS NOT NULL THEN h.model_id END AS model_id,
+                   CASE WHEN o.op_id IS NULL THEN NULL WHEN h.iteration IS NULL AND lc.launches = 1
+                        THEN t.exec_n + 1 ELSE h.iteration END AS iteration,
+                   h.thread, h.ts AS track_ts, h.call_begin, lc.launches, t.start_syscnt,
+                   ((t.start_syscnt - :cnt) / :hz) * 1e9 + :mono AS start_ns,
+                   ((t.end_syscnt - :cnt) / :hz) * 1e9 + :mono AS end_ns {columns}
+            FROM task t
+            LEFT JOIN host.launch_count lc ON lc.device_id = :dev AND lc.stream_id = t.stream_id
+                                           AND lc.task_id = t.task_id
+            LEFT JOIN host.launch h ON h.device_id = :dev AND h.stream_id = t.stream_id AND h.task_id = t.task_id
+                                    AND h.occ = CASE WHEN lc.launches = 1 THEN 0 ELSE t.exec_n END
+            LEFT JOIN host.op o ON o.op_id = h.op_id AND o.kernel = 1
+            {join}
+            WHERE t.start_syscnt IS NOT NULL AND t.end_syscnt IS NOT NULL
+            ORDER BY t.start_syscnt, t.seq LIMIT -1 OFFSET 0"""
+
+    def task_span(self, selection: Selection):
+        """(first, last) host timestamps (as recorded) of the selected tasks and their launches, or None."""
+        where, args = self._where(selection)
+        lo, hi, call = self.conn.execute(f"SELECT min(start_ns), max(end_ns), min(call_begin)"
+                                         f" FROM ({self._tasks(pmu=False)}) WHERE {where}", args).fetchone()
+        if lo is None:
+            return None
+        if self.host_cpu_mhz:           # host timestamps are ticks
+            lo, hi = lo * self.host_cpu_mhz / 1000, hi * self.host_cpu_mhz / 1000
+        if call is not None:
+            lo = min(lo, call)
+        return int(lo) - 1, int(hi) + 1
+
+    def _pmu_columns(self) -> str:
+        return ", ".join(["p.total_cycles"] + [f"p.c{i}" for i in range(8)])
+
+    def _where(self, selection: Selection) -> Tuple[str, dict]:
+        where, args = [], dict(self.params)
+        if selection.model_id is not None:
+            where.append("model_id = :model")
+            args["model"] = selection.model_id
+        if selection.iteration_id is not None:
+            where.append("iteration = :iteration")
+            args["iteration"] = selection.iteration_id
+        return (" AND ".join(where) or "1"), args
+
+    def _epoch_ns(self, ns: str) -> str:
+        """Integer ns since the epoch of a host-monotonic ns value: the reference's Decimal(repr(t)) / 1000 +
+        offset, quantized to 3 decimals half to even — exact: a float's repr ends in .5 exactly when it is a
+        tie. (Columns are referenced several times: ``ns`` is a plain column name.)"""
+        whole = f"CAST({ns} AS INTEGER)"
+        return (f"({whole} + :offset_ns + (CASE WHEN {ns} - {whole} > 0.5 OR ({ns} - {whole} = 0.5 AND"
+                f" ({whole} + :offset_ns) % 2 = 1) THEN 1 ELSE 0 END))")
+
+    # --- op_summary (docs/prof-format.md §5) -------------------------------------------------------------
+    def op_summary(self, selection: Selection = Selection()) -> Table:
+        columns = [Column("Device_id"), Column("Model ID", INT), Column("Task ID", INT), Column("Stream ID", INT),
+                   Column("Op Name"), Column("OP Type"), Column("OP State"), Column("Task Type"),
+                   Column("Task Start Time(us)", EPOCH_US), Column("Task Duration(us)", ROUND3),
+                   Column("Task Wait Time(us)", ROUND3), Column("Block Num", INT)]
+        select = [":device", f"coalesce(model_id, {UNKNOWN_MODEL})", "task_id", "stream_id", "op_name", "op_type",
+                  "op_state", "task_type", self._epoch_ns("start_ns"), "(end_ns - start_ns) / 1000.0",
+                  "start_ns", "block_dim & 65535"]
+        if self.is_stars:
+            columns.append(Column("Mix Block Num", INT))
+            select.append("(block_dim & 65535) * (block_dim >> 16 & 65535)")
+        columns.append(Column("HF32 Eligible"))
+        select.append("CASE WHEN op_flag IS NULL THEN NULL WHEN op_flag THEN 'YES' ELSE 'NO' END")
+        columns += [Column(name) for name in TENSOR_COLUMNS]
+        select += ["NULL"] * len(TENSOR_COLUMNS)
+        if self.is_stars:
+            columns.append(Column("Context ID"))
+            select.append("NULL")
+        if self.metrics:
+            rounded = self.metrics.python_rounded()
+            columns += [Column(name, ROUND3 if python else NUMBER)
+                        for name, python in zip(self.metrics.names, rounded)]
+            select += self.metrics.sql("aicore2", "(end_ns - start_ns)", self.aic_mhz, self.ai_core_num)
+        where, args = self._where(selection)
+        args["device"] = str(self.device_id)
+        skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
+        sql = (f"SELECT {', '.join(select)}, end_ns - start_ns FROM ({self._tasks()}) AS p"
+               f" WHERE {where} AND task_type NOT IN ({skip}) AND (start_ns / 1000.0 + :offset_us > :begin_us OR"
+               " (start_ns / 1000.0 + :offset_us < :begin_us AND :begin_us < end_ns / 1000.0 + :offset_us))")
+        return Table("op_summary", "op_summary", columns, _with_wait(self.conn.execute(sql, args), 10))
+
+    # --- op_statistic (docs/prof-format.md §6) -----------------------------------------------------------
+    def op_statistic(self, selection: Selection = Selection()) -> Table:
+        where, args = self._where(selection)
+        skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
+        sql = (f"SELECT op_type, task_type, count(*), sum(end_ns - start_ns), min(end_ns - start_ns),"
+               f" max(end_ns - start_ns) FROM ({self._tasks()}) WHERE {where} AND op_type IS NOT NULL"
+               f" AND task_type NOT IN ({skip}) AND start_ns / 1000.0 + :offset_us > :begin_us"
+               " GROUP BY op_type, task_type")
+        groups = self.conn.execute(sql, args).fetchall()        # one row per op type: small
+        grand = sum(g[3] for g in groups)
+        rows = []
+        for op_type, task_type, count, total, low, high in groups:
+            ratio = round(round(total / grand * 100, 6), 3) if grand else 0
+            rows.append((self.device_id, op_type, task_type, count, _us(total), _us(low), _us(total / count),
+                         _us(high), ratio))
+        rows.sort(key=lambda r: (-r[8], -r[4], r[1], r[2]))
+        columns = [Column("Device_id"), Column("OP Type"), Column("Core Type"), Column("Count", INT)] + [
+            Column(name, NUMBER) for name in ("Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
+                                              "Ratio(%)")]
+        return Table("op_statistic", "op_statistic", columns, [rows])
+
+    # --- task_time (docs/prof-format.md §8) ---------------------------------------------------------------
+    def task_time(self) -> Table:
+        type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
+        sql = (f"SELECT :device, coalesce(kernel_name, op_name), CASE WHEN task_type != 'UNKNOWN' THEN task_type"
+               f" ELSE CASE hw_type {type_names} ELSE CAST(hw_type AS TEXT) END END, stream_id, task_id,"
+               f" (end_ns - start_ns) / 1000.0, {self._epoch_ns('start_ns')},"
+               f" {self._epoch_ns('stop_ns')} FROM (SELECT *, start_ns + (end_ns - start_ns) AS stop_ns FROM"
+               f" ({self._tasks()}) LIMIT -1 OFFSET 0)")
+        args = dict(self.params, device=str(self.device_id))
+        columns = [Column("Device_id"), Column("kernel_name"), Column("kernel_type"), Column("stream_id", INT),
+                   Column("task_id", INT), Column("task_time(us)", ROUND3), Column("task_start(us)", EPOCH_US),
+                   Column("task_stop(us)", EPOCH_US)]
+        return Table("task_time", "task_time", columns, batches(self.conn.execute(sql, args)))
+
+    # --- api_statistic (docs/prof-format.md §7) -------------------------------------------------------------
+    def api_statistic(self) -> Table:
+        columns = [Column("Device_id"), Column("Level"), Column("API Name")] + [
+            Column(name, INT if name == "Count" else NUMBER)
+            for name in ("Time(us)", "Count", "Avg(us)", "Min(us)", "Max(us)", "Variance")]
+        return Table("api_statistic", "api_statistic", columns, [self._api_rows()])
+
+    def _api_rows(self) -> list:
+        """Per (name, level): the reference's sums and variance of µs durations, from the distinct durations
+        and their counts (exact: durations are whole host ticks), so 2M calls are one GROUP BY in SQL."""
+        named = ("CASE WHEN a.level IN (20000, 15000, 10000, 5000) THEN coalesce(tn.name,"
+                 " CAST(a.struct_type AS TEXT)) ELSE coalesce(hs.text, CAST(a.item_id AS TEXT)) END")
+        sql = (f"SELECT {named}, a.level, d, n FROM (SELECT level, struct_type, item_id, [end] - begin AS d,"
+               " count(*) AS n FROM host.api WHERE from_events = 0 GROUP BY level, struct_type, item_id, d) a"
+               " LEFT JOIN host.type_name tn ON tn.level = a.level AND tn.type = a.struct_type"
+               " LEFT JOIN host.hash_string hs ON hs.hash = a.item_id")
+        groups: Dict[tuple, Dict[int, int]] = {}
+        for name, level, delta, n in self.conn.execute(sql):
+            counts = groups.setdefault((name, level), {})
+            counts[delta] = counts.get(delta, 0) + n
+        rows = []
+        to_us = self._host_us
+        for (name, level) in sorted(groups, key=lambda k: (k[0], LEVELS.get(k[1], str(k[1])))):
+            counts = groups[(name, level)]
+            count = sum(counts.values())
+            total = round(sum(to_us(d) * n for d, n in counts.items()), 3)
+            average = round(total / count, 3)
+            squares = sum(round((to_us(d) - average) ** 2, 3) * n for d, n in counts.items())
+            rows.append((self.device_id, LEVELS.get(level, str(level)), name, total, count, average,
+                         round(to_us(min(counts)), 3), round(to_us(max(counts)), 3), round(squares / count, 3)))
+        return rows
+
+    def _host_us(self, delta: int) -> float:
+        return delta / self.host_cpu_mhz if self.host_cpu_mhz else delta * 1000000 / 1000000000
+
+
+def _with_wait(cursor, at: int) -> Iterator[list]:
+    """Fill column ``at`` (it holds start_ns) with the wait since the previous row ended, the row's last
+    column holding its duration (which is dropped): 0 for the first row, else max(start − previous start −
+    previous duration, 0) in µs, in start order whatever the stream (what the reference does)."""
+    previous = None
+    for batch in batches(cursor):
+        out = []
+        for row in batch:
+            row = list(row)
+            start, duration = row[at], row.pop()
+            row[at] = 0 if previous is None else max(start - previous[0] - previous[1], 0) / 1000
+            previous = (start, duration)
+            out.append(row)
+        yield out
+
+
+def _us(ns: float) -> float:
+    return round(round(ns, 6) / 1000, 3)
+
+
+def _offset_ns(offset_us: float) -> int:
+    """offset_us (a float) as the reference's Decimal(repr(offset_us)), in whole ns."""
+    from decimal import Decimal
+
+    return int((Decimal(repr(offset_us)) * 1000).to_integral_value())
+
+
+def _json(value):
+    import json
+
+    try:
+        return json.loads(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _create_empty(conn: sqlite3.Connection) -> None:
+    for name, table in HOST.tables.items():
+        names = ", ".join(f"[{c}]" for c in table.columns)
+        conn.execute(f"CREATE TABLE host.[{name}] ({names})")
+

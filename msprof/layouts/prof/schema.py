@@ -1,0 +1,64 @@
+"""Tables of the two databases of a PROF_ directory, as data (docs/prof.md "Databases"):
+
+* ``host/sqlite/msprof.db``: the host's API calls and events, the name dictionaries, the GE node infos, and
+  ``launch``: every task_track record with what the association found for it (its op, op type, GE task
+  type, block dim, model and iteration; docs/prof-format.md §3), done once at import.
+* ``device_N/sqlite/msprof.db``: device tasks (HWTS or STARS start/end pairs) and the aicore PMU records.
+
+Reports open the device database and ATTACH the host one as ``host``.
+"""
+from msprof.decode.pmu import ASCEND
+from msprof.store import BOOKKEEPING, Schema, TableDef
+
+PMU_COLUMNS = [f"c{i}" for i in range(ASCEND.counters)]
+
+HOST = Schema("PROF host", dict(BOOKKEEPING, **{
+    # raw records (host timestamps as recorded; hashes as signed 64-bit)
+    "api": TableDef({"seq": int, "level": int, "struct_type": int, "thread": int, "begin": int, "end": int,
+                  "item_id": int, "request_id": int, "from_events": int}, "seq", defaults={"from_events": 0}),
+    "event": TableDef({"seq": int, "level": int, "struct_type": int, "thread": int, "request_id": int, "ts": int,
+                    "item_id": int}, "seq"),
+    "node_info": TableDef({"seq": int, "thread": int, "ts": int, "op_name_hash": int, "task_type": int,
+                        "op_type_hash": int, "block_dim": int, "op_flag": int, "aging": int}, "seq"),
+    "graph_map": TableDef({"seq": int, "thread": int, "ts": int, "model_name_hash": int, "graph_id": int}, "seq"),
+    "type_name": TableDef({"level": int, "type": int, "name": str}),
+    "hash_string": TableDef({"hash": int, "text": str}, "hash"),
+    # derived
+    "model_exec": TableDef({"seq": int, "model_id": int, "iteration": int}, "seq"),
+    "model": TableDef({"model_id": int, "model_name": str, "iterations": int}, "model_id"),
+    # a task_track record and what the association found for it (msprof.layouts.prof.associate): its op, its
+    # model and iteration, occ = its rank among the launches of its (device, stream, task), and the begin of
+    # its node-level call (a timeline draws its HostToDevice flow from there)
+    "launch": TableDef({"seq": int, "thread": int, "ts": int, "device_id": int, "stream_id": int, "task_id": int,
+                     "batch_id": int, "rts_type": int, "kernel_hash": int, "aging": int, "occ": int, "op_id": int,
+                     "model_id": int, "iteration": int, "call_begin": int}, "seq"),
+    # the distinct ops launched: names and types (kernel = 1: an op task, KERNEL_*, STARS_COMMON, FFTS_PLUS)
+    "op": TableDef({"op_id": int, "op_name": str, "op_type": str, "task_type": str, "block_dim": int, "op_flag": int,
+                 "op_state": str, "kernel_name": str, "rts_type": str, "kernel": int}, "op_id"),
+    # launches per (device, stream, task): an id launched once (a static graph) names all its executions
+    "launch_count": TableDef({"device_id": int, "stream_id": int, "task_id": int, "launches": int}),
+}), indexes=[
+    # the association's time lookups: node- and model-level calls per thread by begin (partial, covering)
+    ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 10000"),
+    ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 15000"),
+    ("node_info", ["thread", "ts"]),
+])
+HOST_LATE_INDEXES = [
+    ("launch", ["device_id", "stream_id", "task_id", "occ"]),
+    ("launch_count", ["device_id", "stream_id", "task_id"]),
+]
+
+DEVICE = Schema("PROF device", dict(BOOKKEEPING, **{
+    "task": TableDef({"seq": int, "stream_id": int, "task_id": int, "task_type": int, "start_syscnt": int,
+                   "end_syscnt": int, "exec_n": int}, "seq"),
+    "stars_log": TableDef({"seq": int, "stream_id": int, "task_id": int, "sqe_type": int, "log_type": int,
+                        "syscnt": int}, "seq"),
+    "pmu": TableDef(dict({"seq": int, "core_id": int, "stream_id": int, "task_id": int, "exec_n": int,
+                       "total_cycles": int}, **{c: int for c in PMU_COLUMNS}), "seq"),
+    "pmu_event": TableDef({"slot": int, "event_id": int}, "slot"),
+}), indexes=[
+    ("task", ["start_syscnt"]),
+    ("pmu", ["stream_id", "task_id", "exec_n"]),
+])
+
+TASK_COLUMNS = ("stream_id", "task_id", "task_type", "start_syscnt", "end_syscnt", "exec_n")

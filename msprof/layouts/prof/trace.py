@@ -1,0 +1,227 @@
+"""A PROF device's timeline, ``device_N/timeline/msprof[_model<M>][_iter<I>].json`` (docs/prof.md), as
+sources for the one trace writer (msprof.trace):
+
+* the device's tasks — process "Ascend Hardware (device N)", one thread per stream, an X slice per task
+  named by its op (kernel, or task type, when no op launched it);
+* the host's API calls — process "CANN (host)" (the app's pid), one thread per host thread; acl, model,
+  node and runtime levels nest by time;
+* a HostToDevice flow from each launch (inside its node-level call on the host thread) to the device task
+  it started — for ids launched once per execution; a static graph's single launch of a task is not drawn
+  to each of its thousands of executions.
+
+Times are µs relative to the collection start (the host's CLOCK_MONOTONIC_RAW at clockMonotonicRaw).
+"""
+import itertools
+from bisect import bisect_right
+from typing import Dict, Iterator, List
+
+from msprof.decode.api_event import LEVELS
+from msprof.layouts.base import Selection
+from msprof.layouts.prof.report import HWTS_TASK_TYPES, UNKNOWN_MODEL
+from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number, jstr,
+                          other_data, sorted_query)
+
+HOST_PROCESS = "CANN (host)"
+LEVEL_NAMES = {level: jstr(name) for level, name in LEVELS.items()}
+_X_TASK = (',\n{"ph":"X","pid":%d,"tid":%d,"ts":%r,"dur":%r,"name":%s,"args":{"Task ID":%d,"Stream ID":%d,'
+           '"Task Type":%s,"OP Type":%s,"Model ID":%d,"Iteration":%s}}')
+_X_API = ',\n{"ph":"X","pid":%d,"tid":%d,"ts":%r,"dur":%r,"name":%s,"args":{"level":%s,"item":%s}}'
+_FLOW_S = ',\n{"ph":"s","cat":"%s","name":"%s","id":%d,"pid":%d,"tid":%d,"ts":%r}'
+_FLOW_F = ',\n{"ph":"f","bp":"e","cat":"%s","name":"%s","id":%d,"pid":%d,"tid":%d,"ts":%r}'
+# node-level calls remembered per host thread for the flows of tasks still to come (the oldest are dropped)
+REMEMBERED_CALLS = 1 << 16
+
+
+def timelines(report, selection: Selection) -> List[Timeline]:
+    if not report.has_tasks and not report.has_api:
+        return []
+    suffix = (f"_model{selection.model_id}" if selection.model_id is not None else "") + (
+        f"_iter{selection.iteration_id}" if selection.iteration_id is not None else "")
+    events = report.count("task") + report.conn.execute("SELECT count(*) FROM host.api").fetchone()[0]
+    return [Timeline("msprof" + suffix, other_data(report, "msprof", None, selection.iteration_id),
+                     _Sources(selection), events)]
+
+
+class _Sources:
+    """Picklable factory of the timeline's sources: the tasks drive; the host calls are merged in."""
+
+    def __init__(self, selection: Selection):
+        self.selection = selection
+
+    def __call__(self, report) -> List[Source]:
+        host = HostSource(report, self.selection)
+        return [TaskSource(report, self.selection, host), host]
+
+
+def _host_pid(report) -> int:
+    pid = report.meta_number("pid")
+    return int(pid) if pid and 0 < pid < TASK_PID_BASE else 1
+
+
+class HostSource(Source):
+    """The host's API calls, in start order (enclosing calls first)."""
+
+    def __init__(self, report, selection: Selection):
+        self.report, self.selection = report, selection
+        self.pid = _host_pid(report)
+        mono = int(report.clock.get("clock_monotonic_raw_ns") or 0)
+        cpu = report.host_cpu_mhz
+        self.host_ns = (f"CAST(round({{}} * {1000.0 / float(cpu)!r} - {mono}) AS INTEGER)" if cpu
+                        else f"({{}} - {mono})")
+        self.types = {(level, t): jstr(name) for level, t, name in report.conn.execute(
+            "SELECT level, type, name FROM host.type_name")}
+        self.items = JsonNames()
+        self.strings = dict(report.conn.execute("SELECT hash, text FROM host.hash_string"))
+        self.calls: Dict[int, list] = {}           # thread → [(begin, end, lane tid, slice)] of node-level calls
+        self.backwards = 0
+
+    def batches(self) -> Iterator[list]:
+        where, args = "1", ()
+        if not self.selection.everything:         # the calls around the selected tasks only
+            span = self.report.task_span(self.selection)
+            if span is None:
+                return iter(())
+            where, args = "[end] >= ? AND begin <= ?", span
+        begin, end = self.host_ns.format("begin"), self.host_ns.format("[end]")
+        return batches(sorted_query(self.report.conn,
+                                    f"SELECT level, thread, struct_type, item_id, {begin}, {end} FROM host.api"
+                                    f" WHERE {where} ORDER BY begin, [end] DESC, level DESC, seq", args))
+
+    def start(self, row) -> int:
+        return row[4]
+
+    def write(self, rows: list, writer, lanes) -> None:
+        types, items, strings, calls = self.types, self.items, self.strings, self.calls
+        place, limit, fmt, pid = lanes.place, writer.limit, _X_API, self.pid
+        out: List[str] = []
+        count, threads = writer.count, writer.threads
+        for level, thread, struct_type, item, start, end in rows:
+            if end < start:
+                self.backwards += 1
+                continue
+            if count >= limit:
+                writer.body.write("".join(out))
+                out = []
+                writer.count = count
+                writer.reserve(1)
+                count, threads = writer.count, writer.threads
+            lane = place(thread, thread, "Thread", thread, start, end)
+            tid = lane.tid
+            if (pid, tid) not in threads:
+                writer.use(pid, tid, HOST_PROCESS, lane)
+            text = strings.get(item)
+            item_name = items[text if text is not None else str(item)]
+            if level in (20000, 15000, 10000, 5000):
+                name = types.get((level, struct_type)) or items[str(struct_type)]
+            else:
+                name = item_name
+            if level == 10000:
+                remembered = calls.setdefault(thread, [])
+                remembered.append((start, end, tid, writer.slice_index))
+                if len(remembered) > REMEMBERED_CALLS:
+                    del remembered[:REMEMBERED_CALLS // 2]
+            out.append(fmt % (pid, tid, start / 1000, (end - start) / 1000, name,
+                              LEVEL_NAMES.get(level) or items[str(level)], item_name))
+            count += 1
+        writer.body.write("".join(out))
+        writer.count = count
+
+    def lane_of_call(self, thread: int, begin: int, writer):
+        """The lane of the node-level call of ``thread`` that began at ``begin``, when it is in the slice being
+        written (a flow must share its file with both of its slices); else None."""
+        remembered = self.calls.get(thread)
+        if not remembered:
+            return None
+        i = bisect_right(remembered, (begin, float("inf"))) - 1
+        if i < 0 or remembered[i][0] != begin or remembered[i][3] != writer.slice_index:
+            return None
+        return remembered[i][2]
+
+    def finish(self, base: str, lanes) -> None:
+        from msprof.console import log
+
+        if self.backwards:
+            log.warning("%s: %d host API call(s) end before they begin (corrupt data): left out of the timeline",
+                        base, self.backwards)
+        if lanes.moved:
+            log.info("%s: %d host API call(s) partially overlap another call of their thread: shown on "
+                     "'(overlap)' threads", base, lanes.moved)
+
+
+class TaskSource(Source):
+    """The device's tasks in start order, with the HostToDevice flow of each launched once per execution."""
+
+    def __init__(self, report, selection: Selection, host: HostSource):
+        self.report, self.selection, self.host = report, selection, host
+        self.device = device_number(report)
+        self.pid = TASK_PID_BASE + self.device
+        self.names = JsonNames()
+        mono = int(report.clock.get("clock_monotonic_raw_ns") or 0)
+        self.mono = mono
+        cpu = report.host_cpu_mhz
+        self.track_ns = (f"CAST(round(track_ts * {1000.0 / float(cpu)!r} - {mono}) AS INTEGER)" if cpu
+                         else f"(track_ts - {mono})")
+        self.call_ns = self.track_ns.replace("track_ts", "call_begin")
+        self.flow_ids = itertools.count(1)
+        self.process = f"Ascend Hardware (device {report.device_id})"
+        self.backwards = self.flows = 0
+
+    def batches(self) -> Iterator[list]:
+        report = self.report
+        where, args = report._where(self.selection)
+        types = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
+        sql = (f"SELECT stream_id, task_id, coalesce(op_name, kernel_name, CASE hw_type {types} ELSE 'task' END),"
+               f" task_type, op_type, coalesce(model_id, {UNKNOWN_MODEL}), iteration,"
+               f" CAST(round(start_ns) AS INTEGER) - {self.mono}, CAST(round(end_ns) AS INTEGER) - {self.mono},"
+               f" thread, CASE WHEN launches != 1 OR exec_n = 0 THEN {self.track_ns} END, {self.call_ns}"
+               f" FROM ({report._tasks(pmu=False)}) WHERE {where}")
+        return batches(report.conn.execute(sql, args))
+
+    def start(self, row) -> int:
+        return row[7]
+
+    def write(self, rows: list, writer, lanes) -> None:
+        names, host = self.names, self.host
+        place, limit, fmt, pid = lanes.place, writer.limit, _X_TASK, self.pid
+        out: List[str] = []
+        count, threads = writer.count, writer.threads
+        for stream, task_id, name, task_type, op_type, model_id, iteration, start, end, thread, track, call in rows:
+            if end < start:
+                self.backwards += 1
+                continue
+            if count >= limit:
+                writer.body.write("".join(out))
+                out = []
+                writer.count = count
+                writer.reserve(1)
+                count, threads = writer.count, writer.threads
+            lane = place(stream, stream, "Stream", stream * 256, start, end)
+            tid = lane.tid
+            if (pid, tid) not in threads:
+                writer.use(pid, tid, self.process, lane)
+            out.append(fmt % (pid, tid, start / 1000, (end - start) / 1000, names[name], task_id, stream,
+                              names[task_type], NA if op_type is None else names[op_type], model_id,
+                              NA if iteration is None else iteration))
+            count += 1
+            # the flow shares the file with its node-level call (written into this slice) and the task
+            if track is not None and call is not None and track <= start and count + 2 <= limit:
+                host_tid = host.lane_of_call(thread, call, writer)
+                if host_tid is not None:
+                    flow_id = (self.device << 40) | next(self.flow_ids)
+                    out.append(_FLOW_S % (FLOW_CATEGORY, FLOW_CATEGORY, flow_id, host.pid, host_tid, track / 1000))
+                    out.append(_FLOW_F % (FLOW_CATEGORY, FLOW_CATEGORY, flow_id, pid, tid, start / 1000))
+                    count += 2
+                    self.flows += 1
+        writer.body.write("".join(out))
+        writer.count = count
+
+    def finish(self, base: str, lanes) -> None:
+        from msprof.console import log
+
+        if self.backwards:
+            log.warning("%s: %d task(s) end before they start (corrupt data): left out of the timeline",
+                        base, self.backwards)
+        if lanes.moved:
+            log.warning("%s: %d task(s) partially overlap another task of their stream (corrupt data): shown "
+                        "on '(overlap)' threads", base, lanes.moved)
+        log.info("%s: %d HostToDevice flow(s)", base, self.flows)

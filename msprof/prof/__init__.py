@@ -1,1 +1,0 @@
-"""Ascend CANN PROF_ layout (raw-format.md §6): host/ + device_N/ analysed together."""

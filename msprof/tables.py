@@ -1,0 +1,143 @@
+"""Report tables: what reports produce and every renderer consumes (msprof.renderers).
+
+A ``Table`` has a stable ``key`` (snake_case, for scripts), a ``title`` (for people), ``Column``s and its rows,
+streamed in batches straight from SQL (a table of a million rows never sits in memory), plus an optional
+``total`` row kept apart (csv and the terminal print it last; structured output gives it its own field).
+Values are raw: numbers, text, or None for N/A. A column's ``Kind`` says how a renderer prints a value —
+the one place where output rounding and formatting are defined.
+
+Rounding follows the tools whose files msprof writes: a JOB column the SS928 tool rounds half up, and a
+PROF column the reference analyser rounds with SQLite's round(), are rounded by the SQL that computes them
+(exact integer arithmetic, or the same SQLite function: a renderer cannot round a ratio of integers
+exactly from its float); a column the reference rounds with Python's round() is rounded here, by its kind.
+"""
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, List, Optional, Sequence
+
+NA = "N/A"
+
+
+class Kind:
+    """How a column's values are printed: ``text`` for csv and the terminal, ``json`` for JSON (a number
+    stays a number). None is N/A everywhere."""
+
+    name = "plain"
+    numeric = False
+
+    def text(self, value) -> str:
+        return NA if value is None else str(value)
+
+    def json(self, value):
+        return value
+
+
+class _Plain(Kind):
+    """Text, integers, and numbers already rounded by the SQL that computed them."""
+
+    def __init__(self, name: str, numeric: bool):
+        self.name, self.numeric = name, numeric
+
+
+class _PythonRound(Kind):
+    """A float rounded with Python's round() to ``digits`` (half to even on the binary value)."""
+
+    numeric = True
+
+    def __init__(self, digits: int):
+        self.name = f"round{digits}"
+        self.digits = digits
+
+    def text(self, value) -> str:
+        return NA if value is None else str(round(value, self.digits))
+
+    def json(self, value):
+        return None if value is None else round(value, self.digits)
+
+
+class _EpochNs(Kind):
+    """Integer ns since the epoch printed as µs with exactly 3 decimals (more digits than a float holds)."""
+
+    name = "epoch_us"
+
+    def text(self, value) -> str:
+        if value is None:
+            return NA
+        return "%d.%03d" % divmod(value, 1000) if value >= 0 else "-" + self.text(-value)
+
+    json = text
+
+
+TEXT = _Plain("text", False)
+INT = _Plain("int", True)
+NUMBER = _Plain("number", True)       # rounded in SQL: times 3 decimals, ratios 4 (outputs.md)
+ROUND3 = _PythonRound(3)
+EPOCH_US = _EpochNs()
+
+
+@dataclass
+class Column:
+    name: str
+    kind: Kind = TEXT
+
+    @property
+    def key(self) -> str:
+        """The column's name for scripts: snake_case ASCII ("Time(us)" → "time_us")."""
+        return snake_case(self.name)
+
+
+@dataclass
+class Table:
+    key: str
+    title: str
+    columns: List[Column]
+    batches: Iterable[List[tuple]] = field(default_factory=list)     # rows, a batch at a time
+    total: Optional[tuple] = None
+    facts: bool = False          # a few facts (the frequency table): --top does not cut it
+
+    def rows(self) -> Iterator[tuple]:
+        for batch in self.batches:
+            yield from batch
+
+    def select(self, first: int, last: int) -> "Table":
+        """The same table with only columns [first, last)."""
+        batches = ([row[first:last] for row in batch] for batch in self.batches)
+        total = None if self.total is None else self.total[first:last]
+        return Table(self.key, self.title, self.columns[first:last], batches, total, self.facts)
+
+    def materialize(self, limit: Optional[int] = None) -> "Table":
+        """The same table with its rows in one list (at most ``limit``): for small tables and terminal views."""
+        rows = []
+        limit = None if self.facts else limit
+        for batch in self.batches:
+            rows.extend(batch)
+            if limit is not None and len(rows) >= limit:
+                del rows[limit:]
+                break
+        return Table(self.key, self.title, self.columns, [rows], self.total, self.facts)
+
+
+def batches(cursor, size: int = 1024) -> Iterator[list]:
+    """Rows of a cursor in lists of ``size``: fewer Python↔SQLite round trips than row by row, and small
+    enough that one batch's objects are freed and reused by the next."""
+    while True:
+        rows = cursor.fetchmany(size)
+        if not rows:
+            return
+        yield rows
+
+
+def columns(spec: Sequence[tuple]) -> List[Column]:
+    """[(name, kind)] → Columns."""
+    return [Column(name, kind) for name, kind in spec]
+
+
+def snake_case(name: str) -> str:
+    out, last = [], "_"
+    for ch in name.replace("%", " pct ").replace("(", " ").replace(")", " "):
+        ch = ch.lower() if ch.isascii() and ch.isalnum() else "_"
+        if ch == "_" and last == "_":
+            continue
+        out.append(ch)
+        last = ch
+    return "".join(out).strip("_")
+
