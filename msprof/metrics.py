@@ -197,28 +197,41 @@ class AscendMetrics:
         return [kind in PYTHON_ROUNDED for _n, kind, _a in self.columns]
 
     def ratio(self, event: int) -> str:
-        return (f"(CASE WHEN p.total_cycles THEN CAST(p.c{self.slot_of[event]} AS REAL) / p.total_cycles"
-                " ELSE 0.0 END)")
+        return f"r{self.slot_of[event]}"
+
+    def inner(self) -> List[str]:
+        """Columns computed once per task for the columns below: the ratio of each counter to the cycles
+        (``r<slot>``), and each ratio column's rounded value (``m<k>``), which later columns reuse. Over a row
+        with ``total_cycles`` and the counters ``c<slot>``."""
+        def raw(slot: int) -> str:
+            return f"CASE WHEN total_cycles THEN CAST(c{slot} AS REAL) / total_cycles ELSE 0.0 END"
+
+        out = [f"{raw(slot)} AS r{slot}" for slot in sorted(set(self.slot_of.values()))]
+        for k, (_name, kind, args) in enumerate(self.columns):
+            if kind == "ratio":    # (a column cannot use its siblings' names: the ratio again)
+                out.append("round(" + " + ".join(["0.0"] + [raw(self.slot_of[e]) for e in args]) + f", 3) AS m{k}")
+        return out
 
     def sql(self, aicore_time: str, dur_ns: str, aic_mhz: Optional[float], core_num: Optional[int]) -> List[str]:
-        """One SQL expression per column. ``aicore_time``: the expression of the task's aicore time (already
-        rounded to 2 decimals); ``dur_ns``: of its duration. NULL (N/A) for a task without a PMU record."""
+        """One SQL expression per column, over a row holding the ``inner`` columns. ``aicore_time``: the
+        expression of the task's aicore time (already rounded to 2 decimals); ``dur_ns``: of its duration.
+        NULL (N/A) for a task without a PMU record."""
         done: Dict[str, str] = {}
         out = []
-        for name, kind, args in self.columns:
+        for k, (name, kind, args) in enumerate(self.columns):
             if kind == "aicore_time":
                 expr = aicore_time
             elif kind == "cycles":
-                expr = "p.total_cycles"
+                expr = "total_cycles"
             elif kind == "counter":
-                expr = f"p.c{self.slot_of[args[0]]}"
+                expr = f"c{self.slot_of[args[0]]}"
             elif kind == "ratio":
-                expr = "round(" + " + ".join(["0.0"] + [self.ratio(e) for e in args]) + ", 3)"
+                expr = f"m{k}"
             elif kind == "pipe_time":
                 expr = f"round({aicore_time} * {self.ratio(args[0])}, 3)"
             elif kind == "miss_rate":
                 a, b = args
-                expr = (f"CASE WHEN p.c{self.slot_of[a]} THEN round({self.ratio(b)} / {self.ratio(a)}, 3)"
+                expr = (f"CASE WHEN c{self.slot_of[a]} THEN round({self.ratio(b)} / {self.ratio(a)}, 3)"
                         f" ELSE round({self.ratio(b)}, 3) END")
             elif kind == "memory_bound":
                 top = f"max({', '.join(done[c] for c in args[1:])})"
@@ -227,15 +240,15 @@ class AscendMetrics:
                 if not core_num or not aic_mhz:
                     expr = "0"
                 else:
-                    expr = (f"CASE WHEN {done[args[0]]} AND p.total_cycles AND {dur_ns} THEN p.total_cycles /"
+                    expr = (f"CASE WHEN {done[args[0]]} AND total_cycles AND {dur_ns} THEN total_cycles /"
                             f" ({float(aic_mhz)!r} * {int(core_num)} * {dur_ns}) * 1000 * 100 ELSE 0 END")
             elif kind == "fops":
-                expr = "round(" + " + ".join(["0.0"] + [f"{self.ratio(e)} * p.total_cycles * {w!r}"
+                expr = "round(" + " + ".join(["0.0"] + [f"{self.ratio(e)} * total_cycles * {w!r}"
                                                          for e, w in args]) + ", 3)"
             else:  # pragma: no cover - a table error
                 raise ValueError(kind)
             done[name] = expr
-            out.append(f"CASE WHEN p.total_cycles IS NULL THEN NULL ELSE {expr} END")
+            out.append(f"CASE WHEN total_cycles IS NULL THEN NULL ELSE {expr} END")
         return out
 
 

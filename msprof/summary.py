@@ -1,12 +1,16 @@
 """export summary: the one writer of summary files, for every layout (outputs.md §3).
 
-A layout's report lists the files to write (``SummaryFile``: a name, the report table that fills it, and a
-weight ~ its rows); each is rendered straight from SQL into a temporary file renamed into place. When the
-files add up to many rows and a second core is free, two processes share them, largest first, in batches
-small enough to even out (the order of the returned paths is the order of the list, either way).
+A layout's report lists the files to write (``SummaryFile``: a name, the report table that fills it, a
+weight ~ its rows, and into how many row ranges its table can be cut); each is rendered straight from SQL
+into a temporary file renamed into place. When the files add up to many rows and a second core is free,
+two processes share the work, largest first, in batches small enough to even out; a csv file that can be
+cut (a PROF op_summary of a million rows) is written as parts by both, then joined. The order of the
+returned paths is the order of the list, either way.
 """
+import os
+import shutil
 from pathlib import Path
-from typing import List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional, Tuple
 
 from msprof.atomic import atomic_open
 from msprof.console import log
@@ -23,10 +27,12 @@ class SummaryFile(NamedTuple):
     table: str           # the report method that makes its Table
     args: tuple = ()
     weight: int = 1      # about its rows
+    parts: int = 1       # row ranges its table can be cut into (the method takes part=(k, n))
 
 
 def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
-    if sum(f.weight for f in files) >= PARALLEL_MIN_ROWS and len(files) > 1 and several_cores():
+    if sum(f.weight for f in files) >= PARALLEL_MIN_ROWS and several_cores() and (
+            len(files) > 1 or files[0].parts > 1):
         written = _write_in_workers(report.unit, files, fmt, directory)
     else:
         written = [write_file(report, f, fmt, directory) for f in files]
@@ -44,6 +50,29 @@ def write_file(report, summary_file: SummaryFile, fmt: str, directory: Path) -> 
     return path
 
 
+def _write_part(report, summary_file: SummaryFile, part: Tuple[int, int], directory: Path) -> Path:
+    """Rows of range ``part`` of a csv file into a temporary beside it (the header in the first only)."""
+    renderer = FORMATS["csv"]()
+    table = getattr(report, summary_file.table)(*summary_file.args, part=part)
+    path = Path(directory) / f".{summary_file.name}.{os.getpid()}.part{part[0]}.tmp"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        renderer.write(table, handle, header=part[0] == 0)
+    return path
+
+
+def _join(parts: List[Path], target: Path) -> Path:
+    try:
+        with atomic_open(target, "wb") as out:
+            for path in parts:
+                with open(path, "rb") as handle:
+                    shutil.copyfileobj(handle, out, 1 << 20)
+    finally:
+        for path in parts:
+            path.unlink(missing_ok=True)
+    return target
+
+
 # --- two processes -----------------------------------------------------------------------------------------
 _worker_report = None
 
@@ -53,26 +82,51 @@ def _open_worker_report(unit) -> None:
     _worker_report = unit.open()
 
 
-def _write_batch(files: List[SummaryFile], fmt: str, directory: str) -> List[str]:
-    return [str(write_file(_worker_report, f, fmt, Path(directory))) for f in files]
+def _write_batch(jobs: List[Tuple[SummaryFile, Optional[Tuple[int, int]]]], fmt: str, directory: str) -> List[str]:
+    out = []
+    for summary_file, part in jobs:
+        if part is None:
+            out.append(str(write_file(_worker_report, summary_file, fmt, Path(directory))))
+        else:
+            out.append(str(_write_part(_worker_report, summary_file, part, Path(directory))))
+    return out
 
 
 def _write_in_workers(unit, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
-    order = sorted(range(len(files)), key=lambda i: -files[i].weight)
-    share = max(1, sum(f.weight for f in files) // (8 * WORKERS))
+    jobs = []                             # (file index, part or None, weight)
+    for i, f in enumerate(files):
+        n = f.parts if fmt == "csv" else 1
+        if n > 1:
+            jobs += [(i, (k, n), f.weight // n) for k in range(n)]
+        else:
+            jobs.append((i, None, f.weight))
+    order = sorted(range(len(jobs)), key=lambda j: -jobs[j][2])
+    share = max(1, sum(j[2] for j in jobs) // (8 * WORKERS))
     batches: List[List[int]] = []
     load: Optional[int] = None
-    for i in order:                       # large files alone, small ones grouped up to ``share`` rows
-        if load is None or load + files[i].weight > share:
+    for j in order:                       # large jobs alone, small ones grouped up to ``share`` rows
+        if load is None or load + jobs[j][2] > share:
             batches.append([])
             load = 0
-        batches[-1].append(i)
-        load += files[i].weight
+        batches[-1].append(j)
+        load += jobs[j][2]
     log.info("writing %d file(s) in %d processes", len(files), WORKERS)
-    written: List[Path] = [Path()] * len(files)
+    results: List[Optional[Path]] = [None] * len(jobs)
     with process_pool(WORKERS, initializer=_open_worker_report, initargs=(unit,)) as pool:
-        futures = [pool.submit(_write_batch, [files[i] for i in batch], fmt, str(directory)) for batch in batches]
-        for batch, future in zip(batches, futures):
-            for i, path in zip(batch, future.result()):
-                written[i] = Path(path)
+        futures = [pool.submit(_write_batch, [(files[jobs[j][0]], jobs[j][1]) for j in batch], fmt, str(directory))
+                   for batch in batches]
+        try:
+            for batch, future in zip(batches, futures):
+                for j, path in zip(batch, future.result()):
+                    results[j] = Path(path)
+        except BaseException:
+            for path in results:
+                if path is not None and path.name.endswith(".tmp"):
+                    path.unlink(missing_ok=True)
+            raise
+    written: List[Path] = []
+    for i, f in enumerate(files):
+        mine = [results[j] for j, job in enumerate(jobs) if job[0] == i]
+        split = any(job[1] is not None for job in jobs if job[0] == i)
+        written.append(_join(mine, Path(directory) / (f.name + FORMATS[fmt].extension)) if split else mine[0])
     return written

@@ -185,9 +185,10 @@ class Writer:
     spaces (JSON whitespace), so its body is never copied; any other slice is rewritten with its
     metadata and a copy of the body (cheap for a small one)."""
 
-    def __init__(self, directory: Path, base: str, other: dict, check_all: bool = False):
+    def __init__(self, directory: Path, base: str, other: dict, check_all: bool = False, numbered: bool = False):
         self.directory, self.base, self.other = directory, base, other
         self.check_all = check_all
+        self.numbered = numbered              # name even a single file "_slice_0" (one of several parts)
         self.limit = max(1, int(SLICE_EVENTS))
         self.count = 0                       # events in the current slice
         self.total = 0
@@ -222,7 +223,7 @@ class Writer:
             yield '{"ph":"M","pid":%d,"tid":%d,"name":"thread_sort_index","args":{"sort_index":%d}}' % (pid, tid, sort)
 
     def _flush(self, final: bool) -> None:
-        sliced = not final or self.slice_index > 0
+        sliced = self.numbered or not final or self.slice_index > 0
         name = f"{self.base}_slice_{self.slice_index}.json" if sliced else f"{self.base}.json"
         target = self.directory / name
         other = dict(self.other)
@@ -230,8 +231,7 @@ class Writer:
             other["slice"] = self.slice_index
         header = '{"traceEvents":['
         metadata = ",".join("\n" + line for line in self._metadata()).encode()
-        self.body.write('\n],"displayTimeUnit":"ms","otherData":'
-                        + json.dumps(other, ensure_ascii=False, sort_keys=True) + "}\n")
+        self.body.write(_tail(other).decode())
         self.body.close()
         spaces = HEAD_ROOM - len(header) - 1 - len(metadata)
         with atomic_path(target) as tmp:
@@ -290,9 +290,12 @@ def _glob_escape(text: str) -> str:
 # ---------------------------------------------------------------------------------------------------
 class Source:
     """Events of one kind, from rows in start order: ``batches()`` yields row lists, ``start(row)`` is a
-    row's start (ns, the merge key), and ``write(rows, writer, lanes)`` formats them into the writer."""
+    row's start (ns, the merge key), and ``write(rows, writer, lanes)`` formats them into the writer.
 
-    def batches(self) -> Iterator[list]:
+    A source of a timeline that can be split (``Timeline.split``) also takes ``window`` = (0 or 1, split):
+    its rows before (0) or from (1) the split point."""
+
+    def batches(self, window=None) -> Iterator[list]:
         raise NotImplementedError
 
     def start(self, row) -> int:
@@ -309,23 +312,28 @@ class Source:
 @dataclass
 class Timeline:
     """One timeline (its files share ``base``): otherData and a factory of its sources (given the report;
-    the first source drives the merge). ``events``: about how many events it holds."""
+    the first source drives the merge). ``events``: about how many events it holds. ``split``: when the
+    timeline can be written in two halves by two processes, gives the split point (of the sources' own
+    choosing: a value each source's window understands) for a report, or None."""
 
     base: str
     other: dict
     sources: Callable[..., List[Source]]
     events: int = 0
+    split: Optional[Callable] = None
 
 
-def write_timeline(report, timeline: Timeline, directory: Path, check_all: bool = False) -> List[Path]:
-    """Write one timeline's files; return them."""
-    writer = Writer(directory, timeline.base, timeline.other, check_all)
+def write_timeline(report, timeline: Timeline, directory: Path, check_all: bool = False, window=None,
+                   base: Optional[str] = None) -> List[Path]:
+    """Write one timeline's files (``window``: one half of a split timeline, written as numbered slices
+    under ``base``); return them."""
+    writer = Writer(directory, base or timeline.base, timeline.other, check_all, numbered=window is not None)
     tids = itertools.count(LANE_TID_BASE)
     sources = []
     try:
         sources = [(source, Lanes(tids)) for source in timeline.sources(report)]
         if sources:
-            _merge(sources, writer)
+            _merge(sources, writer, window)
         written = writer.finish()
     except BaseException:
         writer.close()
@@ -336,9 +344,9 @@ def write_timeline(report, timeline: Timeline, directory: Path, check_all: bool 
     return written
 
 
-def _merge(sources: List[Tuple[Source, Lanes]], writer: "Writer") -> None:
-    (primary, lanes), others = sources[0], [_Drain(*s) for s in sources[1:]]
-    for rows in primary.batches():
+def _merge(sources: List[Tuple[Source, Lanes]], writer: "Writer", window) -> None:
+    (primary, lanes), others = sources[0], [_Drain(*s, window) for s in sources[1:]]
+    for rows in (primary.batches(window) if window is not None else primary.batches()):
         until = primary.start(rows[-1])
         for other in others:
             other.write_until(until, writer)
@@ -350,9 +358,9 @@ def _merge(sources: List[Tuple[Source, Lanes]], writer: "Writer") -> None:
 class _Drain:
     """A secondary source, written up to a time at each step of the merge."""
 
-    def __init__(self, source: Source, lanes: Lanes):
+    def __init__(self, source: Source, lanes: Lanes, window=None):
         self.source, self.lanes = source, lanes
-        self.pending = iter(source.batches())
+        self.pending = iter(source.batches(window) if window is not None else source.batches())
         self.rows: list = []
 
     def write_until(self, until: Optional[int], writer: "Writer") -> None:
@@ -375,30 +383,39 @@ class _Drain:
 
 def write_timelines(report, selection: Selection = Selection(), check_all: bool = False) -> List[Path]:
     """Write every timeline of a unit into <unit>/timeline/; return the files, in the order the layout
-    lists its timelines. A second timeline of PARALLEL_MIN_EVENTS or more is written by a child process."""
+    lists its timelines. With a second core, a second timeline of PARALLEL_MIN_EVENTS or more is written by
+    a child process; a single timeline of more than SLICE_EVENTS that can be split is written in two
+    halves (the child writes the second), its slices numbered in time order."""
     report.check(selection)
     timelines = report.unit.layout.timelines(report, selection)
     directory = report.unit.out / "timeline"
-    child = None
+    child = split = None
     if len(timelines) > 1 and several_cores():
         big = sorted(range(len(timelines)), key=lambda i: -timelines[i].events)
         if timelines[big[1]].events >= PARALLEL_MIN_EVENTS:
             child = big[1]
+    elif len(timelines) == 1 and timelines[0].split and timelines[0].events > SLICE_EVENTS and several_cores():
+        split = timelines[0].split(report)
     written: Dict[int, List[Path]] = {}
     executor = future = None
-    if child is not None:
+    if child is not None or split is not None:
         executor = process_pool(1)
-        future = executor.submit(_in_child, report.unit, selection, child, str(directory), SLICE_EVENTS,
-                                 CHECK_FILES, CHECK_MAX_EVENTS, check_all)
+        args = (report.unit, selection, child if split is None else 0, str(directory), SLICE_EVENTS, CHECK_FILES,
+                CHECK_MAX_EVENTS, check_all, None if split is None else (1, split))
+        future = executor.submit(_in_child, *args)
     try:
         for i, timeline in enumerate(timelines):
             if i != child:
-                written[i] = write_timeline(report, timeline, directory, check_all)
+                written[i] = write_timeline(report, timeline, directory, check_all,
+                                            None if split is None else (0, split))
         if future is not None:
             paths, messages = future.result()
             for level, message in messages:
                 log.log(level, "%s", message)
-            written[child] = [Path(p) for p in paths]
+            if split is None:
+                written[child] = [Path(p) for p in paths]
+            else:
+                written[0] += _renumber(timelines[0], [Path(p) for p in paths], len(written[0]))
     finally:
         if executor is not None:
             executor.shutdown(wait=True)
@@ -408,9 +425,36 @@ def write_timelines(report, selection: Selection = Selection(), check_all: bool 
     return files
 
 
+def _renumber(timeline: Timeline, paths: List[Path], first: int) -> List[Path]:
+    """The second half's slices (written as ``<base>.part_slice_<k>.json``) renamed to follow the first
+    half's, their otherData "slice" rewritten: only the file's last line changes."""
+    out = []
+    for k, path in enumerate(paths):
+        old = _tail(dict(timeline.other, slice=k))
+        new = _tail(dict(timeline.other, slice=first + k))
+        with open(path, "r+b") as handle:
+            handle.seek(-len(old), os.SEEK_END)
+            if handle.read() != old:
+                raise TraceError(f"internal error: {path.name} does not end with its otherData")
+            handle.seek(-len(old), os.SEEK_END)
+            handle.write(new)
+            handle.truncate()
+        target = path.with_name(f"{timeline.base}_slice_{first + k}.json")
+        os.replace(path, target)
+        out.append(target)
+    return out
+
+
+def _tail(other: dict) -> bytes:
+    """The last line of a timeline file (as Writer._flush writes it)."""
+    return ('\n],"displayTimeUnit":"ms","otherData":' + json.dumps(other, ensure_ascii=False, sort_keys=True)
+            + "}\n").encode()
+
+
 def _in_child(unit, selection, index: int, directory: str, slice_events: int, check_files: bool,
-              check_max_events: int, check_all: bool):
-    """One timeline written in a child process: (paths, [(log level, message)])."""
+              check_max_events: int, check_all: bool, window=None):
+    """One timeline (or, with ``window``, its second half) written in a child process: (paths, [(log
+    level, message)])."""
     global SLICE_EVENTS, CHECK_FILES, CHECK_MAX_EVENTS
     SLICE_EVENTS, CHECK_FILES, CHECK_MAX_EVENTS = slice_events, check_files, check_max_events
     messages: List[Tuple[int, str]] = []
@@ -420,7 +464,8 @@ def _in_child(unit, selection, index: int, directory: str, slice_events: int, ch
         report = unit.open()
         try:
             timeline = unit.layout.timelines(report, selection)[index]
-            written = write_timeline(report, timeline, Path(directory), check_all)
+            base = None if window is None else timeline.base + ".part"
+            written = write_timeline(report, timeline, Path(directory), check_all, window, base)
         finally:
             report.close()
     finally:

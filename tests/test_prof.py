@@ -80,9 +80,10 @@ def metric_values(metrics, cycles, counters, aic_mhz, block_num, core_num, dur_n
     conn.create_function("py_round", 2, round)
     conn.execute("CREATE TABLE p (seq, total_cycles, %s)" % ", ".join(f"c{i}" for i in range(8)))
     conn.execute("INSERT INTO p VALUES (1, ?, %s)" % ", ".join("?" * 8), [cycles] + list(counters))
-    aicore = "py_round(%s, 2)" % aicore_time_sql("p.total_cycles", str(block_num), aic_mhz, core_num)
+    aicore = "py_round(%s, 2)" % aicore_time_sql("total_cycles", str(block_num), aic_mhz, core_num)
     exprs = metrics.sql(aicore, repr(float(dur_ns)), aic_mhz, core_num)
-    row = conn.execute("SELECT %s FROM p" % ", ".join(exprs)).fetchone()
+    row = conn.execute("SELECT %s FROM (SELECT *, %s FROM p)" % (", ".join(exprs), ", ".join(metrics.inner()))
+                       ).fetchone()
     return [round(v, 3) if python else v for v, python in zip(row, metrics.python_rounded())]
 
 
@@ -270,3 +271,39 @@ def test_cli_exit_codes(tmp_path, msprof_cli):
     shutil.rmtree(good / "device_0" / "data")
     res = msprof_cli("import", "-dir", good)
     assert res.returncode == 8 and "data" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_large_timeline_is_written_in_two_halves(tmp_path, monkeypatch):
+    """Above SLICE_EVENTS, with a second core, the child writes the second half of the time range: the
+    slices are numbered in time order across both halves, each is valid, and they hold the same slices as
+    one process writing them all (a flow whose launch and task fall in different files is left out)."""
+    import msprof.trace as tr
+    from msprof import workers
+
+    desc = dict(MULTI, iterations=6)
+    prof = pg.build(desc)
+    prof_dir = pg.write_prof(tmp_path, desc)
+    monkeypatch.setattr(tr, "SLICE_EVENTS", 25)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 1)
+    one = api.export_timeline(prof_dir)
+
+    def x_events(paths):
+        return sorted((e["pid"], e["name"], e["ts"], e["dur"]) for path in paths
+                      for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X")
+
+    single = x_events(one)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    two = api.export_timeline(prof_dir)
+    assert [p.name for p in two] == [f"msprof_slice_{k}.json" for k in range(len(two))]
+    assert sorted(p.name for p in (prof_dir / "device_0" / "timeline").iterdir()) == sorted(p.name for p in two)
+    last = {}                                       # per process: the latest start so far
+    for k, path in enumerate(two):
+        trace = json.loads(path.read_text())
+        assert check_trace(trace) == [] and trace["otherData"]["slice"] == k
+        assert len([e for e in trace["traceEvents"] if e["ph"] != "M"]) <= 25
+        for e in trace["traceEvents"]:              # every thread's events go on in time across the files
+            if e["ph"] == "X":
+                assert e["ts"] >= last.get((e["pid"], e["tid"]), 0)
+                last[(e["pid"], e["tid"])] = e["ts"]
+    assert x_events(two) == single
+    assert len([e for e in single if e[0] == TASK_PID_BASE]) == len(prof.tasks)

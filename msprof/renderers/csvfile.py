@@ -1,10 +1,11 @@
 """CSV: what Python's csv.writer writes (minimal quoting, "\\n" line ends), except that a field holding "\\r"
 is quoted too (RFC 4180). Built column by column with C-level map/join instead of csv.writer's per-field
 work: half the cost on a million-row table, where formatting floats was the largest part."""
+import itertools
 from typing import List, TextIO
 
 from msprof.renderers.base import Renderer, register
-from msprof.tables import NA, Column, Table, _Plain
+from msprof.tables import EPOCH_US, NA, Column, Table, _Plain
 
 
 @register
@@ -12,21 +13,25 @@ class CsvRenderer(Renderer):
     name = "csv"
     extension = ".csv"
 
-    def write(self, table: Table, out: TextIO) -> None:
+    def write(self, table: Table, out: TextIO, header: bool = True) -> None:
+        """``header=False``: the rows only (a later part of a file written in parts)."""
         columns = table.columns
         single = len(columns) == 1
-        out.write(_line(_texts([c.name for c in columns]), single))
+        if header:
+            out.write(_lines([_texts([c.name for c in columns])], single))
         for batch in table.batches:
             if batch:
                 texts = [column_texts(column, values) for column, values in zip(columns, zip(*batch))]
-                out.write("".join(_line(fields, single) for fields in zip(*texts)))
+                out.write(_lines(zip(*texts), single))
         if table.total is not None:
-            out.write(_line([column_texts(c, [v])[0] for c, v in zip(columns, table.total)], single))
+            out.write(_lines([[column_texts(c, [v])[0] for c, v in zip(columns, table.total)]], single))
 
 
-def _line(fields, single: bool) -> str:
-    line = ",".join(fields)
-    return ('""' if single and line == "" else line) + "\n"     # a lone empty field is written "" (no empty row)
+def _lines(rows, single: bool) -> str:
+    lines = list(map(",".join, rows))
+    if single:                    # a lone empty field is written "" (an empty line would be no row)
+        lines = ['""' if line == "" else line for line in lines]
+    return "\n".join(lines) + "\n"
 
 
 def column_texts(column: Column, values) -> List[str]:
@@ -34,6 +39,8 @@ def column_texts(column: Column, values) -> List[str]:
     kind = column.kind
     if isinstance(kind, _Plain):
         return _texts(values)
+    if kind is EPOCH_US and None not in values:
+        return list(map("%d.%03d".__mod__, map(divmod, values, itertools.repeat(1000))))
     texts = list(map(_memo(kind).__getitem__, values))
     return list(map(_quoted, texts)) if _needs_quotes("".join(texts)) else texts
 
@@ -91,6 +98,8 @@ def _texts(column) -> List[str]:
     by value. None is N/A."""
     types = set(map(type, column))
     if type(None) in types:
+        if len(types) == 1:
+            return [NA] * len(column)
         column = [NA if v is None else v for v in column]
         types.discard(type(None))
         types.add(str)
@@ -100,7 +109,7 @@ def _texts(column) -> List[str]:
         texts = list(map(_FLOAT_TEXTS.__getitem__, column))
     else:
         return [_quoted(str(value)) for value in column]
-    if _needs_quotes("".join(texts)):
+    if str in types and _needs_quotes("".join(texts)):      # (numbers never need quotes)
         texts = list(map(_quoted, texts))
     return texts
 

@@ -106,7 +106,7 @@ class ProfLayout(Layout):
         label = report.unit.label
         if report.has_tasks:
             tasks = report.count("task")
-            files.append(SummaryFile("op_summary" + suffix, "op_summary", (selection,), tasks * 3))
+            files.append(SummaryFile("op_summary" + suffix, "op_summary", (selection,), tasks * 3, parts=2))
             files.append(SummaryFile("op_statistic" + suffix, "op_statistic", (selection,), tasks))
             if selection.everything:
                 files.append(SummaryFile("task_time", "task_time", (), tasks))

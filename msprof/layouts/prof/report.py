@@ -8,7 +8,7 @@ device task with its launch (msprof.layouts.prof.associate), times in the refere
 its PMU record; the tables select from it.
 """
 import sqlite3
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from msprof.decode.api_event import LEVELS
 from msprof.layouts.base import Iteration, Report, Selection
@@ -93,10 +93,10 @@ class ProfReport(Report):
         return out
 
     # --- the tasks -------------------------------------------------------------------------------------
-    def _tasks(self, pmu: bool = True) -> str:
-        """Timed device tasks in start order, with their host launch and op (when an op task launched them),
-        times as the reference computes them, and (``pmu``) their PMU record ``p`` and aicore time
-        (``aicore2``)."""
+    def _tasks(self, pmu: bool = True, span: str = "", order: str = "") -> str:
+        """Timed device tasks in start order (``order`` "DESC": backwards), with their host launch and op
+        (when an op task launched them), times as the reference computes them, and (``pmu``) their PMU record
+        ``p`` and aicore time (``aicore2``). ``span``: a condition on t.start_syscnt."""
         columns = join = ""
         if pmu:
             aicore = aicore_time_sql("p.total_cycles", "(o.block_dim & 65535)", self.aic_mhz, self.ai_core_num)
@@ -104,7 +104,7 @@ class ProfReport(Report):
                        " END AS aicore2")
             join = "LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
         return f"""
-            SELECT t.seq, t.stream_id, t.task_id, t.task_type AS hw_type, t.exec_n,
+            SELECT t.seq, t.stream_id, t.task_id, t.task_type AS hw_type, t.exec_n, o.op_id,
                    o.op_name, o.op_type, coalesce(o.task_type, 'UNKNOWN') AS task_type, o.block_dim, o.op_flag,
                    o.op_state, o.kernel_name,
                    CASE WHEN o.op_id IS NOT NULL THEN h.model_id END AS model_id,
@@ -120,8 +120,8 @@ class ProfReport(Report):
                                     AND h.occ = CASE WHEN lc.launches = 1 THEN 0 ELSE t.exec_n END
             LEFT JOIN host.op o ON o.op_id = h.op_id AND o.kernel = 1
             {join}
-            WHERE t.start_syscnt IS NOT NULL AND t.end_syscnt IS NOT NULL
-            ORDER BY t.start_syscnt, t.seq LIMIT -1 OFFSET 0"""
+            WHERE t.start_syscnt IS NOT NULL AND t.end_syscnt IS NOT NULL {span}
+            ORDER BY t.start_syscnt {order}, t.seq {order} LIMIT -1 OFFSET 0"""
 
     def task_span(self, selection: Selection):
         """(first, last) host timestamps (as recorded) of the selected tasks and their launches, or None."""
@@ -158,7 +158,9 @@ class ProfReport(Report):
                 f" ({whole} + :offset_ns) % 2 = 1) THEN 1 ELSE 0 END))")
 
     # --- op_summary (docs/prof-format.md §5) -------------------------------------------------------------
-    def op_summary(self, selection: Selection = Selection()) -> Table:
+    def op_summary(self, selection: Selection = Selection(), part: Optional[Tuple[int, int]] = None) -> Table:
+        """The op_summary rows in start order; ``part`` (k, n): only the k-th of n ranges of start times (two
+        processes write one file), each range starting with the wait since the row before it."""
         columns = [Column("Device_id"), Column("Model ID", INT), Column("Task ID", INT), Column("Stream ID", INT),
                    Column("Op Name"), Column("OP Type"), Column("OP State"), Column("Task Type"),
                    Column("Task Start Time(us)", EPOCH_US), Column("Task Duration(us)", ROUND3),
@@ -176,28 +178,60 @@ class ProfReport(Report):
         if self.is_stars:
             columns.append(Column("Context ID"))
             select.append("NULL")
+        inner = ""
         if self.metrics:
             rounded = self.metrics.python_rounded()
             columns += [Column(name, ROUND3 if python else NUMBER)
                         for name, python in zip(self.metrics.names, rounded)]
             select += self.metrics.sql("aicore2", "(end_ns - start_ns)", self.aic_mhz, self.ai_core_num)
+            inner = ", " + ", ".join(self.metrics.inner())
         where, args = self._where(selection)
         args["device"] = str(self.device_id)
         skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
-        sql = (f"SELECT {', '.join(select)}, end_ns - start_ns FROM ({self._tasks()}) AS p"
-               f" WHERE {where} AND task_type NOT IN ({skip}) AND (start_ns / 1000.0 + :offset_us > :begin_us OR"
-               " (start_ns / 1000.0 + :offset_us < :begin_us AND :begin_us < end_ns / 1000.0 + :offset_us))")
-        return Table("op_summary", "op_summary", columns, _with_wait(self.conn.execute(sql, args), 10))
+        included = (f"{where} AND task_type NOT IN ({skip}) AND (start_ns / 1000.0 + :offset_us > :begin_us OR"
+                    " (start_ns / 1000.0 + :offset_us < :begin_us AND :begin_us < end_ns / 1000.0 + :offset_us))")
+        span, previous = "", None
+        if part is not None:
+            args["lo"], args["hi"] = self._part_bounds(*part)
+            span = "AND t.start_syscnt >= :lo AND t.start_syscnt < :hi"
+            before = self._tasks(False, "AND t.start_syscnt < :lo", "DESC")
+            previous = self.conn.execute(f"SELECT start_ns, end_ns - start_ns FROM ({before}) WHERE {included}"
+                                         " LIMIT 1", args).fetchone()
+        sql = (f"SELECT {', '.join(select)}, end_ns - start_ns FROM (SELECT *{inner} FROM"
+               f" ({self._tasks(True, span)}) WHERE {included} LIMIT -1 OFFSET 0)")
+        return Table("op_summary", "op_summary", columns, _with_wait(self.conn.execute(sql, args), 10, previous))
+
+    def _part_bounds(self, k: int, n: int) -> Tuple[int, int]:
+        """Start counters splitting the timed tasks into n ranges of about equal size: range k."""
+        (count,) = self.conn.execute("SELECT count(*) FROM task WHERE start_syscnt IS NOT NULL").fetchone()
+
+        def cut(i: int) -> int:
+            if i <= 0:
+                return -(1 << 63)
+            if i >= n:
+                return (1 << 63) - 1
+            row = self.conn.execute("SELECT start_syscnt FROM task WHERE start_syscnt IS NOT NULL"
+                                    " ORDER BY start_syscnt LIMIT 1 OFFSET ?", (count * i // n,)).fetchone()
+            return row[0] if row else (1 << 63) - 1
+
+        return cut(k), cut(k + 1)
 
     # --- op_statistic (docs/prof-format.md §6) -----------------------------------------------------------
     def op_statistic(self, selection: Selection = Selection()) -> Table:
         where, args = self._where(selection)
         skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
+        # grouped by op id (an integer: a cheap sort), then by (op type, task type) here: a few rows
         sql = (f"SELECT op_type, task_type, count(*), sum(end_ns - start_ns), min(end_ns - start_ns),"
-               f" max(end_ns - start_ns) FROM ({self._tasks()}) WHERE {where} AND op_type IS NOT NULL"
-               f" AND task_type NOT IN ({skip}) AND start_ns / 1000.0 + :offset_us > :begin_us"
-               " GROUP BY op_type, task_type")
-        groups = self.conn.execute(sql, args).fetchall()        # one row per op type: small
+               f" max(end_ns - start_ns) FROM ({self._tasks(pmu=False)}) WHERE {where} AND op_type IS NOT NULL"
+               f" AND task_type NOT IN ({skip}) AND start_ns / 1000.0 + :offset_us > :begin_us GROUP BY op_id")
+        merged: Dict[tuple, list] = {}
+        for op_type, task_type, count, total, low, high in self.conn.execute(sql, args):
+            group = merged.get((op_type, task_type))
+            if group is None:
+                merged[(op_type, task_type)] = [op_type, task_type, count, total, low, high]
+            else:
+                group[2:] = [group[2] + count, group[3] + total, min(group[4], low), max(group[5], high)]
+        groups = list(merged.values())
         grand = sum(g[3] for g in groups)
         rows = []
         for op_type, task_type, count, total, low, high in groups:
@@ -217,7 +251,7 @@ class ProfReport(Report):
                f" ELSE CASE hw_type {type_names} ELSE CAST(hw_type AS TEXT) END END, stream_id, task_id,"
                f" (end_ns - start_ns) / 1000.0, {self._epoch_ns('start_ns')},"
                f" {self._epoch_ns('stop_ns')} FROM (SELECT *, start_ns + (end_ns - start_ns) AS stop_ns FROM"
-               f" ({self._tasks()}) LIMIT -1 OFFSET 0)")
+               f" ({self._tasks(pmu=False)}) LIMIT -1 OFFSET 0)")
         args = dict(self.params, device=str(self.device_id))
         columns = [Column("Device_id"), Column("kernel_name"), Column("kernel_type"), Column("stream_id", INT),
                    Column("task_id", INT), Column("task_time(us)", ROUND3), Column("task_start(us)", EPOCH_US),
@@ -260,11 +294,11 @@ class ProfReport(Report):
         return delta / self.host_cpu_mhz if self.host_cpu_mhz else delta * 1000000 / 1000000000
 
 
-def _with_wait(cursor, at: int) -> Iterator[list]:
+def _with_wait(cursor, at: int, previous: Optional[tuple] = None) -> Iterator[list]:
     """Fill column ``at`` (it holds start_ns) with the wait since the previous row ended, the row's last
     column holding its duration (which is dropped): 0 for the first row, else max(start − previous start −
-    previous duration, 0) in µs, in start order whatever the stream (what the reference does)."""
-    previous = None
+    previous duration, 0) in µs, in start order whatever the stream (what the reference does).
+    ``previous``: (start, duration) of the row before the first (a later part of the table)."""
     for batch in batches(cursor):
         out = []
         for row in batch:

@@ -12,7 +12,6 @@ sources for the one trace writer (msprof.trace):
 Times are µs relative to the collection start (the host's CLOCK_MONOTONIC_RAW at clockMonotonicRaw).
 """
 import itertools
-from bisect import bisect_right
 from typing import Dict, Iterator, List
 
 from msprof.decode.api_event import LEVELS
@@ -39,7 +38,20 @@ def timelines(report, selection: Selection) -> List[Timeline]:
         f"_iter{selection.iteration_id}" if selection.iteration_id is not None else "")
     events = report.count("task") + report.conn.execute("SELECT count(*) FROM host.api").fetchone()[0]
     return [Timeline("msprof" + suffix, other_data(report, "msprof", None, selection.iteration_id),
-                     _Sources(selection), events)]
+                     _Sources(selection), events, _split)]
+
+
+def _split(report):
+    """The middle of the device's tasks: (its start counter, its start in relative ns — what the host calls
+    are compared with). The task source splits at the counter, the host source at the time."""
+    (count,) = report.conn.execute("SELECT count(*) FROM task WHERE start_syscnt IS NOT NULL").fetchone()
+    row = report.conn.execute("SELECT start_syscnt FROM task WHERE start_syscnt IS NOT NULL ORDER BY start_syscnt"
+                              " LIMIT 1 OFFSET ?", (count // 2,)).fetchone()
+    if row is None:
+        return None
+    p = report.params                      # the task source's conversion, in the same float operations
+    ns = ((row[0] - p["cnt"]) / p["hz"]) * 1e9 + p["mono"]
+    return row[0], int(ns) - int(report.clock.get("clock_monotonic_raw_ns") or 0)
 
 
 class _Sources:
@@ -68,14 +80,14 @@ class HostSource(Source):
         cpu = report.host_cpu_mhz
         self.host_ns = (f"CAST(round({{}} * {1000.0 / float(cpu)!r} - {mono}) AS INTEGER)" if cpu
                         else f"({{}} - {mono})")
-        self.types = {(level, t): jstr(name) for level, t, name in report.conn.execute(
+        self.types = {(level, t): name for level, t, name in report.conn.execute(
             "SELECT level, type, name FROM host.type_name")}
-        self.items = JsonNames()
         self.strings = dict(report.conn.execute("SELECT hash, text FROM host.hash_string"))
-        self.calls: Dict[int, list] = {}           # thread → [(begin, end, lane tid, slice)] of node-level calls
+        self.texts = _CallTexts(self)               # (level, struct type, item) → JSON texts of the event
+        self.calls: Dict[tuple, tuple] = {}         # (thread, begin) of a node-level call → (lane tid, slice)
         self.backwards = 0
 
-    def batches(self) -> Iterator[list]:
+    def batches(self, window=None) -> Iterator[list]:
         where, args = "1", ()
         if not self.selection.everything:         # the calls around the selected tasks only
             span = self.report.task_span(self.selection)
@@ -83,6 +95,9 @@ class HostSource(Source):
                 return iter(())
             where, args = "[end] >= ? AND begin <= ?", span
         begin, end = self.host_ns.format("begin"), self.host_ns.format("[end]")
+        if window is not None:                    # the calls beginning before / from the split time
+            side, (_syscnt, split_ns) = window
+            where += f" AND {begin} {'<' if side == 0 else '>='} {int(split_ns)}"
         return batches(sorted_query(self.report.conn,
                                     f"SELECT level, thread, struct_type, item_id, {begin}, {end} FROM host.api"
                                     f" WHERE {where} ORDER BY begin, [end] DESC, level DESC, seq", args))
@@ -91,7 +106,7 @@ class HostSource(Source):
         return row[4]
 
     def write(self, rows: list, writer, lanes) -> None:
-        types, items, strings, calls = self.types, self.items, self.strings, self.calls
+        texts, calls = self.texts, self.calls
         place, limit, fmt, pid = lanes.place, writer.limit, _X_API, self.pid
         out: List[str] = []
         count, threads = writer.count, writer.threads
@@ -109,19 +124,12 @@ class HostSource(Source):
             tid = lane.tid
             if (pid, tid) not in threads:
                 writer.use(pid, tid, HOST_PROCESS, lane)
-            text = strings.get(item)
-            item_name = items[text if text is not None else str(item)]
-            if level in (20000, 15000, 10000, 5000):
-                name = types.get((level, struct_type)) or items[str(struct_type)]
-            else:
-                name = item_name
             if level == 10000:
-                remembered = calls.setdefault(thread, [])
-                remembered.append((start, end, tid, writer.slice_index))
-                if len(remembered) > REMEMBERED_CALLS:
-                    del remembered[:REMEMBERED_CALLS // 2]
-            out.append(fmt % (pid, tid, start / 1000, (end - start) / 1000, name,
-                              LEVEL_NAMES.get(level) or items[str(level)], item_name))
+                calls[(thread, start)] = (tid, writer.slice_index)
+                if len(calls) > REMEMBERED_CALLS:
+                    for key in list(itertools.islice(calls, REMEMBERED_CALLS // 2)):
+                        del calls[key]
+            out.append(fmt % ((pid, tid, start / 1000, (end - start) / 1000) + texts[(level, struct_type, item)]))
             count += 1
         writer.body.write("".join(out))
         writer.count = count
@@ -129,13 +137,8 @@ class HostSource(Source):
     def lane_of_call(self, thread: int, begin: int, writer):
         """The lane of the node-level call of ``thread`` that began at ``begin``, when it is in the slice being
         written (a flow must share its file with both of its slices); else None."""
-        remembered = self.calls.get(thread)
-        if not remembered:
-            return None
-        i = bisect_right(remembered, (begin, float("inf"))) - 1
-        if i < 0 or remembered[i][0] != begin or remembered[i][3] != writer.slice_index:
-            return None
-        return remembered[i][2]
+        found = self.calls.get((thread, begin))
+        return found[0] if found is not None and found[1] == writer.slice_index else None
 
     def finish(self, base: str, lanes) -> None:
         from msprof.console import log
@@ -146,6 +149,31 @@ class HostSource(Source):
         if lanes.moved:
             log.info("%s: %d host API call(s) partially overlap another call of their thread: shown on "
                      "'(overlap)' threads", base, lanes.moved)
+
+
+class _CallTexts(dict):
+    """(level, struct type, item id) → the JSON texts of a call's name, level and item: acl, model, node and
+    runtime calls are named by their type, other levels by their item (hash_dic)."""
+
+    LIMIT = 100_000
+
+    def __init__(self, host: HostSource):
+        super().__init__()
+        self.host = host
+
+    def __missing__(self, key) -> tuple:
+        level, struct_type, item = key
+        text = self.host.strings.get(item)
+        item_name = jstr(text if text is not None else str(item))
+        if level in (20000, 15000, 10000, 5000):
+            name = self.host.types.get((level, struct_type))
+            name = jstr(name if name is not None else str(struct_type))
+        else:
+            name = item_name
+        value = (name, LEVEL_NAMES.get(level) or jstr(str(level)), item_name)
+        if len(self) < self.LIMIT:
+            self[key] = value
+        return value
 
 
 class TaskSource(Source):
@@ -166,15 +194,19 @@ class TaskSource(Source):
         self.process = f"Ascend Hardware (device {report.device_id})"
         self.backwards = self.flows = 0
 
-    def batches(self) -> Iterator[list]:
+    def batches(self, window=None) -> Iterator[list]:
         report = self.report
         where, args = report._where(self.selection)
+        span = ""
+        if window is not None:                    # the tasks starting before / from the split counter
+            side, (split_syscnt, _ns) = window
+            span = f"AND t.start_syscnt {'<' if side == 0 else '>='} {int(split_syscnt)}"
         types = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
         sql = (f"SELECT stream_id, task_id, coalesce(op_name, kernel_name, CASE hw_type {types} ELSE 'task' END),"
                f" task_type, op_type, coalesce(model_id, {UNKNOWN_MODEL}), iteration,"
                f" CAST(round(start_ns) AS INTEGER) - {self.mono}, CAST(round(end_ns) AS INTEGER) - {self.mono},"
                f" thread, CASE WHEN launches != 1 OR exec_n = 0 THEN {self.track_ns} END, {self.call_ns}"
-               f" FROM ({report._tasks(pmu=False)}) WHERE {where}")
+               f" FROM ({report._tasks(pmu=False, span=span)}) WHERE {where}")
         return batches(report.conn.execute(sql, args))
 
     def start(self, row) -> int:
