@@ -74,10 +74,21 @@ ROUND3 = _PythonRound(3)
 EPOCH_US = _EpochNs()
 
 
+_VARIES = object()
+
+
 @dataclass
 class Column:
+    """A column; ``constant``: the value of every row, which the row tuples then do not carry (the PROF
+    tensor columns: a million N/A fetched from SQLite and formatted one by one cost a second)."""
+
     name: str
     kind: Kind = TEXT
+    constant: object = _VARIES
+
+    @property
+    def varies(self) -> bool:
+        return self.constant is _VARIES
 
     @property
     def key(self) -> str:
@@ -95,14 +106,24 @@ class Table:
     facts: bool = False          # a few facts (the frequency table): --top does not cut it
 
     def rows(self) -> Iterator[tuple]:
+        """Every row with all its values (constant columns filled in); the total row is apart."""
+        expand = self.expand
         for batch in self.batches:
-            yield from batch
+            yield from map(expand, batch)
+
+    def expand(self, row) -> tuple:
+        """A row of the batches (varying columns only) with the constant columns filled in."""
+        if all(c.varies for c in self.columns):
+            return tuple(row)
+        values = iter(row)
+        return tuple(next(values) if c.varies else c.constant for c in self.columns)
 
     def select(self, first: int, last: int) -> "Table":
-        """The same table with only columns [first, last)."""
-        batches = ([row[first:last] for row in batch] for batch in self.batches)
+        """The same table with only columns [first, last) (all of them varying)."""
+        batches = ([self.expand(row)[first:last] for row in batch] for batch in self.batches)
         total = None if self.total is None else self.total[first:last]
-        return Table(self.key, self.title, self.columns[first:last], batches, total, self.facts)
+        columns = [Column(c.name, c.kind) for c in self.columns[first:last]]
+        return Table(self.key, self.title, columns, batches, total, self.facts)
 
     def materialize(self, limit: Optional[int] = None) -> "Table":
         """The same table with its rows in one list (at most ``limit``): for small tables and terminal views."""

@@ -79,14 +79,17 @@ def test_carriage_return_is_quoted_and_everything_reads_back():
     assert back == [["name", "other", "Time(us)"], ["cr\rinside", 'both\r\n"', "3.25"], ["plain", "", "0.1"]]
 
 
-KINDS_TABLE = Table("k", "Kinds", [Column("Name", TEXT), Column("Count", INT), Column("Time(us)", NUMBER),
-                                   Column("Wait(us)", ROUND3), Column("Start(us)", EPOCH_US)],
+KINDS_TABLE = Table("k", "Kinds", [Column("Name", TEXT), Column("Device", constant="0"), Column("Count", INT),
+                                   Column("Time(us)", NUMBER), Column("Wait(us)", ROUND3),
+                                   Column("Start(us)", EPOCH_US), Column("Shape", constant=None)],
                     [[("conv,1", 3, 1.5, 0.0625, 1700000000000012800), ("relu", None, None, 2.0004999, 5)]],
-                    total=("-", 3, 1.5, 0.12345, None))
+                    total=("-", "0", 3, 1.5, 0.12345, None, None))
 # what every format must carry for that table: texts as csv prints them (N/A for None, Python's round for
-# ROUND3 — 0.0625 → 0.062 half to even —, µs with exactly 3 decimals for EPOCH_US)
-EXPECTED = [["conv,1", "3", "1.5", "0.062", "1700000000000012.800"], ["relu", "N/A", "N/A", "2.0", "0.005"],
-            ["-", "3", "1.5", "0.123", "N/A"]]
+# ROUND3 — 0.0625 → 0.062 half to even —, µs with exactly 3 decimals for EPOCH_US); constant columns are
+# not in the row tuples but in every row written
+EXPECTED = [["conv,1", "0", "3", "1.5", "0.062", "1700000000000012.800", "N/A"],
+            ["relu", "0", "N/A", "N/A", "2.0", "0.005", "N/A"],
+            ["-", "0", "3", "1.5", "0.123", "N/A", "N/A"]]
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))
@@ -107,6 +110,6 @@ def test_every_renderer_writes_every_row_and_the_total_last(name):
         assert isinstance(got[0]["Count"], int) and isinstance(got[0]["Wait(us)"], float)
     else:
         lines = text.splitlines()
-        assert lines[0].split() == ["Name", "Count", "Time(us)", "Wait(us)", "Start(us)"]
+        assert lines[0].split() == ["Name", "Device", "Count", "Time(us)", "Wait(us)", "Start(us)", "Shape"]
         body = [line.split() for line in lines[2:]]
         assert body == EXPECTED

@@ -19,9 +19,12 @@ class CsvRenderer(Renderer):
         single = len(columns) == 1
         if header:
             out.write(_lines([_texts([c.name for c in columns])], single))
+        constants = {i: column_texts(c, [c.constant])[0] for i, c in enumerate(columns) if not c.varies}
         for batch in table.batches:
             if batch:
-                texts = [column_texts(column, values) for column, values in zip(columns, zip(*batch))]
+                values = iter(zip(*batch))
+                texts = [[constants[i]] * len(batch) if i in constants else column_texts(column, next(values))
+                         for i, column in enumerate(columns)]
                 out.write(_lines(zip(*texts), single))
         if table.total is not None:
             out.write(_lines([[column_texts(c, [v])[0] for c, v in zip(columns, table.total)]], single))

@@ -15,14 +15,21 @@ class JsonRenderer(Renderer):
     extension = ".json"
 
     def write(self, table: Table, out: TextIO) -> None:
-        keys = [json.dumps(c.name, ensure_ascii=False).replace("%", "%%") for c in table.columns]
-        template = " {\n" + ",\n".join(f"  {k}: %s" for k in keys) + "\n }"
-        encoders = [_encoder(c.kind) for c in table.columns]
+        def field(c) -> str:
+            value = "%s" if c.varies else _encoder(c.kind)(c.constant).replace("%", "%%")
+            return f"  {json.dumps(c.name, ensure_ascii=False).replace('%', '%%')}: {value}"
+
+        template = " {\n" + ",\n".join(field(c) for c in table.columns) + "\n }"
+        encoders = [_encoder(c.kind) for c in table.columns if c.varies]
         first = True
-        for batch in itertools.chain(table.batches, [[table.total]] if table.total is not None else []):
-            for row in batch:
-                out.write(("[\n" if first else ",\n") + template % tuple(e(v) for e, v in zip(encoders, row)))
-                first = False
+        for row in itertools.chain.from_iterable(table.batches):
+            out.write(("[\n" if first else ",\n") + template % tuple(e(v) for e, v in zip(encoders, row)))
+            first = False
+        if table.total is not None:
+            encode = [_encoder(c.kind) for c in table.columns]
+            total = tuple(e(v) for e, v, c in zip(encode, table.total, table.columns) if c.varies)
+            out.write(("[\n" if first else ",\n") + template % total)
+            first = False
         out.write("[]\n" if first else "\n]\n")
 
 

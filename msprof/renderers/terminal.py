@@ -17,7 +17,7 @@ class TextRenderer(Renderer):
         self.style = style
 
     def write(self, table: Table, out: TextIO) -> None:
-        rows = [row for batch in table.batches for row in batch]
+        rows = list(table.rows())
         if table.total is not None:
             rows.append(table.total)
         texts = [[_unquoted(t) for t in column_texts(c, values)] for c, values in zip(table.columns, zip(*rows))]

@@ -40,7 +40,8 @@ RTS_TASK_TYPES: Dict[str, str] = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "A
 
 # task_track fields as decoded (msprof.decode.compact.TASK_TRACK), then aging
 TRACK_FIELDS = ("thread", "ts", "device_id", "stream_id", "task_id", "batch_id", "rts_type", "kernel_hash")
-LAUNCH_COLUMNS = TRACK_FIELDS + ("aging", "occ", "op_id", "model_id", "iteration", "call_begin")
+# a launch keeps its own fields; its runtime type, kernel name and aging are its op's
+LAUNCH_COLUMNS = TRACK_FIELDS[:6] + ("occ", "op_id", "model_id", "iteration", "call_begin")
 OP_COLUMNS = ("op_id", "op_name", "op_type", "task_type", "block_dim", "op_flag", "op_state", "kernel_name",
               "rts_type", "kernel")
 
@@ -112,11 +113,24 @@ class _Ops(dict):
         return Rows("op", OP_COLUMNS, rows)
 
 
+class NodeContents(dict):
+    """(GE task type, op type hash, block dim, op flag, aging) of a node_basic_info record → a small id."""
+
+    def __missing__(self, content) -> int:
+        self[content] = len(self) + 1
+        return len(self)
+
+    def by_id(self) -> Dict[int, tuple]:
+        return {i: content for content, i in self.items()}
+
+
 class Associator:
     """Turns decoded task_track blocks into ``launch`` rows (and new ``op`` rows); see the module docstring."""
 
-    def __init__(self, conn, names: Dict[int, str], type_names: Dict[Tuple[int, int], str]):
+    def __init__(self, conn, names: Dict[int, str], type_names: Dict[Tuple[int, int], str],
+                 contents: NodeContents):
         self.conn = conn
+        self.contents = contents.by_id()
         self.ops = _Ops(names, {t: n for (level, t), n in type_names.items() if level == LEVEL_RUNTIME})
         self.occ = defaultdict(itertools.count)      # (device, stream, task) → its next launch rank
 
@@ -148,7 +162,7 @@ class Associator:
         devices = list(map(and_, columns[2], itertools.repeat(0xFFF)))
         columns[2] = devices
         occ = list(map(next, map(self.occ.__getitem__, zip(devices, columns[3], columns[4]))))
-        launch = Rows("launch", LAUNCH_COLUMNS, list(zip(*columns, occ, *extras)))
+        launch = Rows("launch", LAUNCH_COLUMNS, list(zip(*columns[:6], occ, *extras)))
         return [self.ops.take_new(), launch]
 
     def _resolve(self, thread: int, columns: List[list]) -> List[list]:
@@ -161,27 +175,27 @@ class Associator:
                         extra="(SELECT iteration FROM model_exec e WHERE e.seq = a.seq)")
         model_at = models.enclosing(moments)
         infos = self._node_infos(thread, nodes, node_at)
-        node_keys = [(item, info) for item, info in zip(nodes.items, infos)] + [None]
+        contents = self.contents
+        node_keys = [(item, contents.get(info)) for item, info in zip(nodes.items, infos)] + [None]
         keys = zip(map(node_keys.__getitem__, node_at), columns[7], columns[6])
         op_ids = list(map(self.ops.__getitem__, keys))
         node_begins = nodes.begins + [None]
         return [op_ids, list(map(models.items.__getitem__, model_at)), list(map(models.extras.__getitem__, model_at)),
                 list(map(node_begins.__getitem__, node_at))]
 
-    def _node_infos(self, thread: int, nodes: _Calls, node_at: List[int]) -> List[Optional[tuple]]:
-        """Per node (in ``nodes`` order): its node info (GE task type, op type hash, block dim, op flag,
-        aging) — the first of the thread inside the node's time span — or None."""
-        found: List[Optional[tuple]] = [None] * len(nodes.begins)
+    def _node_infos(self, thread: int, nodes: _Calls, node_at: List[int]) -> List[Optional[int]]:
+        """Per node (in ``nodes`` order): the content id of its node info — the first of the thread inside
+        the node's time span — or None."""
+        found: List[Optional[int]] = [None] * len(nodes.begins)
         used = sorted(set(node_at) - {-1})
         if not used:
             return found
         lo, hi = nodes.begins[used[0]], max(nodes.ends[p] for p in used)
-        infos = self.conn.execute(
-            "SELECT ts, task_type, op_type_hash, block_dim, op_flag, aging FROM node_info"
-            " WHERE thread = ? AND ts BETWEEN ? AND ? ORDER BY ts, seq", (thread, lo, hi)).fetchall()
-        stamps = [i[0] for i in infos]
+        rows = self.conn.execute("SELECT ts, info_id FROM node_info WHERE thread = ? AND ts BETWEEN ? AND ?"
+                                 " ORDER BY ts, seq", (thread, lo, hi)).fetchall()
+        stamps, ids = (list(c) for c in zip(*rows)) if rows else ([], [])
         at = map(bisect.bisect_left, itertools.repeat(stamps), (nodes.begins[p] for p in used))
         for p, k in zip(used, at):
             if k < len(stamps) and stamps[k] <= nodes.ends[p]:
-                found[p] = infos[k][1:]
+                found[p] = ids[k]
         return found

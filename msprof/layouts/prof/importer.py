@@ -14,17 +14,22 @@ from msprof import store
 from msprof.collection import ResultDir, data_files, read_result_dir, require_hwts_frequency
 from msprof.console import log
 from msprof.decode.api_event import LEVEL_MODEL, ApiEventDecoder
-from msprof.decode.base import Decoder, Rows, StreamCount, load_streams
+from msprof.decode.base import Blocks, Decoder, Rows, StreamCount, load_streams
+from msprof.decode.blocks import Layout
 from msprof.decode.compact import GRAPH_ID_MAP, NODE_BASIC_INFO, TASK_TRACK, CompactDecoder, aging_of
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder
 from msprof.decode.hwts import HwtsDecoder
 from msprof.decode.pmu import ASCEND, PmuDecoder
 from msprof.decode.slices import group_files
 from msprof.decode.stars import StarsDecoder
-from msprof.layouts.prof.associate import Associator
+from msprof.layouts.prof.associate import Associator, NodeContents
 from msprof.layouts.prof.schema import DEVICE, HOST, HOST_LATE_INDEXES, TASK_COLUMNS
 from msprof.metrics import event_ids
 from msprof.store import Notices
+
+# node_info as decoded (msprof.decode.compact.NODE_BASIC_INFO), then aging and the id of the content
+NODE_INFO_LAYOUT = Layout("node_info", NODE_BASIC_INFO.layout.record_format, NODE_BASIC_INFO.layout.fields,
+                          extras=["aging", "info_id"])
 
 # model-level calls that are not executions of the model (they do not count as iterations)
 NOT_EXECUTIONS = ("ModelLoad", "ModelUnload")
@@ -48,14 +53,15 @@ def import_host(result: ResultDir, target: Path) -> Path:
         load_streams(conn, grouped.get("api_event", []), lambda item: ApiEventDecoder(), notices, counts)
         load_streams(conn, grouped.get("graph_id_map", []), lambda item: CompactDecoder(GRAPH_ID_MAP), notices,
                      counts)
+        contents = NodeContents()
         load_streams(conn, grouped.get("node_basic_info", []),
-                     lambda item: CompactDecoder(NODE_BASIC_INFO, aging_of(item.stem)), notices, counts)
+                     lambda item: _NodeInfos(NODE_BASIC_INFO, aging_of(item.stem), contents), notices, counts)
         _pair_events(conn, notices)
         HOST.create_indexes(db)
         _model_executions(conn)
         names = dict(conn.execute("SELECT hash, text FROM hash_string"))
         type_names = {(level, t): name for level, t, name in conn.execute("SELECT level, type, name FROM type_name")}
-        associator = Associator(conn, names, type_names)
+        associator = Associator(conn, names, type_names, contents)
         load_streams(conn, grouped.get("task_track", []),
                      lambda item: _Resolving(CompactDecoder(TASK_TRACK, aging_of(item.stem)), associator),
                      notices, counts)
@@ -79,6 +85,26 @@ def import_host(result: ResultDir, target: Path) -> Path:
                              _meta(result, "host"))
     log.info("imported %s in %.2f s", result.path, time.monotonic() - started)
     return target
+
+
+class _NodeInfos(CompactDecoder):
+    """node_basic_info records, each with the id of its content (op type, GE task type, block dim, flag,
+    aging): ops repeat, so the association fetches (time, id) pairs instead of five columns each."""
+
+    def __init__(self, family, aging: int, contents: "NodeContents"):
+        super().__init__(family, aging)
+        self.contents = contents
+
+    def decode(self, chunk, tally):
+        [out] = super().decode(chunk, tally)
+        width = NODE_INFO_LAYOUT.width
+        blocks = []
+        for block in out.blocks:
+            n = len(block) // (width + 1)
+            fields = [block[k:n * width:width] for k in range(width)]
+            keys = zip(fields[3], fields[4], fields[5], fields[6], block[n * width:])
+            blocks.append(block + tuple(map(self.contents.__getitem__, keys)))
+        return [Blocks(NODE_INFO_LAYOUT, blocks)]
 
 
 class _Resolving(Decoder):

@@ -161,11 +161,11 @@ class ProfReport(Report):
     def op_summary(self, selection: Selection = Selection(), part: Optional[Tuple[int, int]] = None) -> Table:
         """The op_summary rows in start order; ``part`` (k, n): only the k-th of n ranges of start times (two
         processes write one file), each range starting with the wait since the row before it."""
-        columns = [Column("Device_id"), Column("Model ID", INT), Column("Task ID", INT), Column("Stream ID", INT),
-                   Column("Op Name"), Column("OP Type"), Column("OP State"), Column("Task Type"),
-                   Column("Task Start Time(us)", EPOCH_US), Column("Task Duration(us)", ROUND3),
-                   Column("Task Wait Time(us)", ROUND3), Column("Block Num", INT)]
-        select = [":device", f"coalesce(model_id, {UNKNOWN_MODEL})", "task_id", "stream_id", "op_name", "op_type",
+        columns = [Column("Device_id", constant=str(self.device_id)), Column("Model ID", INT),
+                   Column("Task ID", INT), Column("Stream ID", INT), Column("Op Name"), Column("OP Type"),
+                   Column("OP State"), Column("Task Type"), Column("Task Start Time(us)", EPOCH_US),
+                   Column("Task Duration(us)", ROUND3), Column("Task Wait Time(us)", ROUND3), Column("Block Num", INT)]
+        select = [f"coalesce(model_id, {UNKNOWN_MODEL})", "task_id", "stream_id", "op_name", "op_type",
                   "op_state", "task_type", self._epoch_ns("start_ns"), "(end_ns - start_ns) / 1000.0",
                   "start_ns", "block_dim & 65535"]
         if self.is_stars:
@@ -173,11 +173,9 @@ class ProfReport(Report):
             select.append("(block_dim & 65535) * (block_dim >> 16 & 65535)")
         columns.append(Column("HF32 Eligible"))
         select.append("CASE WHEN op_flag IS NULL THEN NULL WHEN op_flag THEN 'YES' ELSE 'NO' END")
-        columns += [Column(name) for name in TENSOR_COLUMNS]
-        select += ["NULL"] * len(TENSOR_COLUMNS)
+        columns += [Column(name, constant=None) for name in TENSOR_COLUMNS]
         if self.is_stars:
-            columns.append(Column("Context ID"))
-            select.append("NULL")
+            columns.append(Column("Context ID", constant=None))
         inner = ""
         if self.metrics:
             rounded = self.metrics.python_rounded()
@@ -199,7 +197,7 @@ class ProfReport(Report):
                                          " LIMIT 1", args).fetchone()
         sql = (f"SELECT {', '.join(select)}, end_ns - start_ns FROM (SELECT *{inner} FROM"
                f" ({self._tasks(True, span)}) WHERE {included} LIMIT -1 OFFSET 0)")
-        return Table("op_summary", "op_summary", columns, _with_wait(self.conn.execute(sql, args), 10, previous))
+        return Table("op_summary", "op_summary", columns, _with_wait(self.conn.execute(sql, args), 9, previous))
 
     def _part_bounds(self, k: int, n: int) -> Tuple[int, int]:
         """Start counters splitting the timed tasks into n ranges of about equal size: range k."""
@@ -247,13 +245,14 @@ class ProfReport(Report):
     # --- task_time (docs/prof-format.md §8) ---------------------------------------------------------------
     def task_time(self) -> Table:
         type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
-        sql = (f"SELECT :device, coalesce(kernel_name, op_name), CASE WHEN task_type != 'UNKNOWN' THEN task_type"
+        sql = (f"SELECT coalesce(kernel_name, op_name), CASE WHEN task_type != 'UNKNOWN' THEN task_type"
                f" ELSE CASE hw_type {type_names} ELSE CAST(hw_type AS TEXT) END END, stream_id, task_id,"
                f" (end_ns - start_ns) / 1000.0, {self._epoch_ns('start_ns')},"
                f" {self._epoch_ns('stop_ns')} FROM (SELECT *, start_ns + (end_ns - start_ns) AS stop_ns FROM"
                f" ({self._tasks(pmu=False)}) LIMIT -1 OFFSET 0)")
         args = dict(self.params, device=str(self.device_id))
-        columns = [Column("Device_id"), Column("kernel_name"), Column("kernel_type"), Column("stream_id", INT),
+        columns = [Column("Device_id", constant=str(self.device_id)), Column("kernel_name"), Column("kernel_type"),
+                   Column("stream_id", INT),
                    Column("task_id", INT), Column("task_time(us)", ROUND3), Column("task_start(us)", EPOCH_US),
                    Column("task_stop(us)", EPOCH_US)]
         return Table("task_time", "task_time", columns, batches(self.conn.execute(sql, args)))

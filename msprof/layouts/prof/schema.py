@@ -19,7 +19,8 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
     "event": TableDef({"seq": int, "level": int, "struct_type": int, "thread": int, "request_id": int, "ts": int,
                     "item_id": int}, "seq"),
     "node_info": TableDef({"seq": int, "thread": int, "ts": int, "op_name_hash": int, "task_type": int,
-                        "op_type_hash": int, "block_dim": int, "op_flag": int, "aging": int}, "seq"),
+                           "op_type_hash": int, "block_dim": int, "op_flag": int, "aging": int, "info_id": int},
+                          "seq"),
     "graph_map": TableDef({"seq": int, "thread": int, "ts": int, "model_name_hash": int, "graph_id": int}, "seq"),
     "type_name": TableDef({"level": int, "type": int, "name": str}),
     "hash_string": TableDef({"hash": int, "text": str}, "hash"),
@@ -30,8 +31,8 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
     # model and iteration, occ = its rank among the launches of its (device, stream, task), and the begin of
     # its node-level call (a timeline draws its HostToDevice flow from there)
     "launch": TableDef({"seq": int, "thread": int, "ts": int, "device_id": int, "stream_id": int, "task_id": int,
-                     "batch_id": int, "rts_type": int, "kernel_hash": int, "aging": int, "occ": int, "op_id": int,
-                     "model_id": int, "iteration": int, "call_begin": int}, "seq"),
+                        "batch_id": int, "occ": int, "op_id": int, "model_id": int, "iteration": int,
+                        "call_begin": int}, "seq"),
     # the distinct ops launched: names and types (kernel = 1: an op task, KERNEL_*, STARS_COMMON, FFTS_PLUS)
     "op": TableDef({"op_id": int, "op_name": str, "op_type": str, "task_type": str, "block_dim": int, "op_flag": int,
                  "op_state": str, "kernel_name": str, "rts_type": str, "kernel": int}, "op_id"),
@@ -41,7 +42,7 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
     # the association's time lookups: node- and model-level calls per thread by begin (partial, covering)
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 10000"),
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 15000"),
-    ("node_info", ["thread", "ts"]),
+    ("node_info", ["thread", "ts", "info_id"]),
 ])
 HOST_LATE_INDEXES = [
     ("launch", ["device_id", "stream_id", "task_id", "occ"]),
