@@ -23,7 +23,8 @@ import sshd_harness  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_BOARD = REPO / "fixtures" / "board"
 STUB_BOARD = Path(__file__).resolve().parent / "board_stub"
-TEST_USER = "msproft"
+# Another engineer may run the suite at the same time: each run its own throw-away board user.
+TEST_USER = os.environ.get("MSPROF_TEST_USER", "msproft")
 
 pytestmark = pytest.mark.ssh
 _REASON = sshd_harness.skip_reason()
