@@ -3,7 +3,10 @@ import io
 import json
 import logging
 import os
+import subprocess
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -317,3 +320,95 @@ def test_verify_and_local_state(tmp_path):
     assert local_state(tmp_path, found) == "different"
     with pytest.raises(RemoteError):
         verify(tmp_path, found)
+
+
+# -- ini files: the documented example, hostile files, strict numbers (issue 10 #10) -------------------------
+def _docs_ini_example() -> str:
+    """The ```ini block of docs/collect.md, as a user would copy it."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "collect.md").read_text(encoding="utf-8")
+    return text.split("```ini\n", 1)[1].split("```", 1)[0]
+
+
+def test_ini_docs_example_with_inline_comments(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / ".ssh").mkdir(parents=True)
+    (tmp_path / "home" / ".ssh" / "id_board").write_text("key")
+    cfg = config.load_config(write_ini(tmp_path, _docs_ini_example()))
+    assert (cfg.host, cfg.username, cfg.port, cfg.password) == ("192.168.1.100", "root", 22, "...")
+    assert cfg.key_file == tmp_path / "home" / ".ssh" / "id_board"
+    assert cfg.known_hosts == tmp_path / "board_known_hosts"
+    assert (cfg.timeout, cfg.remote_path, cfg.transfer) == (15.0, "/usr/sbin:/sbin", "auto")
+
+
+def test_ini_inline_comment_needs_whitespace(tmp_path):
+    """'a;b' is a password, 'a ;b' a password and a comment (configparser inline_comment_prefixes)."""
+    cfg = config.load_config(write_ini(tmp_path, "[ssh_config]\nip=1.2.3.4 # board\nusername=u\npwd=p;w#d ; c\n"))
+    assert (cfg.host, cfg.password) == ("1.2.3.4", "p;w#d")
+
+
+def _load_in_child(path, call="config.load_config", timeout=20):
+    """``call(path)`` in a child process, so that a read that blocks (FIFO) fails the test instead of hanging."""
+    code = ("import sys\nfrom pathlib import Path\nfrom msprof.collect import acljson, config\n"
+            "from msprof.errors import ConfigError\n"
+            f"try:\n    {call}(Path(sys.argv[1]))\nexcept ConfigError as e:\n"
+            "    print(e.message); sys.exit(e.exit_code)\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_ini_fifo_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "board.ini"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    proc = _load_in_child(fifo)
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stdout.strip() == f"config file {fifo} is not a regular file (a FIFO)"
+    assert time.monotonic() - started < 10
+
+
+def test_ini_device_refused(tmp_path):
+    link = tmp_path / "board.ini"
+    link.symlink_to("/dev/zero")
+    proc = _load_in_child(link)
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stdout.strip() == f"config file {link} is not a regular file (a character device)"
+
+
+def test_ini_huge_refused_without_reading(tmp_path):
+    path = tmp_path / "board.ini"
+    with open(path, "wb") as handle:
+        handle.truncate(8 * 1024 * 1024 * 1024)  # sparse: reading it whole would take seconds and 8 GiB
+    started = time.monotonic()
+    proc = _load_in_child(path)
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stdout.strip() == f"config file {path} is too large (8192 MiB; at most 1 MiB is read)"
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("port", ["3_5857", "\u0663\u0665", "\uff12\uff12", "+22", "0", "65536", "22.0", "0x16",
+                                  "2 2", "-1"])
+def test_ini_port_plain_ascii_digits(tmp_path, port):
+    with pytest.raises(ConfigError) as info:
+        config.load_config(write_ini(tmp_path, f"[ssh_config]\nip=1.2.3.4\nusername=u\nport={port}\n"))
+    assert info.value.message == (f"config file {tmp_path / 'board.ini'}: [ssh_config] key 'port' must be a "
+                                  f"number 1-65535, not {port!r}")
+
+
+@pytest.mark.parametrize("port, expected", [("1", 1), ("65535", 65535), ("0022", 22)])
+def test_ini_port_accepted(tmp_path, port, expected):
+    assert config.load_config(write_ini(tmp_path, f"[ssh_config]\nip=h\nusername=u\nport={port}\n")).port == expected
+
+
+@pytest.mark.parametrize("timeout", ["1_0", "\u0661\u0660", "inf", "nan", "1e3", "0"])
+def test_ini_timeout_plain_number(tmp_path, timeout):
+    with pytest.raises(ConfigError) as info:
+        config.load_config(write_ini(tmp_path, f"[ssh_config]\nip=1.2.3.4\nusername=u\ntimeout={timeout}\n"))
+    assert "'timeout'" in info.value.message
+
+
+def test_project_acl_fifo_refused(tmp_path):
+    os.mkfifo(tmp_path / "acl.json")
+    proc = _load_in_child(tmp_path / "acl.json", call="acljson.read_project_acl")
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stdout.strip() == f"{tmp_path / 'acl.json'} is not a regular file (a FIFO)"
