@@ -1,4 +1,5 @@
 """Unit tests of collect's pieces that need no board: ini, credentials, acl.json, options, names, tar safety."""
+import base64
 import io
 import json
 import logging
@@ -412,3 +413,53 @@ def test_project_acl_fifo_refused(tmp_path):
     proc = _load_in_child(tmp_path / "acl.json", call="acljson.read_project_acl")
     assert proc.returncode == 5, proc.stderr
     assert proc.stdout.strip() == f"{tmp_path / 'acl.json'} is not a regular file (a FIFO)"
+
+
+# -- known_hosts patterns (port 22 names; the real-sshd tests cover [host]:port against OpenSSH itself) ------
+@pytest.mark.parametrize("field, name, expected", [
+    ("127.0.0.*", "127.0.0.1", True),
+    ("127.0.0.*", "[127.0.0.1]:2222", False),
+    ("*", "[127.0.0.1]:2222", True),
+    ("[127.0.0.1]:*", "[127.0.0.1]:2222", True),
+    ("[127.0.0.1]:*", "127.0.0.1", False),
+    ("board?", "board1", True),
+    ("board?", "board12", False),
+    ("*.lab,!evil.lab", "evil.lab", False),
+    ("!evil.lab,*.lab", "good.lab", True),
+    ("!evil.lab", "good.lab", False),  # a negation alone never matches
+    ("Board.LAB", "board.lab", True),
+    ("10.0.0.1", "10.0.0.10", False),
+    ("[10.0.0.1]", "10.0.0.1", False),  # '[' is literal, not a character class
+])
+def test_known_hosts_patterns(field, name, expected):
+    from msprof.collect import knownhosts
+
+    assert knownhosts.host_matches(field, name) is expected
+
+
+def test_known_hosts_hashed_vector():
+    """A hash computed by hand: HMAC-SHA1 with key = salt over the name, as ssh-keygen -H stores it."""
+    import hashlib
+    import hmac
+
+    from msprof.collect import knownhosts
+
+    salt = bytes(range(20))
+    field = "|1|" + base64.b64encode(salt).decode() + "|" + base64.b64encode(
+        hmac.new(salt, b"[10.0.0.7]:2222", hashlib.sha1).digest()).decode()
+    assert knownhosts.host_matches(field, "[10.0.0.7]:2222")
+    assert not knownhosts.host_matches(field, "10.0.0.7")
+    assert not knownhosts.host_matches("|1|bad|", "10.0.0.7")
+
+
+def test_known_hosts_preferred_types(tmp_path):
+    from msprof.collect import knownhosts
+
+    offered = ["ssh-ed25519", "ecdsa-sha2-nistp256", "rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"]
+    blob = b"\x00\x00\x00\x07ssh-rsa" + b"\x00" * 8
+    path = tmp_path / "kh"
+    path.write_text("[b]:2222 ssh-rsa " + base64.b64encode(blob).decode() + "\n")
+    lines = knownhosts.read_lines(path)
+    assert knownhosts.preferred_key_types(lines, "[b]:2222", offered) == [
+        "rsa-sha2-512", "rsa-sha2-256", "ssh-rsa", "ssh-ed25519", "ecdsa-sha2-nistp256"]
+    assert knownhosts.preferred_key_types(lines, "other", offered) == offered

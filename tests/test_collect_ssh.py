@@ -264,6 +264,102 @@ def test_changed_host_key_refused(env, tmp_path):
     assert known.read_text().count("\n") == 2  # never auto-accepted
 
 
+# known_hosts as OpenSSH reads it (issue 10 #8). Each case is judged twice, by OpenSSH's own ssh client and by
+# msprof collect, both in accept-new mode on a copy of the file, and both must give the verdict written here
+# (checked against ssh(1)/sshd(8): patterns, negation, markers, several lines, skipped bad lines).
+#   known: connects, file unchanged; added: connects and appends the key; changed / revoked: refuses.
+def _host_key_cases(sshd, other_pub: Path, rsa_pub: Path):
+    entry = f"[127.0.0.1]:{sshd.port}"
+    good = " ".join(sshd.host_key.with_suffix(".pub").read_text().split()[:2])
+    kind, good64 = good.split()
+    other = " ".join(other_pub.read_text().split()[:2])
+    rsa = " ".join(rsa_pub.read_text().split()[:2])
+    return {
+        "exact": (f"{entry} {good}", "known"),
+        "star_other_key": (f"* {other}", "changed"),
+        "bracket_port_glob": (f"[127.0.0.1]:* {other}", "changed"),
+        "question_mark": (f"[127.0.0.?]:{sshd.port} {other}", "changed"),
+        "port22_name_only": (f"127.0.0.* {other}", "added"),  # not [host]:port: another name
+        "negated_here": (f"*,!{entry} {other}", "added"),
+        "negated_elsewhere": (f"!10.0.0.1,* {other}", "changed"),
+        "several_lines_second_matches": (f"{entry} {other}\n{entry} {good}", "known"),
+        "several_lines_first_matches": (f"{entry} {good}\n* {other}", "known"),
+        "other_key_type": (f"{entry} {rsa}", "changed"),
+        "revoked": (f"@revoked * {good}\n{entry} {good}", "revoked"),
+        "revoked_for_another_host": (f"@revoked 10.1.1.1 {good}\n{entry} {good}", "known"),
+        "cert_authority_ignored": (f"@cert-authority * {other}", "added"),
+        "bad_base64_ignored": (f"{entry} {kind} !!!not-base64!!!", "added"),
+        "bad_base64_then_exact": (f"{entry} {kind} AAAA!!\n{entry} {good}", "known"),
+        "type_field_mismatch_ignored": (f"{entry} ssh-rsa {good64}", "added"),
+        "unknown_marker_ignored": (f"@bogus {entry} {other}", "added"),
+        "comment_and_blank_lines": (f"# {entry} {other}\n\n   {entry} {good} board", "known"),
+    }
+
+
+def _openssh_verdict(sshd, user, known: Path) -> str:
+    before = known.read_text()
+    proc = subprocess.run(
+        ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", f"UserKnownHostsFile={known}",
+         "-o", "GlobalKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=accept-new", "-o", "ConnectTimeout=10",
+         "-i", str(sshd.client_key), "-p", str(sshd.port), f"{user}@127.0.0.1", "true"],
+        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    if proc.returncode == 0:
+        return "known" if known.read_text() == before else "added"
+    if "REVOKED HOST KEY" in proc.stderr:
+        return "revoked"
+    if "REMOTE HOST IDENTIFICATION HAS CHANGED" in proc.stderr:
+        return "changed"
+    return f"ssh exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
+
+
+def _msprof_verdict(env, main, known: Path) -> str:
+    before = known.read_text()
+    env.write_ini(known_hosts=known)
+    proc = env.collect("-m", main, "--switch", "off", "--accept-new-host-key", timeout=60)
+    if proc.returncode == 0:
+        return "known" if known.read_text() == before else "added"
+    assert "Traceback" not in proc.err
+    if proc.returncode == 3 and "@revoked" in proc.err and "Not connecting" in proc.err:
+        return "revoked"
+    if proc.returncode == 3 and "has CHANGED" in proc.err and known.read_text() == before:
+        return "changed"
+    return f"msprof exit {proc.returncode}: {proc.err.strip()[-300:]}"
+
+
+def test_known_hosts_like_openssh(env, tmp_path):
+    other = sshd_harness.keygen(tmp_path / "other_key").with_suffix(".pub")
+    rsa = tmp_path / "rsa_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", str(rsa)], check=True)
+    main = env.project()
+    have_ssh = shutil.which("ssh") is not None
+    results = {}
+    for name, (text, expected) in _host_key_cases(env.sshd, other, rsa.with_suffix(".pub")).items():
+        got = {"expected": expected}
+        if have_ssh:
+            (tmp_path / f"ssh_{name}").write_text(text + "\n")
+            got["openssh"] = _openssh_verdict(env.sshd, env.user["name"], tmp_path / f"ssh_{name}")
+        (tmp_path / f"msprof_{name}").write_text(text + "\n")
+        got["msprof"] = _msprof_verdict(env, main, tmp_path / f"msprof_{name}")
+        results[name] = got
+    wrong = {name: got for name, got in results.items() if len(set(got.values())) != 1}
+    assert not wrong, wrong
+    if not have_ssh:
+        print("ssh (openssh-client) not installed: verdicts checked against the table only")
+
+
+def test_known_hosts_hashed_names(env, tmp_path):
+    """Hashed names written by ssh-keygen -H (not by us) keep working, for the right key and against another."""
+    other = sshd_harness.keygen(tmp_path / "other_key").with_suffix(".pub")
+    main = env.project()
+    for key_line, expected in ((" ".join(env.sshd.host_key.with_suffix(".pub").read_text().split()[:2]), "known"),
+                               (" ".join(other.read_text().split()[:2]), "changed")):
+        known = tmp_path / f"known_{expected}"
+        known.write_text(f"[127.0.0.1]:{env.sshd.port} {key_line}\n")
+        subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(known)], check=True, capture_output=True)
+        assert known.read_text().startswith("|1|")
+        assert _msprof_verdict(env, main, known) == expected
+
+
 def test_wrong_password(env):
     wrong = "Wr0ng-" + env.user["password"][::-1]
     env.secrets.append(wrong)
