@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 from msprof.cli import cli
 from msprof.collect import acljson, config
-from msprof.collect.command import parse_nfs, project_files, resolve_remote_dir
+from msprof.collect.command import parse_nfs, resolve_remote_dir
+from msprof.collect.project import walk
 from msprof.collect.pull import Manifest, RemoteFile, check_name, check_relpath, extract_tar, local_state, verify
 from msprof.errors import ConfigError, RemoteError, UsageError
 
@@ -228,10 +229,11 @@ def test_project_files_skips_ini_output_and_acl(tmp_path):
     os.chmod(project / "main", 0o755)
     (project / "acl.json").write_text("{}")
     (project / "board.ini").write_text("[ssh_config]\n")
-    files, total = project_files(project, exclude=[project / "output", project / "board.ini"])
-    rels = {rel: mode for _, rel, mode, _ in files}
+    found = walk(project.resolve(), {project / "board.ini": "the ini"}, leave_out=[project / "output"])
+    rels = {rel: mode for _, rel, mode, _ in found.files}
     assert set(rels) == {"main", "model/a.om"} and rels["main"] & 0o111
-    assert total == len("#!/bin/sh\n") + 4
+    assert found.total == len("#!/bin/sh\n") + 4
+    assert found.skipped == ["board.ini: the ini"]
 
 
 # -- names and tar safety -------------------------------------------------------------------------------
@@ -463,3 +465,21 @@ def test_known_hosts_preferred_types(tmp_path):
     assert knownhosts.preferred_key_types(lines, "[b]:2222", offered) == [
         "rsa-sha2-512", "rsa-sha2-256", "ssh-rsa", "ssh-ed25519", "ecdsa-sha2-nistp256"]
     assert knownhosts.preferred_key_types(lines, "other", offered) == offered
+
+
+@pytest.mark.parametrize("path", ["/", "/bin", "/usr", "/usr/bin", "/usr/local/lib", "/etc", "/tmp", "/opt",
+                                  "/proc/self", "/var/log", "HOME", "HOME/.."])
+def test_system_directories(path, monkeypatch, tmp_path):
+    from msprof.collect import project
+
+    home = tmp_path / "home" / "me"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    path = Path(path.replace("HOME", str(home)))
+    assert project.system_directory(path)
+    with pytest.raises(UsageError):
+        project.check_project(path.resolve(), force=False)
+    project.check_project(path.resolve(), force=True)  # --force: no refusal
+    (tmp_path / "work" / "proj").mkdir(parents=True)
+    assert not project.system_directory(home / "proj")
+    assert not project.system_directory(tmp_path / "work" / "proj")

@@ -382,6 +382,122 @@ def test_bad_ini_names_key(env):
     assert proc.returncode == 5 and "'port'" in proc.err
 
 
+# -- what is uploaded (issue 10 #2, issue 13 #9) -----------------------------------------------------------
+def _remote_tree(remote: Path):
+    return {p.relative_to(remote).as_posix(): p.read_bytes() for p in remote.rglob("*") if p.is_file()}
+
+
+def test_secrets_never_uploaded(env):
+    """The ini and its key_file (beside main, as the docs suggest), links to them, a link to ~/.ssh/id_rsa and
+    a link out of the project are left behind and named on stderr; links inside the project are uploaded."""
+    main = env.project()
+    project = main.parent
+    (project / "model").mkdir()
+    (project / "model" / "net.om").write_bytes(b"model bytes")
+    (project / "keys").mkdir()
+    key = project / "keys" / "id_board"
+    shutil.copy(env.sshd.client_key, key)
+    os.chmod(key, 0o600)
+    stolen = env.home / ".ssh" / "id_rsa"
+    stolen.parent.mkdir()
+    stolen.write_bytes(b"-----BEGIN OPENSSH PRIVATE KEY----- not for the board\n")
+    outside = env.tmp / "notes.txt"
+    outside.write_bytes(b"private notes outside the project\n")
+    (project / "id_rsa").symlink_to(stolen)
+    (project / "notes").symlink_to(outside)
+    (project / "evil\x1b[31mname").symlink_to(stolen)
+    (project / "key_again").symlink_to("keys/id_board")
+    (project / "net.om").symlink_to("model/net.om")
+    env.ini = project / "board.ini"
+    env.write_ini(key_file="keys/id_board")
+    (project / "ini_again").symlink_to("board.ini")
+    proc = env.collect("-m", main, "--switch", "off", "--keep-remote", "--remote-dir", "msprof-secrets")
+    remote = env.remote_dir("msprof-secrets")
+    try:
+        assert proc.returncode == 0, proc.err
+        uploaded = _remote_tree(remote)
+        assert set(uploaded) == {"main", "acl.json", "model/net.om", "net.om"}, sorted(uploaded)
+        assert uploaded["net.om"] == b"model bytes"
+        everything = b"".join(uploaded.values())
+        for secret in (key.read_bytes(), stolen.read_bytes(), outside.read_bytes(), env.user["password"].encode()):
+            assert secret not in everything
+        for line in ("not uploading board.ini: the --config file", "not uploading ini_again: the --config file",
+                     "not uploading keys/id_board: the key_file", "not uploading key_again: the key_file",
+                     "not uploading id_rsa: a symbolic link that leads outside the project",
+                     "not uploading notes: a symbolic link that leads outside the project",
+                     "not uploading evil\\x1b[31mname: a symbolic link that leads outside the project"):
+            assert line in proc.err, proc.err
+        assert "\x1b" not in proc.err and b"not for the board" not in proc.stderr
+    finally:
+        shutil.rmtree(remote, ignore_errors=True)
+
+
+def _accepted_logins(env) -> int:
+    return env.sshd.log_path.read_text(errors="replace").count(f"Accepted password for {env.user['name']} ")
+
+
+def test_system_directory_refused_after_connecting(env):
+    """collect -m /bin/true: connects (the sshd log shows the login), then refuses to upload /usr/bin; nothing
+    is created on the board. --force is named."""
+    before_logins = _accepted_logins(env)
+    before = set(env.user["home"].iterdir())
+    proc = env.collect("-m", "/bin/true")
+    assert proc.returncode == 2, proc.err
+    project = Path("/bin/true").resolve().parent
+    assert f"refusing to upload {project}: it is a system or home directory" in proc.err
+    assert "--force" in proc.err and "Traceback" not in proc.err
+    assert _accepted_logins(env) == before_logins + 1
+    assert set(env.user["home"].iterdir()) == before
+
+
+def test_home_directory_refused(env):
+    main = env.home / "main"
+    main.write_text("#!/bin/sh\n")
+    os.chmod(main, 0o755)
+    proc = env.collect("-m", main)
+    assert proc.returncode == 2, proc.err
+    assert f"refusing to upload {env.home.resolve()}: it is a system or home directory" in proc.err
+
+
+def test_connects_before_walking_the_project(env):
+    """A closed port is reported before the project is looked at (before: the walk ran first and warned about
+    the symlinked directory, then the connection failed)."""
+    main = env.project()
+    (main.parent / "linked").symlink_to(env.tmp)
+    env.write_ini(port=sshd_harness.free_port())
+    proc = env.collect("-m", main)
+    assert proc.returncode == 3, proc.err
+    assert "connection refused" in proc.err and "not uploading" not in proc.err
+
+
+def test_too_many_files_refused_counting_stops(env):
+    """10,001 entries: refused with the count; the walk stops at the limit, so the 64 GiB (sparse) file in a
+    subdirectory is never counted (counting it would have said 'more than 512 MiB' instead)."""
+    main = env.project()
+    many = main.parent
+    for i in range(10_001):
+        (many / f"f{i:05d}").write_bytes(b"x")
+    (many / "zz").mkdir()
+    with open(many / "zz" / "huge.bin", "wb") as handle:
+        handle.truncate(64 << 30)
+    started = time.monotonic()
+    proc = env.collect("-m", main)
+    assert proc.returncode == 2, proc.err
+    assert f"refusing to upload {many}: more than 10,000 files and directories" in proc.err, proc.err
+    assert "0.0 MiB in the first 10,000)" in proc.err and "--force" in proc.err
+    assert time.monotonic() - started < 30
+
+
+def test_too_large_project_refused(env):
+    main = env.project()
+    with open(main.parent / "weights.bin", "wb") as handle:
+        handle.truncate(600 << 20)  # sparse
+    proc = env.collect("-m", main)
+    assert proc.returncode == 2, proc.err
+    size = (600 << 20) + main.stat().st_size
+    assert f"more than 512.0 MiB ({size / 1048576:.1f} MiB in 2 files" in proc.err, proc.err
+
+
 # -- main misbehaving ----------------------------------------------------------------------------------
 def test_main_fails_data_still_pulled(env):
     main = env.project(sim={"exit_code": 3})

@@ -24,6 +24,7 @@ from msprof.atomic import atomic_open
 from msprof.collect import acljson
 from msprof.collect.board import Board, q
 from msprof.collect.config import BoardConfig, load_config
+from msprof.collect.project import inside, walk
 from msprof.collect.pull import check_local_space, list_jobs, local_state, manifest, pull_job
 from msprof.console import NOTICE, log, notice
 from msprof.errors import EXIT_CODES, DiskSpaceError, RemoteError, UsageError
@@ -76,8 +77,11 @@ def _text(ctx, param, value):
                    "address as the board sees it)")
 @click.option("--resume", is_flag=True,
               help="finish an interrupted pull (recorded in OUTPUT/.partial) without running main again")
+@click.option("--force", is_flag=True,
+              help="upload the directory of main even when it is a system or home directory, or larger than "
+                   "512 MiB or 10,000 files")
 def collect(main_path, config_path, interval, acl_api, aacpu, switch, aac_metrics, output, run_all, keep_remote,
-            remote_dir, timeout, accept_new_host_key, nfs, resume):
+            remote_dir, timeout, accept_new_host_key, nfs, resume, force):
     """Push the app to the board over SSH, run it with profiling on, pull the JOB directories back.
 
     \b
@@ -88,6 +92,7 @@ def collect(main_path, config_path, interval, acl_api, aacpu, switch, aac_metric
         "main": str(main_path) if main_path else None, "interval": interval, "acl_api": acl_api, "aacpu": aacpu,
         "switch": switch, "aac_metrics": aac_metrics, "output": str(output), "all": run_all,
         "keep_remote": keep_remote, "remote_dir": remote_dir, "timeout": timeout, "nfs": nfs, "resume": resume,
+        "force": force,
     }
     if resume:
         if main_path is not None:
@@ -100,7 +105,7 @@ def collect(main_path, config_path, interval, acl_api, aacpu, switch, aac_metric
     options.update({k: profiler[k] for k in ("switch", "interval", "acl_api", "aacpu", "aac_metrics")})
     nfs_spec = parse_nfs(nfs) if nfs else None
     Collector(Path(main_path), Path(config_path), Path(output), profiler, options, remote_dir, timeout,
-              accept_new_host_key, nfs_spec, keep_remote, run_all).run()
+              accept_new_host_key, nfs_spec, keep_remote, run_all, force).run()
 
 
 def parse_nfs(value: str):
@@ -143,11 +148,11 @@ def _progress(total: int, label: str):
 class Collector:
     def __init__(self, main: Path, config: Path, output: Path, profiler: dict, options: dict,
                  remote_dir: Optional[str], timeout: float, accept_new: bool, nfs, keep_remote: bool,
-                 run_all: bool):
+                 run_all: bool, force: bool = False):
         self.main, self.config_path, self.output = main, config, output
         self.profiler, self.options = profiler, options
         self.remote_dir_arg, self.timeout, self.accept_new = remote_dir, timeout, accept_new
-        self.nfs, self.keep_remote, self.run_all = nfs, keep_remote, run_all
+        self.nfs, self.keep_remote, self.run_all, self.force = nfs, keep_remote, run_all, force
 
     def run(self) -> None:
         main = self.main
@@ -157,16 +162,26 @@ class Collector:
             raise UsageError(f"--main {main}: not a regular file")
         project = main.resolve().parent
         cfg = load_config(self.config_path)
-        existing_acl = acljson.read_project_acl(project / "acl.json")
-        files, total = project_files(project, exclude=[self.output, self.config_path])
+        acl_path = project / "acl.json"
+        existing_acl = None
+        if os.path.lexists(acl_path) and not inside(acl_path, project):
+            log.warning("not using %s: a symbolic link that leads outside the project", acl_path)
+        else:
+            existing_acl = acljson.read_project_acl(acl_path)
         partial = self.output / ".partial"
         _warn_pending(partial, cfg)
         self.output.mkdir(parents=True, exist_ok=True)
         started = _now()
 
+        # Connect before looking at the project: a wrong address or password is reported at once, not after
+        # walking a large tree.
         board = Board.connect(cfg, self.accept_new)
         with board:
             log.info("connected to %s (auth: %s)", cfg.address, board.auth)
+            secrets = {self.config_path: "the --config file (it may hold the password)",
+                       cfg.key_file: "the key_file named in the --config file"}
+            found = walk(project, secrets, leave_out=[self.output], force=self.force)
+            files, total = found.files, found.total
             home = board.home()
             workdir = resolve_remote_dir(self.remote_dir_arg, home)
             created = board.makedirs(workdir, 0o700)
@@ -452,44 +467,6 @@ def _write_collect_json(job_dir: Path, cfg: BoardConfig, state: dict, method: st
     with atomic_open(job_dir / "collect.json", "w", encoding="utf-8") as handle:
         json.dump(record, handle, indent=2)
         handle.write("\n")
-
-
-def project_files(project: Path, exclude=()):
-    """(local path, relative posix path, mode, mtime) of every file to upload, and the total size.
-
-    Left out: the local acl.json (a merged one is written), the ini (it may hold a password) and the local
-    output directory when they sit inside the project; symlinked directories are not followed.
-    """
-    skip = set()
-    for item in exclude:
-        with contextlib.suppress(OSError):
-            skip.add(Path(item).resolve())
-    files, total = [], 0
-    for dirpath, dirnames, filenames in os.walk(project):
-        here = Path(dirpath)
-        kept = []
-        for name in sorted(dirnames):
-            path = here / name
-            if path.resolve() in skip or (name == ".partial"):
-                continue
-            if path.is_symlink():
-                log.warning("not uploading %s: symlinked directory", path)
-                continue
-            kept.append(name)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            path = here / name
-            rel = path.relative_to(project).as_posix()
-            if rel == "acl.json" or path.resolve() in skip:
-                continue
-            try:
-                st = path.stat()
-            except OSError:
-                log.warning("not uploading %s: broken symlink or unreadable", path)
-                continue
-            files.append((path, rel, st.st_mode, int(st.st_mtime)))
-            total += st.st_size
-    return files, total
 
 
 def resolve_remote_dir(value: Optional[str], home: str) -> str:
