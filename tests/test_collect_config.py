@@ -237,7 +237,8 @@ def test_project_files_skips_ini_output_and_acl(tmp_path):
 
 
 # -- names and tar safety -------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\\b", "x\x00y", "x\ny", "x\x1b[31m"])
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\\b", "x\x00y", "x\ny", "x\x1b[31m", "x\x9b31m",
+                                  "bad\udcffname", "x" * 256])
 def test_unsafe_names_refused(name):
     with pytest.raises(RemoteError):
         check_name(name)
@@ -483,3 +484,20 @@ def test_system_directories(path, monkeypatch, tmp_path):
     (tmp_path / "work" / "proj").mkdir(parents=True)
     assert not project.system_directory(home / "proj")
     assert not project.system_directory(tmp_path / "work" / "proj")
+
+
+@pytest.mark.parametrize("name, ok", [("JOBABCdef_0.1-x", True), ("JOB$(id)", False), ("JOB x", False),
+                                      ("JOB\u00e9", False), ("JOB;rm", False), ("JOB" + "A" * 253, False)])
+def test_job_names(name, ok):
+    from msprof.collect.names import is_job_name
+
+    assert is_job_name(name) is ok
+
+
+@pytest.mark.parametrize("raw, shown", [(b"bad\xffname", "bad\\xffname"), ("a\nb\x1b[31m", "a\\nb\\x1b[31m"),
+                                        ("rtl\u202eexe", "rtl\\u202eexe"), ("back\\slash", "back\\\\slash"),
+                                        ("caf\u00e9", "caf\u00e9")])
+def test_printable(raw, shown):
+    from msprof.collect.names import printable
+
+    assert printable(raw) == shown

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import pwd
+import shlex
 import shutil
 import stat
 import subprocess
@@ -496,6 +497,127 @@ def test_too_large_project_refused(env):
     assert proc.returncode == 2, proc.err
     size = (600 << 20) + main.stat().st_size
     assert f"more than 512.0 MiB ({size / 1048576:.1f} MiB in 2 files" in proc.err, proc.err
+
+
+# -- a hostile board (issue 10 #7, #12, #13) ----------------------------------------------------------------
+HOSTILE_MAIN = """#!/usr/bin/env python3
+import json, os
+OUT = os.fsencode(json.load(open("acl.json"))["profiler"]["output"])
+
+def job(name, files=(b"info.json.0", b"data/hwts.data.0.slice_0")):
+    root = os.path.join(OUT, name)
+    for rel in files:
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "wb") as f:
+            f.write(b"{}" if rel.endswith(b".json.0") else os.urandom(64))
+    return root
+
+"""
+
+
+def hostile_project(env, body: str, source: Path = STUB_BOARD) -> Path:
+    """A project whose main runs ``body`` (Python, with job() and OUT in scope) on the board."""
+    main = env.project(source)
+    if source != STUB_BOARD:
+        os.rename(main, main.parent / "main_sim")
+    main.write_text(HOSTILE_MAIN + body)
+    os.chmod(main, 0o755)
+    return main
+
+
+def local_jobs(output: Path):
+    return sorted(p.name for p in output.iterdir() if p.name.startswith("JOB")) if output.exists() else []
+
+
+def test_board_job_name_outside_safe_set_refused(env):
+    """A JOB named with shell syntax is not pulled (exit 4, named); the good JOB is pulled; nothing runs."""
+    main = hostile_project(env, 'job(b"JOB$(touch PWNED)x")\njob(b"JOBGOOD1")\n')
+    proc = env.collect("-m", main, "--remote-dir", "msprof-names")
+    remote = env.remote_dir("msprof-names")
+    try:
+        assert proc.returncode == 4, proc.err
+        assert "the board wrote a JOB directory named 'JOB$(touch PWNED)x': only letters, digits" in proc.err
+        assert local_jobs(env.output) == ["JOBGOOD1"]
+        assert proc.out.splitlines() == [str(env.output / "JOBGOOD1")]
+        assert (remote / "msprof_output" / "JOB$(touch PWNED)x").is_dir()  # left on the board, not lost
+        assert not list(env.tmp.rglob("PWNED")) and not list(remote.rglob("PWNED"))
+        assert "Traceback" not in proc.err
+    finally:
+        shutil.rmtree(remote, ignore_errors=True)
+
+
+def test_board_file_name_not_utf8(env):
+    """exit 4 (not 1), the name with its bad byte escaped; the JOB stays on the board."""
+    main = hostile_project(env, 'job(b"JOBBAD1", files=(b"info.json.0", b"data/bad\\xffname.0"))\n')
+    proc = env.collect("-m", main, "--remote-dir", "msprof-utf8")
+    remote = env.remote_dir("msprof-utf8")
+    try:
+        assert proc.returncode == 4, proc.err
+        assert "is not UTF-8" in proc.err and "'bad\\xffname.0'" in proc.err, proc.err
+        assert "Traceback" not in proc.err and "internal error" not in proc.err
+        assert local_jobs(env.output) == []
+        assert (remote / "msprof_output" / "JOBBAD1").is_dir()
+    finally:
+        shutil.rmtree(remote, ignore_errors=True)
+
+
+DEEP_BODY = """root = job(b"JOBDEEP1")
+fd = os.open(root, os.O_RDONLY)
+for _ in range(22):  # 22 levels of 200 bytes: deeper than PATH_MAX (4096), made with relative opens
+    os.mkdir(b"d" * 200, dir_fd=fd)
+    deeper = os.open(b"d" * 200, os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = deeper
+leaf = os.open(b"deep.bin", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+os.write(leaf, b"x" * 100)
+job(b"JOBGOOD2")
+"""
+
+
+def test_sftp_pull_notices_subtree_it_cannot_list(env):
+    """OpenSSH's sftp-server silently leaves out entries deeper than PATH_MAX. The pull compares its listing
+    with the board's find: exit 4 naming what is missing, the other JOB pulled, never success."""
+    main = hostile_project(env, DEEP_BODY)
+    env.write_ini(transfer="sftp")
+    # the remote paths longer than the local ones, so that the local side is not the first to hit PATH_MAX
+    name = "msprof-deep-" + "x" * (len(str(env.output)) + 40)
+    proc = env.collect("-m", main, "--remote-dir", name)
+    remote = env.remote_dir(name)
+    try:
+        assert proc.returncode == 4, proc.err
+        assert "JOBDEEP1 is incomplete over SFTP" in proc.err and "were not listed by its SFTP server" in proc.err
+        assert "JOBDEEP1/" + "d" * 60 in proc.err and "Traceback" not in proc.err
+        assert local_jobs(env.output) == ["JOBGOOD2"]
+    finally:
+        subprocess.run(["rm", "-rf", "--", str(remote)], check=False)  # too deep for shutil.rmtree's paths
+
+
+def test_all_analyses_every_job_then_worst_exit(env):
+    """--all: the first JOB (sorted) is broken; the second is still analysed; exit 8 (the analysis code)."""
+    body = ('import subprocess\nsubprocess.run(["./main_sim"], check=True)\n'
+            'job(b"JOBAAAABROKEN", files=(b"info.json.0",))\n')
+    main = hostile_project(env, body, source=FIXTURE_BOARD)
+    proc = env.collect("-m", main, "--all")
+    assert proc.returncode == 8, proc.err
+    jobs = local_jobs(env.output)
+    assert len(jobs) == 2 and jobs[0] == "JOBAAAABROKEN", jobs
+    good = env.output / jobs[1]
+    assert list((good / "summary").glob("op_summary*")), "the JOB after the broken one was not analysed"
+    assert "analysis of JOBAAAABROKEN failed" in proc.err
+    assert "analysis failed for JOBAAAABROKEN (see above; the other 1 JOB was analysed)" in proc.err
+
+
+def test_printed_hint_is_quoted(env):
+    """The 'analyse with' hint pastes into a shell as one -dir argument, even with a space in --output."""
+    main = env.project()
+    env.output = env.tmp / "out dir"
+    proc = env.collect("-m", main)
+    assert proc.returncode == 0, proc.err
+    [line] = [ln for ln in proc.err.splitlines() if "analyse with:" in ln]
+    command = line.split("analyse with: ", 1)[1].split(" (or rerun", 1)[0]
+    argv = shlex.split(command)
+    assert argv[:4] == ["msprof", "export", "summary", "-dir"] and len(argv) == 5, argv
+    assert argv[4] == str(single_job(env.output))
 
 
 # -- main misbehaving ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import click
 
@@ -25,9 +25,9 @@ from msprof.collect import acljson
 from msprof.collect.board import Board, q
 from msprof.collect.config import BoardConfig, load_config
 from msprof.collect.project import inside, walk
-from msprof.collect.pull import check_local_space, list_jobs, local_state, manifest, pull_job
+from msprof.collect.pull import Unpullable, check_local_space, list_jobs, local_state, manifest, pull_job
 from msprof.console import NOTICE, log, notice
-from msprof.errors import EXIT_CODES, DiskSpaceError, RemoteError, UsageError
+from msprof.errors import EXIT_CODES, DiskSpaceError, MsprofError, RemoteError, UsageError
 from msprof.paths import check_path_argument
 
 STATE_FILE = "collect-state.json"
@@ -106,6 +106,15 @@ def collect(main_path, config_path, interval, acl_api, aacpu, switch, aac_metric
     nfs_spec = parse_nfs(nfs) if nfs else None
     Collector(Path(main_path), Path(config_path), Path(output), profiler, options, remote_dir, timeout,
               accept_new_host_key, nfs_spec, keep_remote, run_all, force).run()
+
+
+class CollectFailed(MsprofError):
+    """Several things went wrong (JOBs left on the board, analyses failed): each was said as it happened;
+    this is the summary, with the highest of their exit codes."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def parse_nfs(value: str):
@@ -223,16 +232,16 @@ class Collector:
             failure = _main_failure(result, main.name, self.timeout)
             if result.connection_lost:
                 raise RemoteError(f"{failure}; the data stays on the board: {_resume_hint(self.config_path, self.output)}")
-            jobs = finish_pull(board, cfg, state, self.output, self.config_path, self.keep_remote)
+            jobs, unpulled = finish_pull(board, cfg, state, self.output, self.config_path, self.keep_remote)
         if failure:
             if jobs:
                 notice("msprof: pulled %d JOB director%s despite the failure: %s", len(jobs),
                        "y" if len(jobs) == 1 else "ies", ", ".join(str(j) for j in jobs))
             raise RemoteError(failure)
-        if not jobs and self.profiler["switch"] == "on":
+        if not jobs and not unpulled and self.profiler["switch"] == "on":
             raise RemoteError(f"{main.name} finished but wrote no JOB directory in {profiling_dir} "
                               "(does the app call aclInit with the acl.json in its working directory?)")
-        _report(jobs, self.run_all)
+        _report(jobs, unpulled, self.run_all)
 
     def _upload(self, board: Board, files, total: int, workdir: str) -> None:
         free = board.free_bytes(workdir)
@@ -315,13 +324,24 @@ def _main_failure(result, name: str, timeout: float) -> Optional[str]:
 
 
 def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, config_path: Path,
-                keep_remote: bool) -> List[Path]:
-    """Pull every JOB of ``state`` not yet local, write collect.json, rename; then clean up the board."""
+                keep_remote: bool) -> Tuple[List[Path], List[str]]:
+    """Pull every JOB of ``state`` not yet local, write collect.json, rename; then clean up the board.
+
+    Returns the local JOB directories and the JOBs that could not be pulled safely or completely (unsafe
+    names, an incomplete listing: each logged as an error). Those stay on the board, and so does the work dir.
+    """
     partial = output / ".partial"
     profiling_dir = state["profiling_dir"]
+    unpulled = []
     try:
         jobs = [j for j in list_jobs(board, profiling_dir) if j not in set(state.get("before") or [])]
-        found = [manifest(board, profiling_dir, job) for job in jobs]
+        found = []
+        for job in jobs:
+            try:
+                found.append(manifest(board, profiling_dir, job))
+            except Unpullable as exc:
+                log.error("%s", exc.message)
+                unpulled.append(job)
         todo, ready, conflicts = [], [], []
         for item in found:
             where = local_state(output, item)
@@ -369,9 +389,9 @@ def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, confi
         raise UsageError(f"{output / conflicts[0]} already exists and differs from the board's {conflicts[0]}; "
                          f"not overwritten. Move it away (or use another --output) and finish with: "
                          f"{_resume_command(config_path, output)}")
-    _cleanup(board, state, keep_remote)
+    _cleanup(board, state, keep_remote or bool(unpulled))  # what was not pulled stays on the board
     _clear_state(partial)
-    return ready
+    return ready, unpulled
 
 
 def _cleanup(board: Board, state: dict, keep_remote: bool) -> None:
@@ -432,26 +452,49 @@ def _resume(config_path, output: Path, remote_dir, accept_new, run_all, keep_rem
         notice("msprof: resuming the pull from %s:%s", cfg.host, state["profiling_dir"])
         output.mkdir(parents=True, exist_ok=True)
         state["resumed"] = _now()
-        jobs = finish_pull(board, cfg, state, output, Path(config_path), keep_remote)
-    if not jobs:
+        jobs, unpulled = finish_pull(board, cfg, state, output, Path(config_path), keep_remote)
+    if not jobs and not unpulled:
         notice("msprof: no JOB directory to pull in %s", state["profiling_dir"])
         return
-    _report(jobs, run_all)
+    _report(jobs, unpulled, run_all)
 
 
-def _report(jobs: List[Path], run_all: bool) -> None:
+def _report(jobs: List[Path], unpulled: List[str], run_all: bool) -> None:
+    """Print the pulled JOBs (stdout); with --all analyse every one of them, even after one failed. Then
+    fail with the highest exit code of what went wrong (a JOB left on the board: 4; analysis: its own)."""
+    failed = []  # (exit code, JOB name)
     if run_all:
         from msprof import api
 
         for job in jobs:
             notice("msprof: analysing %s", job)
-            written = api.analyse(job)
+            try:
+                written = api.analyse(job)
+            except MsprofError as exc:
+                log.error("analysis of %s failed: %s", job.name, exc.message)
+                failed.append((exc.exit_code, job.name))
+                continue
             dirs = sorted({str(Path(p).parent) for p in written})
             notice("msprof: results of %s in %s", job.name, ", ".join(dirs) if dirs else str(job))
     for job in jobs:
         click.echo(str(job))
     if jobs and not run_all:
-        notice("msprof: analyse with: msprof export summary -dir %s (or rerun collect with --all)", jobs[0])
+        notice("msprof: analyse with: msprof export summary -dir %s (or rerun collect with --all)",
+               shlex.quote(str(jobs[0])))
+    problems, codes = [], []
+    if unpulled:
+        problems.append(f"{_count(len(unpulled), 'JOB directory', 'JOB directories')} not pulled (see above)")
+        codes.append(RemoteError.exit_code)
+    if failed:
+        problems.append(f"analysis failed for {', '.join(name for _, name in failed)} (see above; the other "
+                        f"{_count(len(jobs) - len(failed), 'JOB was', 'JOBs were')} analysed)")
+        codes.extend(code for code, _ in failed)
+    if problems:
+        raise CollectFailed("; ".join(problems), max(codes))
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
 
 
 def _write_collect_json(job_dir: Path, cfg: BoardConfig, state: dict, method: str) -> None:
