@@ -501,3 +501,30 @@ def test_printable(raw, shown):
     from msprof.collect.names import printable
 
     assert printable(raw) == shown
+
+
+# -- shell completion through click's protocol (issue 13 #6), as bash's completion function calls it ---------
+def _complete(words: str):
+    """What `msprof` answers to bash's completion function for the command line ``words`` (the cursor at the
+    end): lines of 'type,value'."""
+    cword = len(words.split()) - (0 if words.endswith(" ") else 1)
+    env = dict(os.environ, COMP_WORDS=words, COMP_CWORD=str(cword), _MSPROF_COMPLETE="bash_complete",
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.run([sys.executable, "-m", "msprof"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    return [line for line in proc.stdout.splitlines() if line]
+
+
+@pytest.mark.parametrize("words, expected", [
+    ("msprof collect -m ", ["file,"]),
+    ("msprof collect --main bui", ["file,bui"]),
+    ("msprof collect --config bo", ["file,bo"]),
+    ("msprof collect --output ", ["dir,"]),
+    ("msprof collect --aac-metrics ", ["plain," + m for m in acljson.AAC_METRICS]),
+    ("msprof collect --aac_metrics mem", ["plain,Memory", "plain,MemoryL0", "plain,MemoryUB"]),
+    ("msprof collect --aac-metrics Pipe", ["plain,PipeUtilization"]),
+    ("msprof collect --acl-api o", ["plain,on", "plain,off"]),
+    ("msprof collect --switch of", ["plain,off"]),
+])
+def test_collect_completion(words, expected):
+    assert _complete(words) == expected

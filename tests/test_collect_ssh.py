@@ -300,8 +300,8 @@ def _host_key_cases(sshd, other_pub: Path, rsa_pub: Path):
 def _openssh_verdict(sshd, user, known: Path) -> str:
     before = known.read_text()
     proc = subprocess.run(
-        ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", f"UserKnownHostsFile={known}",
-         "-o", "GlobalKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=accept-new", "-o", "ConnectTimeout=10",
+        ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+         "-o", f"UserKnownHostsFile={known}", "-o", "GlobalKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=accept-new", "-o", "ConnectTimeout=10",
          "-i", str(sshd.client_key), "-p", str(sshd.port), f"{user}@127.0.0.1", "true"],
         capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     if proc.returncode == 0:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 import click
+from click.shell_completion import CompletionItem
 
 from msprof import __version__
 from msprof.atomic import atomic_open
@@ -48,21 +49,41 @@ def _text(ctx, param, value):
     return value
 
 
+# Shell completion (click's protocol, e.g. _MSPROF_COMPLETE=bash_complete): the values stay plain strings
+# checked by the callbacks above, so only the completion is declared here.
+def _complete_file(ctx, param, incomplete):
+    return [CompletionItem(incomplete, type="file")]
+
+
+def _complete_dir(ctx, param, incomplete):
+    return [CompletionItem(incomplete, type="dir")]
+
+
+def _complete_from(choices):
+    def complete(ctx, param, incomplete):
+        return [CompletionItem(c) for c in choices if c.lower().startswith(incomplete.lower())]
+    return complete
+
+
 @click.command("collect", context_settings=CONTEXT, epilog=EPILOG)
-@click.option("-m", "--main", "main_path", callback=_path, metavar="FILE",
+@click.option("-m", "--main", "main_path", callback=_path, metavar="FILE", shell_complete=_complete_file,
               help="the executable to run on the board; its directory is the project that is uploaded "
                    "(required unless --resume)")
 @click.option("--config", "config_path", required=True, callback=_path, metavar="FILE",
+              shell_complete=_complete_file,
               help="ini file with [ssh_config]: ip, username, pwd, port, key_file, known_hosts")
 @click.option("--interval", default="0", show_default=True, help="acl.json profiler interval")
 @click.option("--acl_api", "--acl-api", "acl_api", default="on", show_default=True, metavar="on|off",
-              help="trace ACL API calls")
-@click.option("--aacpu", default="on", show_default=True, metavar="on|off", help="AA CPU task profiling")
-@click.option("--switch", default="on", show_default=True, metavar="on|off", help="profiler switch")
+              shell_complete=_complete_from(acljson.ON_OFF), help="trace ACL API calls")
+@click.option("--aacpu", default="on", show_default=True, metavar="on|off",
+              shell_complete=_complete_from(acljson.ON_OFF), help="AA CPU task profiling")
+@click.option("--switch", default="on", show_default=True, metavar="on|off",
+              shell_complete=_complete_from(acljson.ON_OFF), help="profiler switch")
 @click.option("--aac_metrics", "--aac-metrics", "aac_metrics", default="ArithmeticUtilization",
-              show_default=True, metavar="NAME",
+              show_default=True, metavar="NAME", shell_complete=_complete_from(acljson.AAC_METRICS),
               help="AA core metric set: " + ", ".join(acljson.AAC_METRICS))
 @click.option("--output", default="output", show_default=True, callback=_path, metavar="DIR",
+              shell_complete=_complete_dir,
               help="local directory that receives the JOB directories")
 @click.option("--all", "run_all", is_flag=True, help="then run import + export timeline + export summary on each JOB")
 @click.option("--keep-remote", is_flag=True, help="leave the remote work dir on the board")
@@ -231,7 +252,8 @@ class Collector:
             _save_state(partial, state)
             failure = _main_failure(result, main.name, self.timeout)
             if result.connection_lost:
-                raise RemoteError(f"{failure}; the data stays on the board: {_resume_hint(self.config_path, self.output)}")
+                raise RemoteError(f"{failure}; the data stays on the board: "
+                                  f"{_resume_hint(self.config_path, self.output)}")
             jobs, unpulled = finish_pull(board, cfg, state, self.output, self.config_path, self.keep_remote)
         if failure:
             if jobs:

@@ -3,9 +3,10 @@
 Names coming from the board are validated before they touch the local disk: no ``/`` or ``\\``, no ``.`` or
 ``..``, no control characters, valid UTF-8 (a JOB directory name also only ``[A-Za-z0-9_.-]``, see
 :mod:`msprof.collect.names`). The SFTP listing is checked against the board's own ``find``: an SFTP server
-silently leaves out what it cannot stat (OpenSSH's does for paths longer than PATH_MAX). The tar stream is extracted member by member by this module (Python 3.9 has
-no ``tarfile`` extraction filters): only directories and regular files (plus hard links to files already
-extracted) inside the one expected JOB directory are written, with files created ``O_EXCL|O_NOFOLLOW``.
+silently leaves out what it cannot stat (OpenSSH's does for paths longer than PATH_MAX). The tar stream is
+extracted member by member by this module (Python 3.9 has no ``tarfile`` extraction filters): only
+directories and regular files (plus hard links to files already extracted) inside the one expected JOB
+directory are written, with files created ``O_EXCL|O_NOFOLLOW``.
 """
 import contextlib
 import os
