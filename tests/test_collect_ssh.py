@@ -85,9 +85,9 @@ class Env:
     def remote_dir(self, name: str) -> Path:
         return self.user["home"] / name
 
-    def collect(self, *args, check_secret=True, env=None, timeout=120):
-        cmd = [sys.executable, "-m", "msprof", "collect", "--config", str(self.ini), "--output", str(self.output),
-               *map(str, args)]
+    def collect(self, *args, check_secret=True, env=None, timeout=120, verbose=False):
+        cmd = [sys.executable, "-m", "msprof", *(["-v"] if verbose else []), "collect", "--config", str(self.ini),
+               "--output", str(self.output), *map(str, args)]
         proc = subprocess.run(cmd, cwd=self.tmp, env=dict(self.env, **(env or {})), capture_output=True,
                               timeout=timeout)
         proc.out = proc.stdout.decode("utf-8", "replace")
@@ -590,6 +590,32 @@ def test_sftp_pull_notices_subtree_it_cannot_list(env):
         assert local_jobs(env.output) == ["JOBGOOD2"]
     finally:
         subprocess.run(["rm", "-rf", "--", str(remote)], check=False)  # too deep for shutil.rmtree's paths
+
+
+@pytest.mark.parametrize("script, code, text", [
+    # a busybox-like find that cannot descend somewhere: the JOB is not pulled
+    ('echo "$1"; echo "find: $1/data: File name too long" >&2; exit 1', 4,
+     "the board cannot list all of JOBFIND1 (find exit 1: find: JOBFIND1/data: File name too long); not pulled"),
+    # no find at all: the SFTP listing is used alone (and said with -v)
+    ("exit 127", 0, "no find on the board: the SFTP listing of JOBFIND1 is not cross-checked"),
+])
+def test_board_find_failing_or_missing(env, script, code, text):
+    fakebin = env.user["home"] / "fakebin-find"
+    fakebin.mkdir(exist_ok=True)
+    (fakebin / "find").write_text(f"#!/bin/sh\n{script}\n")
+    os.chmod(fakebin / "find", 0o755)
+    entry = pwd.getpwnam(env.user["name"])
+    for path in (fakebin, fakebin / "find"):
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+    env.write_ini(remote_path=fakebin, transfer="sftp")
+    main = hostile_project(env, 'job(b"JOBFIND1")\n')
+    try:
+        proc = env.collect("-m", main, verbose=True)
+    finally:
+        shutil.rmtree(fakebin, ignore_errors=True)
+    assert proc.returncode == code, proc.err
+    assert text in proc.err
+    assert local_jobs(env.output) == ([] if code else ["JOBFIND1"])
 
 
 def test_all_analyses_every_job_then_worst_exit(env):

@@ -149,7 +149,9 @@ def cross_check(board: Board, profiling_dir: str, found: Manifest) -> None:
     """Compare the SFTP walk with ``find`` run on the board. OpenSSH's sftp-server leaves out, without an
     error, every entry whose path is too long to stat (deeper than PATH_MAX), so a whole subtree could
     otherwise be missing from a pull that reports success."""
-    status, out, err = board.exec(f"cd {q(profiling_dir)} && find {q(found.job)} -print0")
+    # Plain POSIX find (no -print0, which small busybox builds lack): one path per line is exact here, as a
+    # name with a newline that the SFTP walk saw was refused already, and one it did not see is missing anyway.
+    status, out, err = board.exec(f"cd {q(profiling_dir)} && find {q(found.job)}")
     if status == 127:
         log.info("no find on the board: the SFTP listing of %s is not cross-checked", found.job)
         return
@@ -157,7 +159,7 @@ def cross_check(board: Board, profiling_dir: str, found: Manifest) -> None:
         lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
         raise Unpullable(f"the board cannot list all of {found.job} (find exit {status}"
                          f"{': ' + printable(lines[-1].strip()[:300]) if lines else ''}); not pulled")
-    listed = {name.decode("utf-8", "surrogateescape") for name in out.split(b"\0") if name}
+    listed = {name.decode("utf-8", "surrogateescape") for name in out.split(b"\n") if name}
     missing = sorted(listed - set(found.dirs) - set(found.files) - set(found.others), key=lambda p: (len(p), p))
     if missing:
         first = missing[0]
