@@ -1,9 +1,13 @@
 """Unit tests of collect's pieces that need no board: ini, credentials, acl.json, options, names, tar safety."""
+import base64
 import io
 import json
 import logging
 import os
+import subprocess
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +15,8 @@ from click.testing import CliRunner
 
 from msprof.cli import cli
 from msprof.collect import acljson, config
-from msprof.collect.command import parse_nfs, project_files, resolve_remote_dir
+from msprof.collect.command import parse_nfs, resolve_remote_dir
+from msprof.collect.project import walk
 from msprof.collect.pull import Manifest, RemoteFile, check_name, check_relpath, extract_tar, local_state, verify
 from msprof.errors import ConfigError, RemoteError, UsageError
 
@@ -224,14 +229,16 @@ def test_project_files_skips_ini_output_and_acl(tmp_path):
     os.chmod(project / "main", 0o755)
     (project / "acl.json").write_text("{}")
     (project / "board.ini").write_text("[ssh_config]\n")
-    files, total = project_files(project, exclude=[project / "output", project / "board.ini"])
-    rels = {rel: mode for _, rel, mode, _ in files}
+    found = walk(project.resolve(), {project / "board.ini": "the ini"}, leave_out=[project / "output"])
+    rels = {rel: mode for _, rel, mode, _ in found.files}
     assert set(rels) == {"main", "model/a.om"} and rels["main"] & 0o111
-    assert total == len("#!/bin/sh\n") + 4
+    assert found.total == len("#!/bin/sh\n") + 4
+    assert found.skipped == ["board.ini: the ini"]
 
 
 # -- names and tar safety -------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\\b", "x\x00y", "x\ny", "x\x1b[31m"])
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\\b", "x\x00y", "x\ny", "x\x1b[31m", "x\x9b31m",
+                                  "bad\udcffname", "x" * 256])
 def test_unsafe_names_refused(name):
     with pytest.raises(RemoteError):
         check_name(name)
@@ -317,3 +324,207 @@ def test_verify_and_local_state(tmp_path):
     assert local_state(tmp_path, found) == "different"
     with pytest.raises(RemoteError):
         verify(tmp_path, found)
+
+
+# -- ini files: the documented example, hostile files, strict numbers (issue 10 #10) -------------------------
+def _docs_ini_example() -> str:
+    """The ```ini block of docs/collect.md, as a user would copy it."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "collect.md").read_text(encoding="utf-8")
+    return text.split("```ini\n", 1)[1].split("```", 1)[0]
+
+
+def test_ini_docs_example_with_inline_comments(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / ".ssh").mkdir(parents=True)
+    (tmp_path / "home" / ".ssh" / "id_board").write_text("key")
+    cfg = config.load_config(write_ini(tmp_path, _docs_ini_example()))
+    assert (cfg.host, cfg.username, cfg.port, cfg.password) == ("192.168.1.100", "root", 22, "...")
+    assert cfg.key_file == tmp_path / "home" / ".ssh" / "id_board"
+    assert cfg.known_hosts == tmp_path / "board_known_hosts"
+    assert (cfg.timeout, cfg.remote_path, cfg.transfer) == (15.0, "/usr/sbin:/sbin", "auto")
+
+
+def test_ini_inline_comment_needs_whitespace(tmp_path):
+    """'a;b' is a password, 'a ;b' a password and a comment (configparser inline_comment_prefixes)."""
+    cfg = config.load_config(write_ini(tmp_path, "[ssh_config]\nip=1.2.3.4 # board\nusername=u\npwd=p;w#d ; c\n"))
+    assert (cfg.host, cfg.password) == ("1.2.3.4", "p;w#d")
+
+
+def _load_in_child(path, call="config.load_config", timeout=20):
+    """``call(path)`` in a child process, so that a read that blocks (FIFO) fails the test instead of hanging."""
+    code = ("import sys\nfrom pathlib import Path\nfrom msprof.collect import acljson, config\n"
+            "from msprof.errors import ConfigError\n"
+            f"try:\n    {call}(Path(sys.argv[1]))\nexcept ConfigError as e:\n"
+            "    print(e.message); sys.exit(e.exit_code)\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_ini_fifo_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "board.ini"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    proc = _load_in_child(fifo)
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stdout.strip() == f"config file {fifo} is not a regular file (a FIFO)"
+    assert time.monotonic() - started < 10
+
+
+def test_ini_device_refused(tmp_path):
+    link = tmp_path / "board.ini"
+    link.symlink_to("/dev/zero")
+    proc = _load_in_child(link)
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stdout.strip() == f"config file {link} is not a regular file (a character device)"
+
+
+def test_ini_huge_refused_without_reading(tmp_path):
+    path = tmp_path / "board.ini"
+    with open(path, "wb") as handle:
+        handle.truncate(8 * 1024 * 1024 * 1024)  # sparse: reading it whole would take seconds and 8 GiB
+    started = time.monotonic()
+    proc = _load_in_child(path)
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stdout.strip() == f"config file {path} is too large (8192 MiB; at most 1 MiB is read)"
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("port", ["3_5857", "\u0663\u0665", "\uff12\uff12", "+22", "0", "65536", "22.0", "0x16",
+                                  "2 2", "-1"])
+def test_ini_port_plain_ascii_digits(tmp_path, port):
+    with pytest.raises(ConfigError) as info:
+        config.load_config(write_ini(tmp_path, f"[ssh_config]\nip=1.2.3.4\nusername=u\nport={port}\n"))
+    assert info.value.message == (f"config file {tmp_path / 'board.ini'}: [ssh_config] key 'port' must be a "
+                                  f"number 1-65535, not {port!r}")
+
+
+@pytest.mark.parametrize("port, expected", [("1", 1), ("65535", 65535), ("0022", 22)])
+def test_ini_port_accepted(tmp_path, port, expected):
+    assert config.load_config(write_ini(tmp_path, f"[ssh_config]\nip=h\nusername=u\nport={port}\n")).port == expected
+
+
+@pytest.mark.parametrize("timeout", ["1_0", "\u0661\u0660", "inf", "nan", "1e3", "0"])
+def test_ini_timeout_plain_number(tmp_path, timeout):
+    with pytest.raises(ConfigError) as info:
+        config.load_config(write_ini(tmp_path, f"[ssh_config]\nip=1.2.3.4\nusername=u\ntimeout={timeout}\n"))
+    assert "'timeout'" in info.value.message
+
+
+def test_project_acl_fifo_refused(tmp_path):
+    os.mkfifo(tmp_path / "acl.json")
+    proc = _load_in_child(tmp_path / "acl.json", call="acljson.read_project_acl")
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stdout.strip() == f"{tmp_path / 'acl.json'} is not a regular file (a FIFO)"
+
+
+# -- known_hosts patterns (port 22 names; the real-sshd tests cover [host]:port against OpenSSH itself) ------
+@pytest.mark.parametrize("field, name, expected", [
+    ("127.0.0.*", "127.0.0.1", True),
+    ("127.0.0.*", "[127.0.0.1]:2222", False),
+    ("*", "[127.0.0.1]:2222", True),
+    ("[127.0.0.1]:*", "[127.0.0.1]:2222", True),
+    ("[127.0.0.1]:*", "127.0.0.1", False),
+    ("board?", "board1", True),
+    ("board?", "board12", False),
+    ("*.lab,!evil.lab", "evil.lab", False),
+    ("!evil.lab,*.lab", "good.lab", True),
+    ("!evil.lab", "good.lab", False),  # a negation alone never matches
+    ("Board.LAB", "board.lab", True),
+    ("10.0.0.1", "10.0.0.10", False),
+    ("[10.0.0.1]", "10.0.0.1", False),  # '[' is literal, not a character class
+])
+def test_known_hosts_patterns(field, name, expected):
+    from msprof.collect import knownhosts
+
+    assert knownhosts.host_matches(field, name) is expected
+
+
+def test_known_hosts_hashed_vector():
+    """A hash computed by hand: HMAC-SHA1 with key = salt over the name, as ssh-keygen -H stores it."""
+    import hashlib
+    import hmac
+
+    from msprof.collect import knownhosts
+
+    salt = bytes(range(20))
+    field = "|1|" + base64.b64encode(salt).decode() + "|" + base64.b64encode(
+        hmac.new(salt, b"[10.0.0.7]:2222", hashlib.sha1).digest()).decode()
+    assert knownhosts.host_matches(field, "[10.0.0.7]:2222")
+    assert not knownhosts.host_matches(field, "10.0.0.7")
+    assert not knownhosts.host_matches("|1|bad|", "10.0.0.7")
+
+
+def test_known_hosts_preferred_types(tmp_path):
+    from msprof.collect import knownhosts
+
+    offered = ["ssh-ed25519", "ecdsa-sha2-nistp256", "rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"]
+    blob = b"\x00\x00\x00\x07ssh-rsa" + b"\x00" * 8
+    path = tmp_path / "kh"
+    path.write_text("[b]:2222 ssh-rsa " + base64.b64encode(blob).decode() + "\n")
+    lines = knownhosts.read_lines(path)
+    assert knownhosts.preferred_key_types(lines, "[b]:2222", offered) == [
+        "rsa-sha2-512", "rsa-sha2-256", "ssh-rsa", "ssh-ed25519", "ecdsa-sha2-nistp256"]
+    assert knownhosts.preferred_key_types(lines, "other", offered) == offered
+
+
+@pytest.mark.parametrize("path", ["/", "/bin", "/usr", "/usr/bin", "/usr/local/lib", "/etc", "/tmp", "/opt",
+                                  "/proc/self", "/var/log", "HOME", "HOME/.."])
+def test_system_directories(path, monkeypatch, tmp_path):
+    from msprof.collect import project
+
+    home = tmp_path / "home" / "me"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    path = Path(path.replace("HOME", str(home)))
+    assert project.system_directory(path)
+    with pytest.raises(UsageError):
+        project.check_project(path.resolve(), force=False)
+    project.check_project(path.resolve(), force=True)  # --force: no refusal
+    (tmp_path / "work" / "proj").mkdir(parents=True)
+    assert not project.system_directory(home / "proj")
+    assert not project.system_directory(tmp_path / "work" / "proj")
+
+
+@pytest.mark.parametrize("name, ok", [("JOBABCdef_0.1-x", True), ("JOB$(id)", False), ("JOB x", False),
+                                      ("JOB\u00e9", False), ("JOB;rm", False), ("JOB" + "A" * 253, False)])
+def test_job_names(name, ok):
+    from msprof.collect.names import is_job_name
+
+    assert is_job_name(name) is ok
+
+
+@pytest.mark.parametrize("raw, shown", [(b"bad\xffname", "bad\\xffname"), ("a\nb\x1b[31m", "a\\nb\\x1b[31m"),
+                                        ("rtl\u202eexe", "rtl\\u202eexe"), ("back\\slash", "back\\\\slash"),
+                                        ("caf\u00e9", "caf\u00e9")])
+def test_printable(raw, shown):
+    from msprof.collect.names import printable
+
+    assert printable(raw) == shown
+
+
+# -- shell completion through click's protocol (issue 13 #6), as bash's completion function calls it ---------
+def _complete(words: str):
+    """What `msprof` answers to bash's completion function for the command line ``words`` (the cursor at the
+    end): lines of 'type,value'."""
+    cword = len(words.split()) - (0 if words.endswith(" ") else 1)
+    env = dict(os.environ, COMP_WORDS=words, COMP_CWORD=str(cword), _MSPROF_COMPLETE="bash_complete",
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.run([sys.executable, "-m", "msprof"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    return [line for line in proc.stdout.splitlines() if line]
+
+
+@pytest.mark.parametrize("words, expected", [
+    ("msprof collect -m ", ["file,"]),
+    ("msprof collect --main bui", ["file,bui"]),
+    ("msprof collect --config bo", ["file,bo"]),
+    ("msprof collect --output ", ["dir,"]),
+    ("msprof collect --aac-metrics ", ["plain," + m for m in acljson.AAC_METRICS]),
+    ("msprof collect --aac_metrics mem", ["plain,Memory", "plain,MemoryL0", "plain,MemoryUB"]),
+    ("msprof collect --aac-metrics Pipe", ["plain,PipeUtilization"]),
+    ("msprof collect --acl-api o", ["plain,on", "plain,off"]),
+    ("msprof collect --switch of", ["plain,off"]),
+])
+def test_collect_completion(words, expected):
+    assert _complete(words) == expected

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import pwd
+import shlex
 import shutil
 import stat
 import subprocess
@@ -23,7 +24,8 @@ import sshd_harness  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_BOARD = REPO / "fixtures" / "board"
 STUB_BOARD = Path(__file__).resolve().parent / "board_stub"
-TEST_USER = "msproft"
+# Another engineer may run the suite at the same time: each run its own throw-away board user.
+TEST_USER = os.environ.get("MSPROF_TEST_USER", "msproft")
 
 pytestmark = pytest.mark.ssh
 _REASON = sshd_harness.skip_reason()
@@ -83,9 +85,9 @@ class Env:
     def remote_dir(self, name: str) -> Path:
         return self.user["home"] / name
 
-    def collect(self, *args, check_secret=True, env=None, timeout=120):
-        cmd = [sys.executable, "-m", "msprof", "collect", "--config", str(self.ini), "--output", str(self.output),
-               *map(str, args)]
+    def collect(self, *args, check_secret=True, env=None, timeout=120, verbose=False):
+        cmd = [sys.executable, "-m", "msprof", *(["-v"] if verbose else []), "collect", "--config", str(self.ini),
+               "--output", str(self.output), *map(str, args)]
         proc = subprocess.run(cmd, cwd=self.tmp, env=dict(self.env, **(env or {})), capture_output=True,
                               timeout=timeout)
         proc.out = proc.stdout.decode("utf-8", "replace")
@@ -263,6 +265,102 @@ def test_changed_host_key_refused(env, tmp_path):
     assert known.read_text().count("\n") == 2  # never auto-accepted
 
 
+# known_hosts as OpenSSH reads it (issue 10 #8). Each case is judged twice, by OpenSSH's own ssh client and by
+# msprof collect, both in accept-new mode on a copy of the file, and both must give the verdict written here
+# (checked against ssh(1)/sshd(8): patterns, negation, markers, several lines, skipped bad lines).
+#   known: connects, file unchanged; added: connects and appends the key; changed / revoked: refuses.
+def _host_key_cases(sshd, other_pub: Path, rsa_pub: Path):
+    entry = f"[127.0.0.1]:{sshd.port}"
+    good = " ".join(sshd.host_key.with_suffix(".pub").read_text().split()[:2])
+    kind, good64 = good.split()
+    other = " ".join(other_pub.read_text().split()[:2])
+    rsa = " ".join(rsa_pub.read_text().split()[:2])
+    return {
+        "exact": (f"{entry} {good}", "known"),
+        "star_other_key": (f"* {other}", "changed"),
+        "bracket_port_glob": (f"[127.0.0.1]:* {other}", "changed"),
+        "question_mark": (f"[127.0.0.?]:{sshd.port} {other}", "changed"),
+        "port22_name_only": (f"127.0.0.* {other}", "added"),  # not [host]:port: another name
+        "negated_here": (f"*,!{entry} {other}", "added"),
+        "negated_elsewhere": (f"!10.0.0.1,* {other}", "changed"),
+        "several_lines_second_matches": (f"{entry} {other}\n{entry} {good}", "known"),
+        "several_lines_first_matches": (f"{entry} {good}\n* {other}", "known"),
+        "other_key_type": (f"{entry} {rsa}", "changed"),
+        "revoked": (f"@revoked * {good}\n{entry} {good}", "revoked"),
+        "revoked_for_another_host": (f"@revoked 10.1.1.1 {good}\n{entry} {good}", "known"),
+        "cert_authority_ignored": (f"@cert-authority * {other}", "added"),
+        "bad_base64_ignored": (f"{entry} {kind} !!!not-base64!!!", "added"),
+        "bad_base64_then_exact": (f"{entry} {kind} AAAA!!\n{entry} {good}", "known"),
+        "type_field_mismatch_ignored": (f"{entry} ssh-rsa {good64}", "added"),
+        "unknown_marker_ignored": (f"@bogus {entry} {other}", "added"),
+        "comment_and_blank_lines": (f"# {entry} {other}\n\n   {entry} {good} board", "known"),
+    }
+
+
+def _openssh_verdict(sshd, user, known: Path) -> str:
+    before = known.read_text()
+    proc = subprocess.run(
+        ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+         "-o", f"UserKnownHostsFile={known}", "-o", "GlobalKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=accept-new", "-o", "ConnectTimeout=10",
+         "-i", str(sshd.client_key), "-p", str(sshd.port), f"{user}@127.0.0.1", "true"],
+        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    if proc.returncode == 0:
+        return "known" if known.read_text() == before else "added"
+    if "REVOKED HOST KEY" in proc.stderr:
+        return "revoked"
+    if "REMOTE HOST IDENTIFICATION HAS CHANGED" in proc.stderr:
+        return "changed"
+    return f"ssh exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
+
+
+def _msprof_verdict(env, main, known: Path) -> str:
+    before = known.read_text()
+    env.write_ini(known_hosts=known)
+    proc = env.collect("-m", main, "--switch", "off", "--accept-new-host-key", timeout=60)
+    if proc.returncode == 0:
+        return "known" if known.read_text() == before else "added"
+    assert "Traceback" not in proc.err
+    if proc.returncode == 3 and "@revoked" in proc.err and "Not connecting" in proc.err:
+        return "revoked"
+    if proc.returncode == 3 and "has CHANGED" in proc.err and known.read_text() == before:
+        return "changed"
+    return f"msprof exit {proc.returncode}: {proc.err.strip()[-300:]}"
+
+
+def test_known_hosts_like_openssh(env, tmp_path):
+    other = sshd_harness.keygen(tmp_path / "other_key").with_suffix(".pub")
+    rsa = tmp_path / "rsa_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", str(rsa)], check=True)
+    main = env.project()
+    have_ssh = shutil.which("ssh") is not None
+    results = {}
+    for name, (text, expected) in _host_key_cases(env.sshd, other, rsa.with_suffix(".pub")).items():
+        got = {"expected": expected}
+        if have_ssh:
+            (tmp_path / f"ssh_{name}").write_text(text + "\n")
+            got["openssh"] = _openssh_verdict(env.sshd, env.user["name"], tmp_path / f"ssh_{name}")
+        (tmp_path / f"msprof_{name}").write_text(text + "\n")
+        got["msprof"] = _msprof_verdict(env, main, tmp_path / f"msprof_{name}")
+        results[name] = got
+    wrong = {name: got for name, got in results.items() if len(set(got.values())) != 1}
+    assert not wrong, wrong
+    if not have_ssh:
+        print("ssh (openssh-client) not installed: verdicts checked against the table only")
+
+
+def test_known_hosts_hashed_names(env, tmp_path):
+    """Hashed names written by ssh-keygen -H (not by us) keep working, for the right key and against another."""
+    other = sshd_harness.keygen(tmp_path / "other_key").with_suffix(".pub")
+    main = env.project()
+    for key_line, expected in ((" ".join(env.sshd.host_key.with_suffix(".pub").read_text().split()[:2]), "known"),
+                               (" ".join(other.read_text().split()[:2]), "changed")):
+        known = tmp_path / f"known_{expected}"
+        known.write_text(f"[127.0.0.1]:{env.sshd.port} {key_line}\n")
+        subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(known)], check=True, capture_output=True)
+        assert known.read_text().startswith("|1|")
+        assert _msprof_verdict(env, main, known) == expected
+
+
 def test_wrong_password(env):
     wrong = "Wr0ng-" + env.user["password"][::-1]
     env.secrets.append(wrong)
@@ -283,6 +381,269 @@ def test_bad_ini_names_key(env):
     env.write_ini(port="22x")
     proc = env.collect("-m", env.project())
     assert proc.returncode == 5 and "'port'" in proc.err
+
+
+# -- what is uploaded (issue 10 #2, issue 13 #9) -----------------------------------------------------------
+def _remote_tree(remote: Path):
+    return {p.relative_to(remote).as_posix(): p.read_bytes() for p in remote.rglob("*") if p.is_file()}
+
+
+def test_secrets_never_uploaded(env):
+    """The ini and its key_file (beside main, as the docs suggest), links to them, a link to ~/.ssh/id_rsa and
+    a link out of the project are left behind and named on stderr; links inside the project are uploaded."""
+    main = env.project()
+    project = main.parent
+    (project / "model").mkdir()
+    (project / "model" / "net.om").write_bytes(b"model bytes")
+    (project / "keys").mkdir()
+    key = project / "keys" / "id_board"
+    shutil.copy(env.sshd.client_key, key)
+    os.chmod(key, 0o600)
+    stolen = env.home / ".ssh" / "id_rsa"
+    stolen.parent.mkdir()
+    stolen.write_bytes(b"-----BEGIN OPENSSH PRIVATE KEY----- not for the board\n")
+    outside = env.tmp / "notes.txt"
+    outside.write_bytes(b"private notes outside the project\n")
+    (project / "id_rsa").symlink_to(stolen)
+    (project / "notes").symlink_to(outside)
+    (project / "evil\x1b[31mname").symlink_to(stolen)
+    (project / "key_again").symlink_to("keys/id_board")
+    (project / "net.om").symlink_to("model/net.om")
+    env.ini = project / "board.ini"
+    env.write_ini(key_file="keys/id_board")
+    (project / "ini_again").symlink_to("board.ini")
+    proc = env.collect("-m", main, "--switch", "off", "--keep-remote", "--remote-dir", "msprof-secrets")
+    remote = env.remote_dir("msprof-secrets")
+    try:
+        assert proc.returncode == 0, proc.err
+        uploaded = _remote_tree(remote)
+        assert set(uploaded) == {"main", "acl.json", "model/net.om", "net.om"}, sorted(uploaded)
+        assert uploaded["net.om"] == b"model bytes"
+        everything = b"".join(uploaded.values())
+        for secret in (key.read_bytes(), stolen.read_bytes(), outside.read_bytes(), env.user["password"].encode()):
+            assert secret not in everything
+        for line in ("not uploading board.ini: the --config file", "not uploading ini_again: the --config file",
+                     "not uploading keys/id_board: the key_file", "not uploading key_again: the key_file",
+                     "not uploading id_rsa: a symbolic link that leads outside the project",
+                     "not uploading notes: a symbolic link that leads outside the project",
+                     "not uploading evil\\x1b[31mname: a symbolic link that leads outside the project"):
+            assert line in proc.err, proc.err
+        assert "\x1b" not in proc.err and b"not for the board" not in proc.stderr
+    finally:
+        shutil.rmtree(remote, ignore_errors=True)
+
+
+def _accepted_logins(env) -> int:
+    return env.sshd.log_path.read_text(errors="replace").count(f"Accepted password for {env.user['name']} ")
+
+
+def test_system_directory_refused_after_connecting(env):
+    """collect -m /bin/true: connects (the sshd log shows the login), then refuses to upload /usr/bin; nothing
+    is created on the board. --force is named."""
+    before_logins = _accepted_logins(env)
+    before = set(env.user["home"].iterdir())
+    proc = env.collect("-m", "/bin/true")
+    assert proc.returncode == 2, proc.err
+    project = Path("/bin/true").resolve().parent
+    assert f"refusing to upload {project}: it is a system or home directory" in proc.err
+    assert "--force" in proc.err and "Traceback" not in proc.err
+    assert _accepted_logins(env) == before_logins + 1
+    assert set(env.user["home"].iterdir()) == before
+
+
+def test_home_directory_refused(env):
+    main = env.home / "main"
+    main.write_text("#!/bin/sh\n")
+    os.chmod(main, 0o755)
+    proc = env.collect("-m", main)
+    assert proc.returncode == 2, proc.err
+    assert f"refusing to upload {env.home.resolve()}: it is a system or home directory" in proc.err
+
+
+def test_connects_before_walking_the_project(env):
+    """A closed port is reported before the project is looked at (before: the walk ran first and warned about
+    the symlinked directory, then the connection failed)."""
+    main = env.project()
+    (main.parent / "linked").symlink_to(env.tmp)
+    env.write_ini(port=sshd_harness.free_port())
+    proc = env.collect("-m", main)
+    assert proc.returncode == 3, proc.err
+    assert "connection refused" in proc.err and "not uploading" not in proc.err
+
+
+def test_too_many_files_refused_counting_stops(env):
+    """10,001 entries: refused with the count; the walk stops at the limit, so the 64 GiB (sparse) file in a
+    subdirectory is never counted (counting it would have said 'more than 512 MiB' instead)."""
+    main = env.project()
+    many = main.parent
+    for i in range(10_001):
+        (many / f"f{i:05d}").write_bytes(b"x")
+    (many / "zz").mkdir()
+    with open(many / "zz" / "huge.bin", "wb") as handle:
+        handle.truncate(64 << 30)
+    started = time.monotonic()
+    proc = env.collect("-m", main)
+    assert proc.returncode == 2, proc.err
+    assert f"refusing to upload {many}: more than 10,000 files and directories" in proc.err, proc.err
+    assert "0.0 MiB in the first 10,000)" in proc.err and "--force" in proc.err
+    assert time.monotonic() - started < 30
+
+
+def test_too_large_project_refused(env):
+    main = env.project()
+    with open(main.parent / "weights.bin", "wb") as handle:
+        handle.truncate(600 << 20)  # sparse
+    proc = env.collect("-m", main)
+    assert proc.returncode == 2, proc.err
+    size = (600 << 20) + main.stat().st_size
+    assert f"more than 512.0 MiB ({size / 1048576:.1f} MiB in 2 files" in proc.err, proc.err
+
+
+# -- a hostile board (issue 10 #7, #12, #13) ----------------------------------------------------------------
+HOSTILE_MAIN = """#!/usr/bin/env python3
+import json, os
+OUT = os.fsencode(json.load(open("acl.json"))["profiler"]["output"])
+
+def job(name, files=(b"info.json.0", b"data/hwts.data.0.slice_0")):
+    root = os.path.join(OUT, name)
+    for rel in files:
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "wb") as f:
+            f.write(b"{}" if rel.endswith(b".json.0") else os.urandom(64))
+    return root
+
+"""
+
+
+def hostile_project(env, body: str, source: Path = STUB_BOARD) -> Path:
+    """A project whose main runs ``body`` (Python, with job() and OUT in scope) on the board."""
+    main = env.project(source)
+    if source != STUB_BOARD:
+        os.rename(main, main.parent / "main_sim")
+    main.write_text(HOSTILE_MAIN + body)
+    os.chmod(main, 0o755)
+    return main
+
+
+def local_jobs(output: Path):
+    return sorted(p.name for p in output.iterdir() if p.name.startswith("JOB")) if output.exists() else []
+
+
+def test_board_job_name_outside_safe_set_refused(env):
+    """A JOB named with shell syntax is not pulled (exit 4, named); the good JOB is pulled; nothing runs."""
+    main = hostile_project(env, 'job(b"JOB$(touch PWNED)x")\njob(b"JOBGOOD1")\n')
+    proc = env.collect("-m", main, "--remote-dir", "msprof-names")
+    remote = env.remote_dir("msprof-names")
+    try:
+        assert proc.returncode == 4, proc.err
+        assert "the board wrote a JOB directory named 'JOB$(touch PWNED)x': only letters, digits" in proc.err
+        assert local_jobs(env.output) == ["JOBGOOD1"]
+        assert proc.out.splitlines() == [str(env.output / "JOBGOOD1")]
+        assert (remote / "msprof_output" / "JOB$(touch PWNED)x").is_dir()  # left on the board, not lost
+        assert not list(env.tmp.rglob("PWNED")) and not list(remote.rglob("PWNED"))
+        assert "Traceback" not in proc.err
+    finally:
+        shutil.rmtree(remote, ignore_errors=True)
+
+
+def test_board_file_name_not_utf8(env):
+    """exit 4 (not 1), the name with its bad byte escaped; the JOB stays on the board."""
+    main = hostile_project(env, 'job(b"JOBBAD1", files=(b"info.json.0", b"data/bad\\xffname.0"))\n')
+    proc = env.collect("-m", main, "--remote-dir", "msprof-utf8")
+    remote = env.remote_dir("msprof-utf8")
+    try:
+        assert proc.returncode == 4, proc.err
+        assert "is not UTF-8" in proc.err and "'bad\\xffname.0'" in proc.err, proc.err
+        assert "Traceback" not in proc.err and "internal error" not in proc.err
+        assert local_jobs(env.output) == []
+        assert (remote / "msprof_output" / "JOBBAD1").is_dir()
+    finally:
+        shutil.rmtree(remote, ignore_errors=True)
+
+
+DEEP_BODY = """root = job(b"JOBDEEP1")
+fd = os.open(root, os.O_RDONLY)
+for _ in range(22):  # 22 levels of 200 bytes: deeper than PATH_MAX (4096), made with relative opens
+    os.mkdir(b"d" * 200, dir_fd=fd)
+    deeper = os.open(b"d" * 200, os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = deeper
+leaf = os.open(b"deep.bin", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+os.write(leaf, b"x" * 100)
+job(b"JOBGOOD2")
+"""
+
+
+def test_sftp_pull_notices_subtree_it_cannot_list(env):
+    """OpenSSH's sftp-server silently leaves out entries deeper than PATH_MAX. The pull compares its listing
+    with the board's find: exit 4 naming what is missing, the other JOB pulled, never success."""
+    main = hostile_project(env, DEEP_BODY)
+    env.write_ini(transfer="sftp")
+    # the remote paths longer than the local ones, so that the local side is not the first to hit PATH_MAX
+    name = "msprof-deep-" + "x" * (len(str(env.output)) + 40)
+    proc = env.collect("-m", main, "--remote-dir", name)
+    remote = env.remote_dir(name)
+    try:
+        assert proc.returncode == 4, proc.err
+        assert "JOBDEEP1 is incomplete over SFTP" in proc.err and "were not listed by its SFTP server" in proc.err
+        assert "JOBDEEP1/" + "d" * 60 in proc.err and "Traceback" not in proc.err
+        assert local_jobs(env.output) == ["JOBGOOD2"]
+    finally:
+        subprocess.run(["rm", "-rf", "--", str(remote)], check=False)  # too deep for shutil.rmtree's paths
+
+
+@pytest.mark.parametrize("script, code, text", [
+    # a busybox-like find that cannot descend somewhere: the JOB is not pulled
+    ('echo "$1"; echo "find: $1/data: File name too long" >&2; exit 1', 4,
+     "the board cannot list all of JOBFIND1 (find exit 1: find: JOBFIND1/data: File name too long); not pulled"),
+    # no find at all: the SFTP listing is used alone (and said with -v)
+    ("exit 127", 0, "no find on the board: the SFTP listing of JOBFIND1 is not cross-checked"),
+])
+def test_board_find_failing_or_missing(env, script, code, text):
+    fakebin = env.user["home"] / "fakebin-find"
+    fakebin.mkdir(exist_ok=True)
+    (fakebin / "find").write_text(f"#!/bin/sh\n{script}\n")
+    os.chmod(fakebin / "find", 0o755)
+    entry = pwd.getpwnam(env.user["name"])
+    for path in (fakebin, fakebin / "find"):
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+    env.write_ini(remote_path=fakebin, transfer="sftp")
+    main = hostile_project(env, 'job(b"JOBFIND1")\n')
+    try:
+        proc = env.collect("-m", main, verbose=True)
+    finally:
+        shutil.rmtree(fakebin, ignore_errors=True)
+    assert proc.returncode == code, proc.err
+    assert text in proc.err
+    assert local_jobs(env.output) == ([] if code else ["JOBFIND1"])
+
+
+def test_all_analyses_every_job_then_worst_exit(env):
+    """--all: the first JOB (sorted) is broken; the second is still analysed; exit 8 (the analysis code)."""
+    body = ('import subprocess\nsubprocess.run(["./main_sim"], check=True)\n'
+            'job(b"JOBAAAABROKEN", files=(b"info.json.0",))\n')
+    main = hostile_project(env, body, source=FIXTURE_BOARD)
+    proc = env.collect("-m", main, "--all")
+    assert proc.returncode == 8, proc.err
+    jobs = local_jobs(env.output)
+    assert len(jobs) == 2 and jobs[0] == "JOBAAAABROKEN", jobs
+    good = env.output / jobs[1]
+    assert list((good / "summary").glob("op_summary*")), "the JOB after the broken one was not analysed"
+    assert "analysis of JOBAAAABROKEN failed" in proc.err
+    assert "analysis failed for JOBAAAABROKEN (see above; the other 1 JOB was analysed)" in proc.err
+
+
+def test_printed_hint_is_quoted(env):
+    """The 'analyse with' hint pastes into a shell as one -dir argument, even with a space in --output."""
+    main = env.project()
+    env.output = env.tmp / "out dir"
+    proc = env.collect("-m", main)
+    assert proc.returncode == 0, proc.err
+    [line] = [ln for ln in proc.err.splitlines() if "analyse with:" in ln]
+    command = line.split("analyse with: ", 1)[1].split(" (or rerun", 1)[0]
+    argv = shlex.split(command)
+    assert argv[:4] == ["msprof", "export", "summary", "-dir"] and len(argv) == 5, argv
+    assert argv[4] == str(single_job(env.output))
 
 
 # -- main misbehaving ----------------------------------------------------------------------------------

@@ -3,10 +3,12 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from msprof.collect.config import FileRefused, read_small_file
 from msprof.console import log
 from msprof.errors import ConfigError, UsageError
 
 ON_OFF = ("on", "off")
+MAX_ACL_BYTES = 1 << 20
 
 # AA core metric sets the SVP profiler accepts (canonical spelling). ArithmeticUtilization is the one whose
 # PMU events msprof decodes into op_summary metrics; the others are passed through to the board.
@@ -57,7 +59,9 @@ def read_project_acl(path: Path) -> Optional[dict]:
     if not path.exists():
         return None
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_small_file(path, MAX_ACL_BYTES).decode("utf-8-sig")
+    except FileRefused as exc:
+        raise ConfigError(f"{path} {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     if not text.strip():

@@ -2,13 +2,10 @@
 
 Every failure to reach or log in to the board becomes an :class:`SshError` (exit 3) with a one-line cause.
 """
-import base64
 import contextlib
 import errno
-import hashlib
 import logging
 import os
-import re
 import select
 import shlex
 import socket
@@ -20,7 +17,9 @@ from typing import Callable, List, Optional, Tuple
 
 import paramiko
 
-from msprof.collect.config import BoardConfig, Credentials, can_prompt, credentials, prompt_password
+from msprof.collect import knownhosts
+from msprof.collect.config import (BoardConfig, Credentials, FileRefused, can_prompt, credentials,
+                                   prompt_password)
 from msprof.console import log, notice
 from msprof.errors import RemoteError, SshError
 
@@ -38,13 +37,7 @@ def q(text: str) -> str:
 
 def fingerprint(key: paramiko.PKey) -> str:
     """SHA256 fingerprint as OpenSSH prints it (``SHA256:base64-without-padding``)."""
-    digest = hashlib.sha256(key.asbytes()).digest()
-    return "SHA256:" + base64.b64encode(digest).decode("ascii").rstrip("=")
-
-
-def host_entry_name(host: str, port: int) -> str:
-    """The name known_hosts uses: ``host`` on port 22, ``[host]:port`` otherwise (as OpenSSH)."""
-    return host if port == 22 else f"[{host}]:{port}"
+    return knownhosts.fingerprint_blob(key.asbytes())
 
 
 def user_known_hosts() -> Path:
@@ -58,73 +51,30 @@ def known_hosts_files(cfg: BoardConfig) -> List[Path]:
     return files
 
 
-def _name_matches(name: str, pattern: str) -> bool:
-    if pattern.startswith("|1|"):
-        try:
-            return paramiko.HostKeys.hash_host(name, pattern) == pattern
-        except Exception:  # malformed hash: not ours
-            return False
-    if pattern.startswith("!"):
-        return False
-    if "*" not in pattern and "?" not in pattern:
-        return name == pattern
-    # OpenSSH patterns know only * and ?; '[' is literal ([host]:port), unlike fnmatch
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.fullmatch(regex, name) is not None
-
-
-def find_host_lines(files: List[Path], name: str) -> List[Tuple[Path, int, str]]:
-    """(file, line number, key type) of every known_hosts line that names ``name``."""
-    found = []
-    for path in files:
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        for number, line in enumerate(lines, 1):
-            fields = line.split()
-            if len(fields) < 3 or line.lstrip().startswith("#"):
-                continue
-            if fields[0].startswith("@"):  # @cert-authority / @revoked markers
-                fields = fields[1:]
-                if len(fields) < 3:
-                    continue
-            if any(_name_matches(name, p) for p in fields[0].split(",")):
-                found.append((path, number, fields[1]))
-    return found
-
-
-def append_known_host(path: Path, name: str, key: paramiko.PKey) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    line = f"{name} {key.get_name()} {key.get_base64()}\n"
-    prefix = ""
-    if path.exists() and path.stat().st_size > 0:
-        with open(path, "rb") as handle:
-            handle.seek(-1, os.SEEK_END)
-            if handle.read(1) != b"\n":
-                prefix = "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    with os.fdopen(fd, "a", encoding="utf-8") as handle:
-        handle.write(prefix + line)
-
-
-class _UnknownHost(Exception):
-    def __init__(self, name, key):
+class _HostKeyRefused(Exception):
+    def __init__(self, verdict: knownhosts.Verdict, name: str, key: paramiko.PKey):
         super().__init__(name)
-        self.name, self.key = name, key
+        self.verdict, self.name, self.key = verdict, name, key
 
 
 class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
-    """Unknown host: refuse, or (``--accept-new-host-key``) append its key, like OpenSSH accept-new."""
+    """Every host key is judged here, against our own reading of the known_hosts files (paramiko's HostKeys
+    keeps one key per type and host and does not know patterns or markers, so it is left empty and paramiko
+    asks this policy each time). An unknown host is refused, or with ``--accept-new-host-key`` its key is
+    appended, like OpenSSH's StrictHostKeyChecking=accept-new; a changed or revoked key is always refused."""
 
-    def __init__(self, accept_new: bool, target: Path):
-        self.accept_new, self.target = accept_new, target
+    def __init__(self, lines: List[knownhosts.HostLine], accept_new: bool, target: Path):
+        self.lines, self.accept_new, self.target = lines, accept_new, target
 
     def missing_host_key(self, client, hostname, key):
-        if not self.accept_new:
-            raise _UnknownHost(hostname, key)
-        append_known_host(self.target, hostname, key)
-        client.get_host_keys().add(hostname, key.get_name(), key)
+        verdict = knownhosts.check(self.lines, hostname, key.get_name(), key.asbytes())
+        if verdict.status == "known":
+            log.info("host key of %s: %s %s (%s)", hostname, key.get_name(), fingerprint(key),
+                     knownhosts.describe(verdict.lines))
+            return
+        if verdict.status != "unknown" or not self.accept_new:
+            raise _HostKeyRefused(verdict, hostname, key)
+        knownhosts.append(self.target, hostname, key.get_name(), key.get_base64())
         notice("msprof: added the host key of %s (%s %s) to %s", hostname, key.get_name(), fingerprint(key),
                self.target)
 
@@ -398,16 +348,23 @@ class Board:
 # -- connect helpers ---------------------------------------------------------------------------------------
 def _open_client(cfg: BoardConfig, creds: Credentials, accept_new_host_key: bool) -> paramiko.SSHClient:
     files = known_hosts_files(cfg)
-    client = paramiko.SSHClient()
-    keys = client.get_host_keys()
+    lines = []
     for path in files:
-        if path.is_file():
-            try:
-                keys.load(str(path))
-            except (OSError, paramiko.SSHException, ValueError) as exc:
-                raise SshError(f"cannot read known_hosts file {path}: {exc}") from None
+        try:
+            lines.extend(knownhosts.read_lines(path))
+        except (OSError, FileRefused) as exc:
+            raise SshError(f"cannot read known_hosts file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    name = knownhosts.host_entry_name(cfg.host, cfg.port)
+
+    def transport_factory(sock, **kwargs):
+        transport = paramiko.Transport(sock, **kwargs)
+        options = transport.get_security_options()
+        options.key_types = knownhosts.preferred_key_types(lines, name, options.key_types)
+        return transport
+
+    client = paramiko.SSHClient()
     target = cfg.known_hosts if cfg.known_hosts is not None else user_known_hosts()
-    client.set_missing_host_key_policy(_HostKeyPolicy(accept_new_host_key, target))
+    client.set_missing_host_key_policy(_HostKeyPolicy(lines, accept_new_host_key, target))
     where = f"{cfg.host}:{cfg.port}"
     try:
         sock = socket.create_connection((cfg.host, cfg.port), timeout=cfg.timeout)
@@ -426,27 +383,14 @@ def _open_client(cfg: BoardConfig, creds: Credentials, accept_new_host_key: bool
         client.connect(cfg.host, port=cfg.port, username=cfg.username, password=creds.password,
                        key_filename=creds.key_files or None, allow_agent=creds.allow_agent,
                        look_for_keys=creds.look_for_keys, sock=sock, timeout=cfg.timeout,
-                       banner_timeout=cfg.timeout, auth_timeout=cfg.timeout, channel_timeout=cfg.timeout)
+                       banner_timeout=cfg.timeout, auth_timeout=cfg.timeout, channel_timeout=cfg.timeout,
+                       transport_factory=transport_factory)
     except paramiko.AuthenticationException:
         _close(client, sock)
         raise
-    except _UnknownHost as exc:
+    except _HostKeyRefused as exc:
         _close(client, sock)
-        raise SshError(
-            f"the host key of {exc.name} is not known: {exc.key.get_name()} {fingerprint(exc.key)}; check it "
-            f"on the board (ssh-keygen -lf /etc/ssh/ssh_host_{_short_type(exc.key)}_key.pub) and rerun with "
-            f"--accept-new-host-key to add it to {target}") from None
-    except paramiko.BadHostKeyException as exc:
-        _close(client, sock)
-        name = host_entry_name(cfg.host, cfg.port)
-        lines = find_host_lines(files, name) or find_host_lines(files, cfg.host)
-        where_lines = ", ".join(f"{p}:{n}" for p, n, _ in lines) or ", ".join(str(p) for p in files)
-        raise SshError(
-            f"the host key of {name} has CHANGED (now {exc.key.get_name()} {fingerprint(exc.key)}, known "
-            f"{exc.expected_key.get_name()} {fingerprint(exc.expected_key)}). If the board was reflashed or "
-            f"replaced this is expected: remove the old line from {where_lines} (or run ssh-keygen -R "
-            f"'{name}'), then rerun with --accept-new-host-key. Otherwise someone may be intercepting the "
-            f"connection. Not connecting.") from None
+        raise SshError(_host_key_message(exc, target)) from None
     except (socket.timeout, TimeoutError):
         _close(client, sock)
         raise SshError(f"SSH handshake with {where} timed out after {cfg.timeout:g} s") from None
@@ -467,6 +411,24 @@ def _open_client(cfg: BoardConfig, creds: Credentials, accept_new_host_key: bool
     transport = client.get_transport()
     transport.set_keepalive(15)
     return client
+
+
+def _host_key_message(exc: _HostKeyRefused, target: Path) -> str:
+    name, key, verdict = exc.name, exc.key, exc.verdict
+    now = f"{key.get_name()} {fingerprint(key)}"
+    where = knownhosts.describe(verdict.lines)
+    if verdict.status == "revoked":
+        return (f"the host key of {name} ({now}) is marked @revoked in {where}: it must never be accepted "
+                f"(its private key may have been stolen). Not connecting.")
+    if verdict.status == "changed":
+        old_type, old_print = knownhosts.first_type(verdict.lines)
+        return (f"the host key of {name} has CHANGED (now {now}, known {old_type} {old_print}). If the board "
+                f"was reflashed or replaced this is expected: remove the old line from {where} (or run "
+                f"ssh-keygen -R {q(name)}), then rerun with --accept-new-host-key. Otherwise someone may be "
+                f"intercepting the connection. Not connecting.")
+    return (f"the host key of {name} is not known: {now}; check it on the board (ssh-keygen -lf "
+            f"/etc/ssh/ssh_host_{_short_type(key)}_key.pub) and rerun with --accept-new-host-key to add it to "
+            f"{target}")
 
 
 def _short_type(key) -> str:

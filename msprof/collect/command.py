@@ -15,18 +15,20 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import click
+from click.shell_completion import CompletionItem
 
 from msprof import __version__
 from msprof.atomic import atomic_open
 from msprof.collect import acljson
 from msprof.collect.board import Board, q
 from msprof.collect.config import BoardConfig, load_config
-from msprof.collect.pull import check_local_space, list_jobs, local_state, manifest, pull_job
+from msprof.collect.project import inside, walk
+from msprof.collect.pull import Unpullable, check_local_space, list_jobs, local_state, manifest, pull_job
 from msprof.console import NOTICE, log, notice
-from msprof.errors import EXIT_CODES, DiskSpaceError, RemoteError, UsageError
+from msprof.errors import EXIT_CODES, DiskSpaceError, MsprofError, RemoteError, UsageError
 from msprof.paths import check_path_argument
 
 STATE_FILE = "collect-state.json"
@@ -47,21 +49,41 @@ def _text(ctx, param, value):
     return value
 
 
+# Shell completion (click's protocol, e.g. _MSPROF_COMPLETE=bash_complete): the values stay plain strings
+# checked by the callbacks above, so only the completion is declared here.
+def _complete_file(ctx, param, incomplete):
+    return [CompletionItem(incomplete, type="file")]
+
+
+def _complete_dir(ctx, param, incomplete):
+    return [CompletionItem(incomplete, type="dir")]
+
+
+def _complete_from(choices):
+    def complete(ctx, param, incomplete):
+        return [CompletionItem(c) for c in choices if c.lower().startswith(incomplete.lower())]
+    return complete
+
+
 @click.command("collect", context_settings=CONTEXT, epilog=EPILOG)
-@click.option("-m", "--main", "main_path", callback=_path, metavar="FILE",
+@click.option("-m", "--main", "main_path", callback=_path, metavar="FILE", shell_complete=_complete_file,
               help="the executable to run on the board; its directory is the project that is uploaded "
                    "(required unless --resume)")
 @click.option("--config", "config_path", required=True, callback=_path, metavar="FILE",
+              shell_complete=_complete_file,
               help="ini file with [ssh_config]: ip, username, pwd, port, key_file, known_hosts")
 @click.option("--interval", default="0", show_default=True, help="acl.json profiler interval")
 @click.option("--acl_api", "--acl-api", "acl_api", default="on", show_default=True, metavar="on|off",
-              help="trace ACL API calls")
-@click.option("--aacpu", default="on", show_default=True, metavar="on|off", help="AA CPU task profiling")
-@click.option("--switch", default="on", show_default=True, metavar="on|off", help="profiler switch")
+              shell_complete=_complete_from(acljson.ON_OFF), help="trace ACL API calls")
+@click.option("--aacpu", default="on", show_default=True, metavar="on|off",
+              shell_complete=_complete_from(acljson.ON_OFF), help="AA CPU task profiling")
+@click.option("--switch", default="on", show_default=True, metavar="on|off",
+              shell_complete=_complete_from(acljson.ON_OFF), help="profiler switch")
 @click.option("--aac_metrics", "--aac-metrics", "aac_metrics", default="ArithmeticUtilization",
-              show_default=True, metavar="NAME",
+              show_default=True, metavar="NAME", shell_complete=_complete_from(acljson.AAC_METRICS),
               help="AA core metric set: " + ", ".join(acljson.AAC_METRICS))
 @click.option("--output", default="output", show_default=True, callback=_path, metavar="DIR",
+              shell_complete=_complete_dir,
               help="local directory that receives the JOB directories")
 @click.option("--all", "run_all", is_flag=True, help="then run import + export timeline + export summary on each JOB")
 @click.option("--keep-remote", is_flag=True, help="leave the remote work dir on the board")
@@ -76,8 +98,11 @@ def _text(ctx, param, value):
                    "address as the board sees it)")
 @click.option("--resume", is_flag=True,
               help="finish an interrupted pull (recorded in OUTPUT/.partial) without running main again")
+@click.option("--force", is_flag=True,
+              help="upload the directory of main even when it is a system or home directory, or larger than "
+                   "512 MiB or 10,000 files")
 def collect(main_path, config_path, interval, acl_api, aacpu, switch, aac_metrics, output, run_all, keep_remote,
-            remote_dir, timeout, accept_new_host_key, nfs, resume):
+            remote_dir, timeout, accept_new_host_key, nfs, resume, force):
     """Push the app to the board over SSH, run it with profiling on, pull the JOB directories back.
 
     \b
@@ -88,6 +113,7 @@ def collect(main_path, config_path, interval, acl_api, aacpu, switch, aac_metric
         "main": str(main_path) if main_path else None, "interval": interval, "acl_api": acl_api, "aacpu": aacpu,
         "switch": switch, "aac_metrics": aac_metrics, "output": str(output), "all": run_all,
         "keep_remote": keep_remote, "remote_dir": remote_dir, "timeout": timeout, "nfs": nfs, "resume": resume,
+        "force": force,
     }
     if resume:
         if main_path is not None:
@@ -100,7 +126,16 @@ def collect(main_path, config_path, interval, acl_api, aacpu, switch, aac_metric
     options.update({k: profiler[k] for k in ("switch", "interval", "acl_api", "aacpu", "aac_metrics")})
     nfs_spec = parse_nfs(nfs) if nfs else None
     Collector(Path(main_path), Path(config_path), Path(output), profiler, options, remote_dir, timeout,
-              accept_new_host_key, nfs_spec, keep_remote, run_all).run()
+              accept_new_host_key, nfs_spec, keep_remote, run_all, force).run()
+
+
+class CollectFailed(MsprofError):
+    """Several things went wrong (JOBs left on the board, analyses failed): each was said as it happened;
+    this is the summary, with the highest of their exit codes."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def parse_nfs(value: str):
@@ -143,11 +178,11 @@ def _progress(total: int, label: str):
 class Collector:
     def __init__(self, main: Path, config: Path, output: Path, profiler: dict, options: dict,
                  remote_dir: Optional[str], timeout: float, accept_new: bool, nfs, keep_remote: bool,
-                 run_all: bool):
+                 run_all: bool, force: bool = False):
         self.main, self.config_path, self.output = main, config, output
         self.profiler, self.options = profiler, options
         self.remote_dir_arg, self.timeout, self.accept_new = remote_dir, timeout, accept_new
-        self.nfs, self.keep_remote, self.run_all = nfs, keep_remote, run_all
+        self.nfs, self.keep_remote, self.run_all, self.force = nfs, keep_remote, run_all, force
 
     def run(self) -> None:
         main = self.main
@@ -157,16 +192,26 @@ class Collector:
             raise UsageError(f"--main {main}: not a regular file")
         project = main.resolve().parent
         cfg = load_config(self.config_path)
-        existing_acl = acljson.read_project_acl(project / "acl.json")
-        files, total = project_files(project, exclude=[self.output, self.config_path])
+        acl_path = project / "acl.json"
+        existing_acl = None
+        if os.path.lexists(acl_path) and not inside(acl_path, project):
+            log.warning("not using %s: a symbolic link that leads outside the project", acl_path)
+        else:
+            existing_acl = acljson.read_project_acl(acl_path)
         partial = self.output / ".partial"
         _warn_pending(partial, cfg)
         self.output.mkdir(parents=True, exist_ok=True)
         started = _now()
 
+        # Connect before looking at the project: a wrong address or password is reported at once, not after
+        # walking a large tree.
         board = Board.connect(cfg, self.accept_new)
         with board:
             log.info("connected to %s (auth: %s)", cfg.address, board.auth)
+            secrets = {self.config_path: "the --config file (it may hold the password)",
+                       cfg.key_file: "the key_file named in the --config file"}
+            found = walk(project, secrets, leave_out=[self.output], force=self.force)
+            files, total = found.files, found.total
             home = board.home()
             workdir = resolve_remote_dir(self.remote_dir_arg, home)
             created = board.makedirs(workdir, 0o700)
@@ -207,17 +252,18 @@ class Collector:
             _save_state(partial, state)
             failure = _main_failure(result, main.name, self.timeout)
             if result.connection_lost:
-                raise RemoteError(f"{failure}; the data stays on the board: {_resume_hint(self.config_path, self.output)}")
-            jobs = finish_pull(board, cfg, state, self.output, self.config_path, self.keep_remote)
+                raise RemoteError(f"{failure}; the data stays on the board: "
+                                  f"{_resume_hint(self.config_path, self.output)}")
+            jobs, unpulled = finish_pull(board, cfg, state, self.output, self.config_path, self.keep_remote)
         if failure:
             if jobs:
                 notice("msprof: pulled %d JOB director%s despite the failure: %s", len(jobs),
                        "y" if len(jobs) == 1 else "ies", ", ".join(str(j) for j in jobs))
             raise RemoteError(failure)
-        if not jobs and self.profiler["switch"] == "on":
+        if not jobs and not unpulled and self.profiler["switch"] == "on":
             raise RemoteError(f"{main.name} finished but wrote no JOB directory in {profiling_dir} "
                               "(does the app call aclInit with the acl.json in its working directory?)")
-        _report(jobs, self.run_all)
+        _report(jobs, unpulled, self.run_all)
 
     def _upload(self, board: Board, files, total: int, workdir: str) -> None:
         free = board.free_bytes(workdir)
@@ -300,13 +346,24 @@ def _main_failure(result, name: str, timeout: float) -> Optional[str]:
 
 
 def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, config_path: Path,
-                keep_remote: bool) -> List[Path]:
-    """Pull every JOB of ``state`` not yet local, write collect.json, rename; then clean up the board."""
+                keep_remote: bool) -> Tuple[List[Path], List[str]]:
+    """Pull every JOB of ``state`` not yet local, write collect.json, rename; then clean up the board.
+
+    Returns the local JOB directories and the JOBs that could not be pulled safely or completely (unsafe
+    names, an incomplete listing: each logged as an error). Those stay on the board, and so does the work dir.
+    """
     partial = output / ".partial"
     profiling_dir = state["profiling_dir"]
+    unpulled = []
     try:
         jobs = [j for j in list_jobs(board, profiling_dir) if j not in set(state.get("before") or [])]
-        found = [manifest(board, profiling_dir, job) for job in jobs]
+        found = []
+        for job in jobs:
+            try:
+                found.append(manifest(board, profiling_dir, job))
+            except Unpullable as exc:
+                log.error("%s", exc.message)
+                unpulled.append(job)
         todo, ready, conflicts = [], [], []
         for item in found:
             where = local_state(output, item)
@@ -354,9 +411,9 @@ def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, confi
         raise UsageError(f"{output / conflicts[0]} already exists and differs from the board's {conflicts[0]}; "
                          f"not overwritten. Move it away (or use another --output) and finish with: "
                          f"{_resume_command(config_path, output)}")
-    _cleanup(board, state, keep_remote)
+    _cleanup(board, state, keep_remote or bool(unpulled))  # what was not pulled stays on the board
     _clear_state(partial)
-    return ready
+    return ready, unpulled
 
 
 def _cleanup(board: Board, state: dict, keep_remote: bool) -> None:
@@ -417,26 +474,49 @@ def _resume(config_path, output: Path, remote_dir, accept_new, run_all, keep_rem
         notice("msprof: resuming the pull from %s:%s", cfg.host, state["profiling_dir"])
         output.mkdir(parents=True, exist_ok=True)
         state["resumed"] = _now()
-        jobs = finish_pull(board, cfg, state, output, Path(config_path), keep_remote)
-    if not jobs:
+        jobs, unpulled = finish_pull(board, cfg, state, output, Path(config_path), keep_remote)
+    if not jobs and not unpulled:
         notice("msprof: no JOB directory to pull in %s", state["profiling_dir"])
         return
-    _report(jobs, run_all)
+    _report(jobs, unpulled, run_all)
 
 
-def _report(jobs: List[Path], run_all: bool) -> None:
+def _report(jobs: List[Path], unpulled: List[str], run_all: bool) -> None:
+    """Print the pulled JOBs (stdout); with --all analyse every one of them, even after one failed. Then
+    fail with the highest exit code of what went wrong (a JOB left on the board: 4; analysis: its own)."""
+    failed = []  # (exit code, JOB name)
     if run_all:
         from msprof import api
 
         for job in jobs:
             notice("msprof: analysing %s", job)
-            written = api.analyse(job)
+            try:
+                written = api.analyse(job)
+            except MsprofError as exc:
+                log.error("analysis of %s failed: %s", job.name, exc.message)
+                failed.append((exc.exit_code, job.name))
+                continue
             dirs = sorted({str(Path(p).parent) for p in written})
             notice("msprof: results of %s in %s", job.name, ", ".join(dirs) if dirs else str(job))
     for job in jobs:
         click.echo(str(job))
     if jobs and not run_all:
-        notice("msprof: analyse with: msprof export summary -dir %s (or rerun collect with --all)", jobs[0])
+        notice("msprof: analyse with: msprof export summary -dir %s (or rerun collect with --all)",
+               shlex.quote(str(jobs[0])))
+    problems, codes = [], []
+    if unpulled:
+        problems.append(f"{_count(len(unpulled), 'JOB directory', 'JOB directories')} not pulled (see above)")
+        codes.append(RemoteError.exit_code)
+    if failed:
+        problems.append(f"analysis failed for {', '.join(name for _, name in failed)} (see above; the other "
+                        f"{_count(len(jobs) - len(failed), 'JOB was', 'JOBs were')} analysed)")
+        codes.extend(code for code, _ in failed)
+    if problems:
+        raise CollectFailed("; ".join(problems), max(codes))
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
 
 
 def _write_collect_json(job_dir: Path, cfg: BoardConfig, state: dict, method: str) -> None:
@@ -452,44 +532,6 @@ def _write_collect_json(job_dir: Path, cfg: BoardConfig, state: dict, method: st
     with atomic_open(job_dir / "collect.json", "w", encoding="utf-8") as handle:
         json.dump(record, handle, indent=2)
         handle.write("\n")
-
-
-def project_files(project: Path, exclude=()):
-    """(local path, relative posix path, mode, mtime) of every file to upload, and the total size.
-
-    Left out: the local acl.json (a merged one is written), the ini (it may hold a password) and the local
-    output directory when they sit inside the project; symlinked directories are not followed.
-    """
-    skip = set()
-    for item in exclude:
-        with contextlib.suppress(OSError):
-            skip.add(Path(item).resolve())
-    files, total = [], 0
-    for dirpath, dirnames, filenames in os.walk(project):
-        here = Path(dirpath)
-        kept = []
-        for name in sorted(dirnames):
-            path = here / name
-            if path.resolve() in skip or (name == ".partial"):
-                continue
-            if path.is_symlink():
-                log.warning("not uploading %s: symlinked directory", path)
-                continue
-            kept.append(name)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            path = here / name
-            rel = path.relative_to(project).as_posix()
-            if rel == "acl.json" or path.resolve() in skip:
-                continue
-            try:
-                st = path.stat()
-            except OSError:
-                log.warning("not uploading %s: broken symlink or unreadable", path)
-                continue
-            files.append((path, rel, st.st_mode, int(st.st_mtime)))
-            total += st.st_size
-    return files, total
 
 
 def resolve_remote_dir(value: Optional[str], home: str) -> str:

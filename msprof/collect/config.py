@@ -19,6 +19,8 @@ The password is kept in :class:`BoardConfig` with ``repr=False`` and is never lo
 import configparser
 import getpass
 import os
+import re
+import shlex
 import stat
 import sys
 from dataclasses import dataclass, field
@@ -32,6 +34,7 @@ SECTION = "ssh_config"
 KNOWN_KEYS = ("ip", "username", "pwd", "port", "key_file", "known_hosts", "timeout", "remote_path", "transfer")
 PASSWORD_ENV = "MSPROF_SSH_PASSWORD"
 DEFAULT_TIMEOUT = 15.0
+MAX_INI_BYTES = 1 << 20  # a board ini is a dozen lines; anything bigger is the wrong file
 
 
 @dataclass
@@ -52,19 +55,77 @@ class BoardConfig:
         return f"{self.username}@{self.host}:{self.port}"
 
 
+class FileRefused(Exception):
+    """A local file msprof will not read: not a regular file, or too large. The message says which."""
+
+
+def read_small_file(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them.
+
+    A FIFO, a device (``/dev/zero``) or a huge file is refused (:class:`FileRefused`) before anything is
+    read: the type is checked with stat before opening, and again on the descriptor, which is opened
+    non-blocking so that a FIFO swapped in between cannot hang us. OSErrors (missing, permission, is a
+    directory) pass through for the caller to word.
+    """
+    _check_regular(os.stat(path), limit)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        _check_regular(os.fstat(fd), limit)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(65536, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:  # grew while we read it
+        raise FileRefused(f"is larger than {_mib(limit)}")
+    return b"".join(chunks)
+
+
+def _check_regular(st: os.stat_result, limit: int) -> None:
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(21, "is a directory")
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+                else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "not a file")
+        raise FileRefused(f"is not a regular file ({kind})")
+    if st.st_size > limit:
+        raise FileRefused(f"is too large ({_mib(st.st_size)}; at most {_mib(limit)} is read)")
+
+
+def _mib(size: int) -> str:
+    return f"{size / 1048576:.1f} MiB" if size % 1048576 else f"{size // 1048576} MiB"
+
+
+# Plain ASCII numbers: int() and float() also take '3_5857' and non-ASCII digits such as '٢٢'.
+_PORT = re.compile(r"[0-9]{1,5}")
+_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
+
+
 def load_config(path: Path) -> BoardConfig:
     """Read and validate the ini; raise ConfigError (exit 5) naming the file and key on any problem."""
     path = Path(path)
-    parser = configparser.RawConfigParser()  # raw: a '%' in a password is not interpolation
+    # raw: a '%' in a password is not interpolation. Inline comments need whitespace before ';' or '#', so a
+    # password such as 'a;b' is kept whole (docs/collect.md uses '; comments' after values).
+    parser = configparser.RawConfigParser(inline_comment_prefixes=(";", "#"))
     try:
-        with open(path, encoding="utf-8") as handle:
-            parser.read_file(handle)
+        text = read_small_file(path, MAX_INI_BYTES).decode("utf-8-sig")
+        parser.read_string(text, source=str(path))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
     except IsADirectoryError:
         raise ConfigError(f"config file {path} is a directory") from None
     except PermissionError:
         raise ConfigError(f"config file {path} is not readable (permission denied)") from None
+    except FileRefused as exc:
+        raise ConfigError(f"config file {path} {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"config file {path} is not UTF-8 text") from None
     except configparser.Error as exc:
@@ -95,15 +156,14 @@ def load_config(path: Path) -> BoardConfig:
     if any(c.isspace() or ord(c) < 32 for c in username) or username.startswith("-"):
         raise ConfigError(f"config file {path}: [{SECTION}] key 'username' is not a valid user name")
     port_text = values.get("port") or "22"
-    try:
-        port = int(port_text)
-        if not 1 <= port <= 65535:
-            raise ValueError
-    except ValueError:
+    if not _PORT.fullmatch(port_text) or not 1 <= int(port_text) <= 65535:
         raise ConfigError(f"config file {path}: [{SECTION}] key 'port' must be a number 1-65535, "
-                          f"not {port_text!r}") from None
+                          f"not {port_text!r}")
+    port = int(port_text)
     timeout_text = values.get("timeout") or str(DEFAULT_TIMEOUT)
     try:
+        if not _SECONDS.fullmatch(timeout_text):
+            raise ValueError
         timeout = float(timeout_text)
         if not 0 < timeout <= 3600:
             raise ValueError
@@ -149,7 +209,7 @@ def _warn_if_readable(path: Path) -> None:
     if mode & 0o044:
         who = "group and others" if mode & 0o044 == 0o044 else ("group" if mode & 0o040 else "others")
         log.warning("%s holds a password and is readable by %s (mode %04o); run: chmod 600 %s",
-                    path, who, mode, path)
+                    path, who, mode, shlex.quote(str(path)))
 
 
 @dataclass

@@ -1,9 +1,12 @@
 """Download JOB directories from the board: into ``<output>/.partial/JOB…``, verified, then renamed.
 
 Names coming from the board are validated before they touch the local disk: no ``/`` or ``\\``, no ``.`` or
-``..``, no control characters. The tar stream is extracted member by member by this module (Python 3.9 has
-no ``tarfile`` extraction filters): only directories and regular files (plus hard links to files already
-extracted) inside the one expected JOB directory are written, with files created ``O_EXCL|O_NOFOLLOW``.
+``..``, no control characters, valid UTF-8 (a JOB directory name also only ``[A-Za-z0-9_.-]``, see
+:mod:`msprof.collect.names`). The SFTP listing is checked against the board's own ``find``: an SFTP server
+silently leaves out what it cannot stat (OpenSSH's does for paths longer than PATH_MAX). The tar stream is
+extracted member by member by this module (Python 3.9 has no ``tarfile`` extraction filters): only
+directories and regular files (plus hard links to files already extracted) inside the one expected JOB
+directory are written, with files created ``O_EXCL|O_NOFOLLOW``.
 """
 import contextlib
 import os
@@ -19,12 +22,17 @@ from typing import Callable, Dict, List, Optional
 import paramiko
 
 from msprof.collect.board import SFTP_TIMEOUT, Board, q
+from msprof.collect.names import is_job_name, printable
 from msprof.console import log
 from msprof.errors import DiskSpaceError, RemoteError
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 SMALL_FILE = 64 * 1024
 CHUNK = 1 << 20
+
+
+class Unpullable(RemoteError):
+    """This JOB directory cannot be pulled safely or completely (a name, a listing); the others can."""
 
 
 def check_name(name: str, where: str = "") -> str:
@@ -36,11 +44,20 @@ def check_name(name: str, where: str = "") -> str:
         bad = "a path separator"
     elif _CONTROL.search(name):
         bad = "a control character"
+    elif any(0xDC80 <= ord(c) <= 0xDCFF for c in name):
+        bad = "bytes that are not UTF-8"
     elif len(name.encode("utf-8", "surrogateescape")) > 255:
         bad = "more than 255 bytes"
     if bad:
-        raise RemoteError(f"the board sent an unsafe file name {name!r}{' in ' + where if where else ''} "
-                          f"({bad}); refused")
+        raise Unpullable(f"the board sent an unsafe file name '{printable(name)}'"
+                         f"{' in ' + printable(where) if where else ''} ({bad}); refused")
+    return name
+
+
+def check_job_name(name: str) -> str:
+    if not is_job_name(name):
+        raise Unpullable(f"the board wrote a JOB directory named '{printable(name)}': only letters, digits and "
+                         "_ . - are accepted in a JOB name; not pulled")
     return name
 
 
@@ -51,7 +68,7 @@ def check_relpath(path: str) -> List[str]:
         text = text[2:]
     text = text.rstrip("/")
     if not text or text.startswith("/"):
-        raise RemoteError(f"the board sent an unsafe path {path!r} (absolute or empty); refused")
+        raise Unpullable(f"the board sent an unsafe path '{printable(path)}' (absolute or empty); refused")
     parts = text.split("/")
     for part in parts:
         check_name(part, path)
@@ -71,37 +88,47 @@ class Manifest:
     job: str
     dirs: List[str] = field(default_factory=list)
     files: Dict[str, RemoteFile] = field(default_factory=dict)
+    others: List[str] = field(default_factory=list)  # symlinks, devices…: listed, not pulled
 
     @property
     def total(self) -> int:
         return sum(f.size for f in self.files.values())
 
 
-def list_jobs(board: Board, profiling_dir: str) -> List[str]:
-    """Names of the JOB* directories directly under ``profiling_dir`` (validated)."""
+def _listdir(board: Board, path: str):
     try:
-        entries = board.sftp.listdir_attr(profiling_dir)
+        return board.sftp.listdir_attr(path)
+    except UnicodeDecodeError as exc:  # paramiko decodes names as UTF-8; exc.object holds the raw name
+        raise Unpullable(f"the board has a file name that is not UTF-8 in {printable(path)}: "
+                         f"'{printable(exc.object)}'; refused") from None
+    except (OSError, paramiko.SSHException, EOFError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise RemoteError(f"cannot list {printable(path)} on the board: {_why(exc)}") from None
+
+
+def list_jobs(board: Board, profiling_dir: str) -> List[str]:
+    """Names of the JOB* directories directly under ``profiling_dir`` (not yet checked: see check_job_name)."""
+    try:
+        entries = _listdir(board, profiling_dir)
     except FileNotFoundError:
         return []
-    except (OSError, paramiko.SSHException, EOFError) as exc:
-        raise RemoteError(f"cannot list {profiling_dir} on the board: {_why(exc)}") from None
-    jobs = []
-    for entry in entries:
-        if entry.filename.startswith("JOB") and stat.S_ISDIR(entry.st_mode or 0):
-            jobs.append(check_name(entry.filename, profiling_dir))
-    return sorted(jobs)
+    return sorted(e.filename for e in entries if e.filename.startswith("JOB") and stat.S_ISDIR(e.st_mode or 0))
 
 
 def manifest(board: Board, profiling_dir: str, job: str) -> Manifest:
-    """Walk one JOB directory over SFTP (lstat semantics): its directories and regular files with sizes."""
+    """Walk one JOB directory over SFTP (lstat semantics): its directories and regular files with sizes,
+    checked against the board's own listing (:func:`cross_check`)."""
+    check_job_name(job)
     result = Manifest(job, dirs=[job])
     pending = [job]
     while pending:
         rel_dir = pending.pop()
         try:
-            entries = board.sftp.listdir_attr(f"{profiling_dir}/{rel_dir}")
-        except (OSError, paramiko.SSHException, EOFError) as exc:
-            raise RemoteError(f"cannot list {profiling_dir}/{rel_dir} on the board: {_why(exc)}") from None
+            entries = _listdir(board, f"{profiling_dir}/{rel_dir}")
+        except FileNotFoundError:
+            raise RemoteError(f"{printable(profiling_dir)}/{printable(rel_dir)} disappeared from the board "
+                              "while it was listed") from None
         for entry in entries:
             name = check_name(entry.filename, f"{profiling_dir}/{rel_dir}")
             rel = f"{rel_dir}/{name}"
@@ -112,8 +139,35 @@ def manifest(board: Board, profiling_dir: str, job: str) -> Manifest:
             elif stat.S_ISREG(mode):
                 result.files[rel] = RemoteFile(rel, entry.st_size or 0, stat.S_IMODE(mode), int(entry.st_mtime or 0))
             else:
+                result.others.append(rel)
                 log.warning("skipping %s on the board: not a regular file or directory", rel)
+    cross_check(board, profiling_dir, result)
     return result
+
+
+def cross_check(board: Board, profiling_dir: str, found: Manifest) -> None:
+    """Compare the SFTP walk with ``find`` run on the board. OpenSSH's sftp-server leaves out, without an
+    error, every entry whose path is too long to stat (deeper than PATH_MAX), so a whole subtree could
+    otherwise be missing from a pull that reports success."""
+    # Plain POSIX find (no -print0, which small busybox builds lack): one path per line is exact here, as a
+    # name with a newline that the SFTP walk saw was refused already, and one it did not see is missing anyway.
+    status, out, err = board.exec(f"cd {q(profiling_dir)} && find {q(found.job)}")
+    if status == 127:
+        log.info("no find on the board: the SFTP listing of %s is not cross-checked", found.job)
+        return
+    if status != 0:
+        lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+        raise Unpullable(f"the board cannot list all of {found.job} (find exit {status}"
+                         f"{': ' + printable(lines[-1].strip()[:300]) if lines else ''}); not pulled")
+    listed = {name.decode("utf-8", "surrogateescape") for name in out.split(b"\n") if name}
+    missing = sorted(listed - set(found.dirs) - set(found.files) - set(found.others), key=lambda p: (len(p), p))
+    if missing:
+        first = missing[0]
+        shown = printable(first if len(first) <= 160 else first[:70] + " … " + first[-70:])
+        raise Unpullable(f"{found.job} is incomplete over SFTP: {len(missing)} of the {len(listed)} entries "
+                         f"find lists on the board were not listed by its SFTP server, e.g. {shown} "
+                         f"(a path of {len(profiling_dir.encode()) + 1 + len(first.encode('utf-8', 'surrogateescape'))}"
+                         " bytes on the board: deeper than its PATH_MAX?); not pulled")
 
 
 def local_state(output: Path, found: Manifest) -> str:
@@ -185,7 +239,7 @@ def verify(root: Path, found: Manifest) -> None:
                               f"{remote.size}")
     extra = seen - set(found.files)
     if extra:
-        raise RemoteError(f"pull of {found.job}: unexpected file {sorted(extra)[0]}")
+        raise RemoteError(f"pull of {found.job}: unexpected file {printable(sorted(extra)[0])}")
 
 
 def _pull_sftp(board, profiling_dir, found, root, progress):
@@ -254,7 +308,8 @@ def extract_tar(fileobj, found: Manifest, root: Path, progress=None) -> None:
         for member in archive:
             parts = check_relpath(member.name)
             if parts[0] != found.job:
-                raise RemoteError(f"the board's tar stream holds {member.name!r} outside {found.job}; refused")
+                raise RemoteError(f"the board's tar stream holds '{printable(member.name)}' outside {found.job}; "
+                                  "refused")
             rel = "/".join(parts)
             local = root.joinpath(*parts)
             if member.isdir():
@@ -276,8 +331,8 @@ def extract_tar(fileobj, found: Manifest, root: Path, progress=None) -> None:
             elif member.islnk():
                 link_rel = "/".join(check_relpath(member.linkname))
                 if link_rel not in written:
-                    raise RemoteError(f"the board's tar stream has a hard link {rel!r} to {member.linkname!r}, "
-                                      "which is not a file of this JOB; refused")
+                    raise RemoteError(f"the board's tar stream has a hard link '{printable(rel)}' to "
+                                      f"'{printable(member.linkname)}', which is not a file of this JOB; refused")
                 _mkdirs(root, parts[:-1])
                 with open(written[link_rel], "rb") as src, _create(local) as out:
                     shutil.copyfileobj(src, out, CHUNK)
