@@ -93,26 +93,37 @@ class ProfReport(Report):
         return out
 
     # --- the tasks -------------------------------------------------------------------------------------
-    def _tasks(self, pmu: bool = True, span: str = "", order: str = "") -> str:
-        """Timed device tasks in start order (``order`` "DESC": backwards), with their host launch and op
-        (when an op task launched them), times as the reference computes them, and (``pmu``) their PMU record
-        ``p`` and aicore time (``aicore2``). ``span``: a condition on t.start_syscnt."""
-        columns = join = ""
+    # What a query of the tasks can ask for (SQL over the task t, its launch count lc, launch h and op o).
+    # A subquery that is not flattened copies every column it carries into each row it hands on: each
+    # table asks only for what it uses.
+    TASK_FIELDS = {
+        "seq": "t.seq", "stream_id": "t.stream_id", "task_id": "t.task_id", "hw_type": "t.task_type",
+        "exec_n": "t.exec_n", "start_syscnt": "t.start_syscnt", "op_id": "o.op_id", "op_name": "o.op_name",
+        "op_type": "o.op_type", "task_type": "coalesce(o.task_type, 'UNKNOWN')", "block_dim": "o.block_dim",
+        "op_flag": "o.op_flag", "op_state": "o.op_state", "kernel_name": "o.kernel_name",
+        "model_id": "CASE WHEN o.op_id IS NOT NULL THEN h.model_id END",
+        "iteration": ("CASE WHEN o.op_id IS NULL THEN NULL WHEN h.iteration IS NULL AND lc.launches = 1"
+                      " THEN t.exec_n + 1 ELSE h.iteration END"),
+        "thread": "h.thread", "track_ts": "h.ts", "call_begin": "h.call_begin", "launches": "lc.launches",
+        "start_ns": "((t.start_syscnt - :cnt) / :hz) * 1e9 + :mono",
+        "end_ns": "((t.end_syscnt - :cnt) / :hz) * 1e9 + :mono",
+    }
+    SELECTED = ("model_id", "iteration")       # what a --model-id/--iteration-id selection filters on
+
+    def _tasks(self, fields, pmu: bool = False, span: str = "", order: str = "") -> str:
+        """Timed device tasks in start order (``order`` "DESC": backwards) with ``fields`` (TASK_FIELDS): their
+        host launch and op (when an op task launched them) and times as the reference computes them; with
+        ``pmu``, also their PMU record (total_cycles, c0…c7) and aicore time (``aicore2``). ``span``: a
+        condition on t.start_syscnt."""
+        columns = [f"{self.TASK_FIELDS[f]} AS {f}" for f in dict.fromkeys(tuple(fields) + self.SELECTED)]
+        join = ""
         if pmu:
             aicore = aicore_time_sql("p.total_cycles", "(o.block_dim & 65535)", self.aic_mhz, self.ai_core_num)
-            columns = (f", {self._pmu_columns()}, CASE WHEN p.seq IS NULL THEN NULL ELSE py_round({aicore}, 2)"
-                       " END AS aicore2")
+            columns += [self._pmu_columns(), f"CASE WHEN p.seq IS NULL THEN NULL ELSE py_round({aicore}, 2) END"
+                                             " AS aicore2"]
             join = "LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
         return f"""
-            SELECT t.seq, t.stream_id, t.task_id, t.task_type AS hw_type, t.exec_n, o.op_id,
-                   o.op_name, o.op_type, coalesce(o.task_type, 'UNKNOWN') AS task_type, o.block_dim, o.op_flag,
-                   o.op_state, o.kernel_name,
-                   CASE WHEN o.op_id IS NOT NULL THEN h.model_id END AS model_id,
-                   CASE WHEN o.op_id IS NULL THEN NULL WHEN h.iteration IS NULL AND lc.launches = 1
-                        THEN t.exec_n + 1 ELSE h.iteration END AS iteration,
-                   h.thread, h.ts AS track_ts, h.call_begin, lc.launches, t.start_syscnt,
-                   ((t.start_syscnt - :cnt) / :hz) * 1e9 + :mono AS start_ns,
-                   ((t.end_syscnt - :cnt) / :hz) * 1e9 + :mono AS end_ns {columns}
+            SELECT {", ".join(columns)}
             FROM task t
             LEFT JOIN host.launch_count lc ON lc.device_id = :dev AND lc.stream_id = t.stream_id
                                            AND lc.task_id = t.task_id
@@ -126,8 +137,9 @@ class ProfReport(Report):
     def task_span(self, selection: Selection):
         """(first, last) host timestamps (as recorded) of the selected tasks and their launches, or None."""
         where, args = self._where(selection)
-        lo, hi, call = self.conn.execute(f"SELECT min(start_ns), max(end_ns), min(call_begin)"
-                                         f" FROM ({self._tasks(pmu=False)}) WHERE {where}", args).fetchone()
+        tasks = self._tasks(("start_ns", "end_ns", "call_begin"))
+        lo, hi, call = self.conn.execute(f"SELECT min(start_ns), max(end_ns), min(call_begin) FROM ({tasks})"
+                                         f" WHERE {where}", args).fetchone()
         if lo is None:
             return None
         if self.host_cpu_mhz:           # host timestamps are ticks
@@ -188,15 +200,17 @@ class ProfReport(Report):
         skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
         included = (f"{where} AND task_type NOT IN ({skip}) AND (start_ns / 1000.0 + :offset_us > :begin_us OR"
                     " (start_ns / 1000.0 + :offset_us < :begin_us AND :begin_us < end_ns / 1000.0 + :offset_us))")
+        fields = ("model_id", "task_id", "stream_id", "op_name", "op_type", "op_state", "task_type", "block_dim",
+                  "op_flag", "start_ns", "end_ns")
         span, previous = "", None
         if part is not None:
             args["lo"], args["hi"] = self._part_bounds(*part)
             span = "AND t.start_syscnt >= :lo AND t.start_syscnt < :hi"
-            before = self._tasks(False, "AND t.start_syscnt < :lo", "DESC")
+            before = self._tasks(("task_type", "start_ns", "end_ns"), False, "AND t.start_syscnt < :lo", "DESC")
             previous = self.conn.execute(f"SELECT start_ns, end_ns - start_ns FROM ({before}) WHERE {included}"
                                          " LIMIT 1", args).fetchone()
         sql = (f"SELECT {', '.join(select)}, end_ns - start_ns FROM (SELECT *{inner} FROM"
-               f" ({self._tasks(True, span)}) WHERE {included} LIMIT -1 OFFSET 0)")
+               f" ({self._tasks(fields, self.metrics is not None, span)}) WHERE {included} LIMIT -1 OFFSET 0)")
         return Table("op_summary", "op_summary", columns, _with_wait(self.conn.execute(sql, args), 9, previous))
 
     def _part_bounds(self, k: int, n: int) -> Tuple[int, int]:
@@ -220,7 +234,8 @@ class ProfReport(Report):
         skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
         # grouped by op id (an integer: a cheap sort), then by (op type, task type) here: a few rows
         sql = (f"SELECT op_type, task_type, count(*), sum(end_ns - start_ns), min(end_ns - start_ns),"
-               f" max(end_ns - start_ns) FROM ({self._tasks(pmu=False)}) WHERE {where} AND op_type IS NOT NULL"
+               f" max(end_ns - start_ns) FROM ({self._tasks(('op_id', 'op_type', 'task_type', 'start_ns', 'end_ns'))})"
+               f" WHERE {where} AND op_type IS NOT NULL"
                f" AND task_type NOT IN ({skip}) AND start_ns / 1000.0 + :offset_us > :begin_us GROUP BY op_id")
         merged: Dict[tuple, list] = {}
         for op_type, task_type, count, total, low, high in self.conn.execute(sql, args):
@@ -244,12 +259,13 @@ class ProfReport(Report):
 
     # --- task_time (docs/prof-format.md §8) ---------------------------------------------------------------
     def task_time(self) -> Table:
+        fields = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id", "task_id", "start_ns", "end_ns")
         type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
         sql = (f"SELECT coalesce(kernel_name, op_name), CASE WHEN task_type != 'UNKNOWN' THEN task_type"
                f" ELSE CASE hw_type {type_names} ELSE CAST(hw_type AS TEXT) END END, stream_id, task_id,"
                f" (end_ns - start_ns) / 1000.0, {self._epoch_ns('start_ns')},"
                f" {self._epoch_ns('stop_ns')} FROM (SELECT *, start_ns + (end_ns - start_ns) AS stop_ns FROM"
-               f" ({self._tasks(pmu=False)}) LIMIT -1 OFFSET 0)")
+               f" ({self._tasks(fields)}) LIMIT -1 OFFSET 0)")
         args = dict(self.params, device=str(self.device_id))
         columns = [Column("Device_id", constant=str(self.device_id)), Column("kernel_name"), Column("kernel_type"),
                    Column("stream_id", INT),

@@ -179,6 +179,9 @@ class _CallTexts(dict):
 class TaskSource(Source):
     """The device's tasks in start order, with the HostToDevice flow of each launched once per execution."""
 
+    FIELDS = ("stream_id", "task_id", "op_name", "kernel_name", "hw_type", "task_type", "op_type", "model_id",
+              "iteration", "start_ns", "end_ns", "thread", "launches", "exec_n", "track_ts", "call_begin")
+
     def __init__(self, report, selection: Selection, host: HostSource):
         self.report, self.selection, self.host = report, selection, host
         self.device = device_number(report)
@@ -206,7 +209,7 @@ class TaskSource(Source):
                f" task_type, op_type, coalesce(model_id, {UNKNOWN_MODEL}), iteration,"
                f" CAST(round(start_ns) AS INTEGER) - {self.mono}, CAST(round(end_ns) AS INTEGER) - {self.mono},"
                f" thread, CASE WHEN launches != 1 OR exec_n = 0 THEN {self.track_ns} END, {self.call_ns}"
-               f" FROM ({report._tasks(pmu=False, span=span)}) WHERE {where}")
+               f" FROM ({report._tasks(self.FIELDS, span=span)}) WHERE {where}")
         return batches(report.conn.execute(sql, args))
 
     def start(self, row) -> int:
