@@ -5,6 +5,7 @@ Each takes a path — a result directory, a PROF_ directory, or a parent of seve
 ``output``: a directory that receives the databases and results (``OUTPUT/<result dir name>/...``) instead
 of the collection itself (which may be read-only).
 """
+import contextlib
 import shutil
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -12,12 +13,24 @@ from typing import Dict, List, Optional
 from msprof.console import log, notice, result_log
 from msprof.layouts import find_units
 from msprof.layouts.base import Database, Selection, Unit, opened
+from msprof.outputs import remove_stale
 from msprof.workers import process_pool, several_cores
+
+
+@contextlib.contextmanager
+def working(unit: Unit, command: str):
+    """The frame of a command on a unit: its log, and the leftovers of killed runs removed first."""
+    with result_log(unit.out, command):
+        for directory in {d.path.parent for d in unit.databases} | {unit.out / "summary", unit.out / "timeline"}:
+            if remove_stale(directory):
+                log.info("removed the temporaries of an interrupted run from %s", directory)
+        yield
 
 
 # --- databases -------------------------------------------------------------------------------------------
 def _build(database: Database, spare_cores: bool) -> Path:
     with result_log(database.path.parent.parent, "import"):
+        remove_stale(database.path.parent)
         path = database.build(database.path, spare_cores)
     notice(f"imported {database.source_dir} -> {path}")
     return path
@@ -63,7 +76,7 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     selection.check()
     written: List[Path] = []
     for unit in find_units(path, output):
-        with result_log(unit.out, f"export summary --format {fmt}"):
+        with working(unit, f"export summary --format {fmt}"):
             ensure_databases(unit)
             with opened(unit) as report:
                 files = unit.layout.summary_files(report, selection)
@@ -81,7 +94,7 @@ def export_timeline(path: Path, selection: Selection = Selection(), check_all: b
     selection.check()
     written: List[Path] = []
     for unit in find_units(path, output):
-        with result_log(unit.out, "export timeline"):
+        with working(unit, "export timeline"):
             ensure_databases(unit)
             with opened(unit) as report:
                 written += write_timelines(report, selection, check_all)
@@ -104,7 +117,7 @@ def show(path: Path, selection: Selection = Selection(), top: Optional[int] = No
 
     selection.check()
     for unit in find_units(path, output):
-        with result_log(unit.out, "show"):
+        with working(unit, "show"):
             ensure_databases(unit)
             with opened(unit) as report:
                 if not timelines_current(report):
@@ -117,7 +130,7 @@ def query(path: Path, output: Optional[Path] = None) -> None:
     from msprof.show import print_query
 
     for unit in find_units(path, output):
-        with result_log(unit.out, "query"):
+        with working(unit, "query"):
             ensure_databases(unit)
             with opened(unit) as report:
                 print_query(report)

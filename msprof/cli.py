@@ -4,6 +4,7 @@ Nothing here decodes or computes; see msprof.api for the library entry points.
 """
 import errno
 import os
+import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import click
 
 from msprof import __version__
 from msprof.console import configure, log
+from msprof.outputs import restrict_umask
 from msprof.errors import EXIT_CODES, MsprofError
 from msprof.paths import check_path_argument, newest_collection
 
@@ -161,18 +163,24 @@ def _is_disk_full(exc: Exception) -> bool:
     return getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in str(exc)
 
 
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv=None):
     """Console-script entry: run the click program and turn errors into exit codes, never tracebacks."""
-    os.umask(0o027)
-    verbose = sum(a.count("v") for a in (argv or sys.argv[1:]) if a.startswith("-") and set(a[1:]) == {"v"}
-                  ) + (argv or sys.argv[1:]).count("--verbose")
+    # TERM and HUP are handled like Ctrl-C: what is being written is cleaned up, workers are stopped
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _interrupted)
+    restrict_umask()
+    args = sys.argv[1:] if argv is None else argv
+    verbose = sum(a.count("v") for a in args if a.startswith("-") and set(a[1:]) == {"v"}) + args.count("--verbose")
     configure(verbose)
     try:
         cli.main(args=argv, prog_name="msprof", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("msprof: interrupted", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("msprof: interrupted", err=True)
         sys.exit(130)
     except click.exceptions.Exit as exc:
@@ -184,8 +192,7 @@ def main(argv=None):
         log.error(exc.message)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(0)
+        _quiet_broken_pipe()
     except (OSError, sqlite3.OperationalError) as exc:
         if _is_disk_full(exc):
             log.error("not enough disk space: %s", exc)
@@ -199,4 +206,16 @@ def main(argv=None):
             raise
         log.error("internal error: %s: %s (run with -vv for details)", type(exc).__name__, exc)
         sys.exit(1)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    sys.exit(0)
+
+
+def _quiet_broken_pipe():
+    """The reader of our output went away (``msprof show | head -1``): a normal end, as for other tools.
+    Python would flush stdout again at exit and complain; point it at /dev/null first."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
     sys.exit(0)

@@ -5,11 +5,15 @@ Every module logs through ``log`` (the "msprof" logger). The CLI sets the stderr
 ``<result dir>/log/msprof.log`` (outputs.md §5).
 """
 import contextlib
+import errno
 import logging
 import os
+import stat
 import sys
 import time
 from pathlib import Path
+
+from msprof.paths import printable
 
 log = logging.getLogger("msprof")
 log.setLevel(logging.DEBUG)
@@ -48,7 +52,7 @@ def notice(message: str, *args) -> None:
 
 class _StderrFormatter(logging.Formatter):
     def format(self, record):
-        text = record.getMessage()
+        text = printable(record.getMessage())
         if record.levelno >= logging.ERROR:
             return f"msprof: error: {text}"
         if record.levelno >= logging.WARNING:
@@ -61,19 +65,49 @@ def color_enabled(stream=None) -> bool:
     return "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
 
 
+class _LogFileFormatter(logging.Formatter):
+    """One line per message, names from the data escaped: a file named "x\nssh-ed25519 ..." cannot add a
+    line of its own to the log."""
+
+    def __init__(self):
+        super().__init__("%(asctime)s %(levelname)s %(message)s")
+
+    def formatMessage(self, record):
+        record.message = printable(record.message)
+        return super().formatMessage(record)
+
+
+def _open_log(path: Path):
+    """The log opened for appending, never through a symlink nor onto anything but a regular file."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return os.fdopen(fd, "a", encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 @contextlib.contextmanager
 def result_log(result_dir: Path, command: str):
     """Append every message logged inside the block to <result_dir>/log/msprof.log."""
-    log_dir = Path(result_dir) / "log"
+    from msprof.errors import MsprofError
+    from msprof.outputs import output_dir
+
+    path = Path(result_dir) / "log" / "msprof.log"
     try:
-        log_dir.mkdir(exist_ok=True)
-        handler = logging.FileHandler(log_dir / "msprof.log", encoding="utf-8")
-    except OSError as exc:  # a read-only collection can still be analysed elsewhere
-        log.warning("cannot write %s: %s", log_dir / "msprof.log", exc.strerror)
+        output_dir(path.parent)
+        stream = _open_log(path)
+    except (OSError, MsprofError) as exc:  # a read-only collection can still be analysed (elsewhere)
+        reason = "a symbolic link" if getattr(exc, "errno", None) == errno.ELOOP else getattr(
+            exc, "strerror", None) or getattr(exc, "message", str(exc))
+        log.warning("not writing the log %s: %s", path, reason)
         yield
         return
+    handler = logging.StreamHandler(stream)
     handler.setLevel(logging.DEBUG)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.setFormatter(_LogFileFormatter())
     log.addHandler(handler)
     started = time.monotonic()
     log.debug("begin: %s (msprof %s)", command, _version())
@@ -86,6 +120,7 @@ def result_log(result_dir: Path, command: str):
         log.debug("end: %s (%.3f s)", command, time.monotonic() - started)
         log.removeHandler(handler)
         handler.close()
+        stream.close()
 
 
 def _version() -> str:

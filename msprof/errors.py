@@ -35,6 +35,12 @@ class DiskSpaceError(MsprofError):
     exit_code = 6
 
 
+class OutputError(MsprofError):
+    """Results cannot be written where they go (permissions, a read-only directory, a link in the way)."""
+
+    exit_code = 7
+
+
 class DataError(MsprofError):
     """Invalid or corrupt data that prevents any output."""
 
@@ -49,6 +55,7 @@ EXIT_CODES = {
     4: "remote command failed (main exited non-zero, upload/download failed)",
     5: "invalid config file",
     6: "not enough disk space",
+    7: "cannot write results (permission denied, read-only directory): use --output DIR",
     8: "invalid or corrupt data that prevents any output",
     130: "interrupted",
 }

@@ -41,3 +41,21 @@ def safe_name(part) -> str:
     if isinstance(part, float) and part.is_integer():
         part = int(part)
     return _UNSAFE.sub("_", str(part))
+
+
+def printable(name) -> str:
+    """``name`` (str or bytes) safe to print on one line: bytes that are not UTF-8 become ``\\xff``, control
+    and other unprintable characters Python-style escapes (``\\n``, ``\\x1b``, ``\\u202e``), ``\\`` is doubled."""
+    text = name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else str(name)
+    out = []
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte (surrogateescape)
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char == "\\":
+            out.append("\\\\")
+        elif char.isprintable():
+            out.append(char)
+        else:
+            out.append(repr(char)[1:-1])
+    return "".join(out)

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 import sqlite_utils
 
 from msprof import SCHEMA_VERSION, __version__
-from msprof.atomic import atomic_path
+from msprof.outputs import atomic_path, output_dir
 from msprof.console import log, notice
 
 DB_NAME = "msprof.db"
@@ -116,7 +116,7 @@ def build(path: Path, schema: Schema):
     block succeeds (an interrupted or failed import never destroys the previous database). The directory
     is created first: worker processes started inside the block write part databases into it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    output_dir(path.parent)
     with atomic_path(path) as tmp:
         conn = sqlite3.connect(str(tmp), isolation_level=None)
         try:
@@ -273,7 +273,7 @@ class SideLoads:
         if self.remote:
             from msprof.workers import process_pool
 
-            self.target.parent.mkdir(parents=True, exist_ok=True)
+            output_dir(self.target.parent)
             self.executor = process_pool(1)
             for name in self.remote:
                 part = self._part(name)
@@ -294,9 +294,14 @@ class SideLoads:
             load(db.conn, streams, counts, notices)
             self.schema.create_indexes(db, [table])
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind, *exc):
         if self.executor is not None:
-            self.executor.shutdown(wait=True, cancel_futures=True)
+            from msprof.workers import stop
+
+            if kind is None:
+                self.executor.shutdown(wait=True)
+            else:                 # an error or an interrupt: do not wait for the worker
+                stop(self.executor)
         for name in self.remote:
             if self._part(name).exists():
                 self._part(name).unlink()

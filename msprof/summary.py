@@ -7,12 +7,11 @@ two processes share the work, largest first, in batches small enough to even out
 cut (a PROF op_summary of a million rows) is written as parts by both, then joined. The order of the
 returned paths is the order of the list, either way.
 """
-import os
 import shutil
 from pathlib import Path
 from typing import List, NamedTuple, Optional, Tuple
 
-from msprof.atomic import atomic_open
+from msprof.outputs import atomic_open, naming_errors, output_dir, remove_stale, temporary
 from msprof.console import log
 from msprof.renderers import FORMATS
 from msprof.workers import process_pool, several_cores
@@ -54,10 +53,13 @@ def _write_part(report, summary_file: SummaryFile, part: Tuple[int, int], direct
     """Rows of range ``part`` of a csv file into a temporary beside it (the header in the first only)."""
     renderer = FORMATS["csv"]()
     table = getattr(report, summary_file.table)(*summary_file.args, part=part)
-    path = Path(directory) / f".{summary_file.name}.{os.getpid()}.part{part[0]}.tmp"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        renderer.write(table, handle, header=part[0] == 0)
+    path = temporary(output_dir(directory), f"{summary_file.name}.part{part[0]}")
+    try:
+        with naming_errors(path), open(path, "w", encoding="utf-8", newline="") as handle:
+            renderer.write(table, handle, header=part[0] == 0)
+    except BaseException:
+        path.unlink()
+        raise
     return path
 
 
@@ -112,18 +114,19 @@ def _write_in_workers(unit, files: List[SummaryFile], fmt: str, directory: Path)
         load += jobs[j][2]
     log.info("writing %d file(s) in %d processes", len(files), WORKERS)
     results: List[Optional[Path]] = [None] * len(jobs)
-    with process_pool(WORKERS, initializer=_open_worker_report, initargs=(unit,)) as pool:
-        futures = [pool.submit(_write_batch, [(files[jobs[j][0]], jobs[j][1]) for j in batch], fmt, str(directory))
-                   for batch in batches]
-        try:
+    try:
+        with process_pool(WORKERS, initializer=_open_worker_report, initargs=(unit,)) as pool:
+            futures = [pool.submit(_write_batch, [(files[jobs[j][0]], jobs[j][1]) for j in batch], fmt,
+                                   str(directory)) for batch in batches]
             for batch, future in zip(batches, futures):
                 for j, path in zip(batch, future.result()):
                     results[j] = Path(path)
-        except BaseException:
-            for path in results:
-                if path is not None and path.name.endswith(".tmp"):
-                    path.unlink(missing_ok=True)
-            raise
+    except BaseException:                  # the pool is stopped: remove what its workers left
+        for path in results:
+            if path is not None and path.name.endswith(".tmp"):
+                path.unlink(missing_ok=True)
+        remove_stale(directory)
+        raise
     written: List[Path] = []
     for i, f in enumerate(files):
         mine = [results[j] for j, job in enumerate(jobs) if job[0] == i]

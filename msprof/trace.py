@@ -16,23 +16,23 @@ A layout's report describes its timelines (``Timeline``: a base file name, other
 
 A second large timeline (a JOB's ACL calls) is written by a child process while this one writes the first.
 """
+import contextlib
 import itertools
 import json
 import logging
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, Hashable, Iterator, List, Optional, Tuple
 
 from msprof import __version__
-from msprof.atomic import atomic_path
+from msprof.outputs import atomic_path, naming_errors, output_dir, remove_stale, temporary
 from msprof.console import log
 from msprof.layouts.base import Selection
 from msprof.tracecheck import TraceError, check_trace
-from msprof.workers import process_pool, several_cores
+from msprof.workers import process_pool, several_cores, stop
 
 # A timeline with more events (metadata not counted) is split into slices of at most this many.
 SLICE_EVENTS = 1_000_000
@@ -196,14 +196,15 @@ class Writer:
         self.processes: Dict[int, str] = {}
         self.threads: Dict[Tuple[int, int], Tuple[str, int]] = {}
         self.written: List[Path] = []
-        directory.mkdir(parents=True, exist_ok=True)
+        output_dir(directory)
         self._open_slice()
 
     def _open_slice(self) -> None:
-        fd, path = tempfile.mkstemp(prefix=f".{self.base}.", suffix=".tmp", dir=self.directory)
-        self._path = Path(path)
-        os.lseek(fd, HEAD_ROOM, os.SEEK_SET)
-        self.body = os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20)
+        self._path = temporary(self.directory, self.base)
+        with naming_errors(self._path):
+            fd = os.open(self._path, os.O_WRONLY)
+            os.lseek(fd, HEAD_ROOM, os.SEEK_SET)
+            self.body = os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20)
 
     def reserve(self, n: int) -> None:
         """Make room for a group of n events that must share a file (a flow and its slices)."""
@@ -223,11 +224,17 @@ class Writer:
             yield '{"ph":"M","pid":%d,"tid":%d,"name":"thread_sort_index","args":{"sort_index":%d}}' % (pid, tid, sort)
 
     def _flush(self, final: bool) -> None:
+        with naming_errors(self._target_name(final)):
+            self._write_slice(final)
+
+    def _target_name(self, final: bool) -> Path:
         sliced = self.numbered or not final or self.slice_index > 0
-        name = f"{self.base}_slice_{self.slice_index}.json" if sliced else f"{self.base}.json"
-        target = self.directory / name
+        return self.directory / (f"{self.base}_slice_{self.slice_index}.json" if sliced else f"{self.base}.json")
+
+    def _write_slice(self, final: bool) -> None:
+        target = self._target_name(final)
         other = dict(self.other)
-        if sliced:
+        if target.name != f"{self.base}.json":
             other["slice"] = self.slice_index
         header = '{"traceEvents":['
         metadata = ",".join("\n" + line for line in self._metadata()).encode()
@@ -271,10 +278,15 @@ class Writer:
         return self.written
 
     def close(self) -> None:
-        if not self.body.closed:
-            self.body.close()
-        if self._path.exists():
-            self._path.unlink()
+        """Drop the slice being written (after an error: a full disk must not stay full)."""
+        try:
+            if not self.body.closed:
+                self.body.close()
+        except OSError:
+            pass                  # the error that brought us here is the one to report
+        finally:
+            with contextlib.suppress(OSError):
+                self._path.unlink()
 
 
 
@@ -416,9 +428,13 @@ def write_timelines(report, selection: Selection = Selection(), check_all: bool 
                 written[child] = [Path(p) for p in paths]
             else:
                 written[0] += _renumber(timelines[0], [Path(p) for p in paths], len(written[0]))
-    finally:
+    except BaseException:
         if executor is not None:
-            executor.shutdown(wait=True)
+            stop(executor)
+            remove_stale(directory)         # what the stopped child was writing
+        raise
+    if executor is not None:
+        executor.shutdown(wait=True)
     files = [path for i in range(len(timelines)) for path in written.get(i, [])]
     for path in files:
         log.info("wrote %s", path)

@@ -1,7 +1,21 @@
-"""Worker processes for the large steps (import, export summary, export timeline)."""
+"""Worker processes for the large steps (import, export summary, export timeline).
+
+Workers never outlive the command: each asks the kernel to kill it when its parent dies (Linux
+PR_SET_PDEATHSIG) and, everywhere, watches its parent's pid; they leave Ctrl-C to the parent, which stops
+them (``process_pool`` as a context manager terminates them when the block fails or is interrupted instead
+of waiting for their work). Whatever a killed worker leaves behind carries its pid and is removed by a
+later run (msprof.outputs.remove_stale).
+"""
+import contextlib
+import ctypes
 import multiprocessing
 import os
+import signal
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
+
+PR_SET_PDEATHSIG = 1
 
 
 def several_cores() -> bool:
@@ -9,9 +23,51 @@ def several_cores() -> bool:
     return (os.cpu_count() or 1) > 1
 
 
-def process_pool(workers: int, **kwargs) -> ProcessPoolExecutor:
+class _Pool(ProcessPoolExecutor):
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            return super().__exit__(kind, value, traceback)
+        stop(self)
+        return False
+
+
+def process_pool(workers: int, initializer=None, initargs=()) -> ProcessPoolExecutor:
     """A pool that forks where the platform can: a forked worker starts at once, without a new
     interpreter and its own imports. Workers open their own SQLite connections and never use the
     parent's."""
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method), **kwargs)
+    return _Pool(workers, mp_context=multiprocessing.get_context(method), initializer=_start_worker,
+                 initargs=(os.getpid(), initializer, initargs))
+
+
+def stop(executor: ProcessPoolExecutor) -> None:
+    """Stop a pool now: pending work cancelled, running workers terminated (an interrupted command must
+    not wait for them, nor leave them running)."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.terminate()
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(2)
+
+
+def _start_worker(parent: int, initializer, initargs) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)          # Ctrl-C is the parent's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    with contextlib.suppress(Exception):                   # Linux: die with the parent, whatever kills it
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:                             # the parent died before the line above
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if initializer is not None:
+        initializer(*initargs)
+
+
+def _watch_parent(parent: int) -> None:
+    """Where the kernel cannot be asked to: leave as soon as the parent is gone."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)

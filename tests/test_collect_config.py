@@ -498,7 +498,7 @@ def test_job_names(name, ok):
                                         ("rtl\u202eexe", "rtl\\u202eexe"), ("back\\slash", "back\\\\slash"),
                                         ("caf\u00e9", "caf\u00e9")])
 def test_printable(raw, shown):
-    from msprof.collect.names import printable
+    from msprof.paths import printable
 
     assert printable(raw) == shown
 

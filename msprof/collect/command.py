@@ -21,7 +21,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from msprof import __version__
-from msprof.atomic import atomic_open
+from msprof.outputs import atomic_open
 from msprof.collect import acljson
 from msprof.collect.board import Board, q
 from msprof.collect.config import BoardConfig, load_config

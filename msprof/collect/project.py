@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from msprof.collect.names import printable
+from msprof.paths import printable
 from msprof.console import log
 from msprof.errors import UsageError
 

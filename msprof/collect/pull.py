@@ -22,7 +22,8 @@ from typing import Callable, Dict, List, Optional
 import paramiko
 
 from msprof.collect.board import SFTP_TIMEOUT, Board, q
-from msprof.collect.names import is_job_name, printable
+from msprof.collect.names import is_job_name
+from msprof.paths import printable
 from msprof.console import log
 from msprof.errors import DiskSpaceError, RemoteError
 

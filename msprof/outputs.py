@@ -1,0 +1,148 @@
+"""Where and how msprof writes: the one place every writer goes through (databases, summaries, timelines,
+the log).
+
+* **Directories** (``output_dir``): msprof's own directories (``sqlite/``, ``summary/``, ``timeline/``,
+  ``log/``, and --output) are created as real directories; one that exists as a symlink or as a file of
+  another type is refused with a clear error (exit 7), never followed — a collection received from someone
+  else may hold ``log -> ~/.ssh``.
+* **Never half-written** (``atomic_path``): a result is written to a temporary beside it and renamed into
+  place only when complete. Temporaries carry the writer's pid (``.<name>.<pid>.<random>.tmp``,
+  ``.part-<pid>-<name>.db``), so a later run can tell the leftovers of a killed process from a live
+  writer's files and remove them (``remove_stale``).
+* **Permissions**: files at most 0640 and directories 0750 (the SS928 tool's umask 0027 rule), narrower
+  when the user's umask is narrower (``restrict_umask``; temporaries made 0600 are opened up to that).
+* **Errors named** (``naming_errors``): a full disk, a read-only directory or a refused permission becomes
+  one line naming the path and a documented exit code (6, 7) instead of a traceback.
+"""
+import contextlib
+import errno
+import os
+import re
+import stat
+import tempfile
+from pathlib import Path
+
+from msprof.errors import DiskSpaceError, OutputError
+
+# The SS928 tool writes its results with umask 0027.
+UMASK = 0o027
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+# msprof's temporaries: ".<name>.<pid>.<random>.tmp" and ".part-<pid>-<name>.db"
+_TEMPORARY = re.compile(r"^\..*\.(?P<pid>\d+)\.[^.]*\.tmp$|^\.part-(?P<part>\d+)-.*\.db$")
+
+
+def restrict_umask() -> int:
+    """Make the process umask at least 0027 (narrower stays narrower); return it."""
+    current = os.umask(UMASK)
+    os.umask(current | UMASK)
+    return current | UMASK
+
+
+def file_mode() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return 0o666 & ~current
+
+
+def output_dir(path: Path) -> Path:
+    """``path`` as a real directory of msprof's, created when missing (its parents too, as they are: a
+    --output the user names may well lie behind a link); a symlink or a non-directory at ``path`` itself is
+    refused (OutputError, exit 7)."""
+    path = Path(path)
+    with naming_errors(path):
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            os.makedirs(path.parent, exist_ok=True)
+            try:
+                os.mkdir(path, 0o777)
+                return path
+            except FileExistsError:
+                info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise OutputError(f"{path} is a symbolic link: msprof does not write through links in a collection "
+                          "(remove it, or write elsewhere with --output DIR)")
+    if not stat.S_ISDIR(info.st_mode):
+        raise OutputError(f"{path} exists and is not a directory (remove it, or write elsewhere with --output DIR)")
+    return path
+
+
+def temporary(directory: Path, name: str) -> Path:
+    """A new empty temporary file for ``name`` in ``directory`` (readable like a result: see file_mode)."""
+    with naming_errors(Path(directory) / name):
+        fd, path = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", suffix=".tmp", dir=directory)
+        os.fchmod(fd, file_mode())
+        os.close(fd)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def atomic_path(target: Path):
+    """Yield a temporary path beside ``target``; it replaces ``target`` only if the block succeeds, and is
+    removed on every error path."""
+    target = Path(target)
+    tmp = temporary(output_dir(target.parent), target.name)
+    try:
+        with naming_errors(target):
+            yield tmp
+            os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+@contextlib.contextmanager
+def atomic_open(target: Path, mode: str = "w", **kwargs):
+    """Open a temporary sibling of ``target`` for writing; rename it into place on success."""
+    with atomic_path(target) as tmp:
+        with open(tmp, mode, **kwargs) as handle:
+            yield handle
+
+
+@contextlib.contextmanager
+def naming_errors(path: Path):
+    """Turn a full disk, a read-only directory or a refused permission while writing ``path`` into an
+    error naming it (exit 6 or 7)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in _DISK_FULL:
+            raise DiskSpaceError(f"not enough disk space to write {path}: {exc.strerror}") from None
+        if exc.errno in _NOT_WRITABLE:
+            raise OutputError(f"cannot write {path}: {exc.strerror} (write the results elsewhere with "
+                              "--output DIR)") from None
+        raise
+
+
+def remove_stale(directory: Path) -> int:
+    """Remove the temporaries of msprof processes that no longer run from ``directory``; return how many."""
+    removed = 0
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    for name in names:
+        match = _TEMPORARY.match(name)
+        if not match:
+            continue
+        pid = int(match.group("pid") or match.group("part"))
+        if pid != os.getpid() and not _alive(pid):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
+                removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:         # another user's process: alive
+        return True
+    try:                            # a zombie (killed, not yet reaped by init) writes nothing any more
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True

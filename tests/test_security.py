@@ -1,0 +1,166 @@
+"""Reliability and security of what msprof writes (docs/security.md), through the real CLI on real files:
+links and wrong file types in a collection, names that would inject log lines, leftovers of killed
+processes, a full disk, permissions, read-only collections, a broken pipe."""
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fixtures.board import jobgen
+from fixtures.networks import small_job
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def job(tmp_path):
+    return jobgen.write_job(tmp_path, small_job())
+
+
+def no_traceback(proc):
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout, proc.stderr
+
+
+# --- links and names in a collection -----------------------------------------------------------------------
+def test_a_log_link_is_never_followed_and_names_cannot_inject_lines(job, tmp_path, msprof_cli):
+    """A collection received as a tarball: log/msprof.log links to authorized_keys, and a data file's name
+    holds a newline and a key. The linked file stays as it was; the log, once real, has one line per
+    message, the name escaped."""
+    keys = tmp_path / "authorized_keys"
+    keys.write_text("ssh-ed25519 AAAAownkey me@here\n")
+    (job / "log").mkdir()
+    (job / "log" / "msprof.log").symlink_to(keys)
+    evil = "x\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI attacker\n"
+    (job / "data" / evil).write_bytes(b"not a raw file")
+    proc = msprof_cli("-v", "import", "-dir", job)
+    assert proc.returncode == 0, proc.stderr
+    no_traceback(proc)
+    assert keys.read_text() == "ssh-ed25519 AAAAownkey me@here\n"
+    assert "not writing the log" in proc.stderr and "symbolic link" in proc.stderr
+    # stderr is one line per message too: the name is escaped there as well
+    assert not [line for line in proc.stderr.splitlines() if line.startswith("ssh-ed25519")]
+    (job / "log" / "msprof.log").unlink()
+    proc = msprof_cli("-v", "import", "-dir", job)
+    assert proc.returncode == 0, proc.stderr
+    lines = (job / "log" / "msprof.log").read_text(encoding="utf-8").splitlines()
+    assert lines and all(line[:2] == "20" for line in lines)        # each line starts with its timestamp
+    assert any("x\\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI attacker\\n" in line for line in lines)
+
+
+@pytest.mark.parametrize("name", ["sqlite", "summary", "timeline", "log"])
+@pytest.mark.parametrize("what", ["link", "file"])
+def test_output_dirs_that_are_links_or_files_are_refused(job, tmp_path, msprof_cli, name, what):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    path = job / name
+    if what == "link":
+        path.symlink_to(elsewhere, target_is_directory=True)
+    else:
+        path.write_text("not a directory")
+    proc = msprof_cli("export", "summary", "-dir", job) if name != "timeline" else \
+        msprof_cli("export", "timeline", "-dir", job)
+    no_traceback(proc)
+    assert list(elsewhere.iterdir()) == []                  # nothing written through the link
+    if name == "log":                                       # no log: the results are still written
+        assert proc.returncode == 0 and "not writing the log" in proc.stderr
+        return
+    assert proc.returncode == 7, proc.stderr
+    assert str(path) in proc.stderr and ("symbolic link" in proc.stderr or "not a directory" in proc.stderr)
+    if what == "file":
+        assert path.read_text() == "not a directory"
+
+
+@pytest.mark.parametrize("raw", [b"bad\x1b[31mname", b"bad\xffname"])
+def test_odd_bytes_in_a_directory_name_are_escaped(tmp_path, msprof_cli, raw):
+    """A terminal escape, or bytes that are not UTF-8 (no logging traceback), in a directory name."""
+    parent = tmp_path / os.fsdecode(raw)
+    jobgen.write_job(parent, small_job())
+    proc = msprof_cli("import", cwd=parent)
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    assert "Logging error" not in proc.stderr and "\x1b[" not in proc.stderr
+    assert ("\\x1b[31mname" if b"\x1b" in raw else "bad\\xffname") in proc.stderr
+
+
+# --- signals, workers, leftovers ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def big_job(tmp_path_factory):
+    """A JOB large enough that its import, export summary and export timeline take a while in workers."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from run import job_description
+
+    return jobgen.write_job(tmp_path_factory.mktemp("big"), dict(job_description(60_000), slice_bytes=1 << 22))
+
+
+# Run msprof as a real process whose large steps always use worker processes (the thresholds are lowered
+# in that process only).
+WITH_WORKERS = ("import sys, msprof.store, msprof.summary, msprof.trace;"
+                "msprof.store.PARALLEL_MIN_BYTES = 0; msprof.summary.PARALLEL_MIN_ROWS = 0;"
+                "msprof.trace.PARALLEL_MIN_EVENTS = 0;"
+                "from msprof.__main__ import main; main(sys.argv[1:])")
+
+
+def children(pid: int):
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def running(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def leftovers(job: Path):
+    return sorted(p.name for sub in ("sqlite", "summary", "timeline") if (job / sub).is_dir()
+                  for p in (job / sub).iterdir() if p.name.startswith("."))
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to find the worker processes")
+@pytest.mark.parametrize("command", [["import"], ["export", "summary"], ["export", "timeline"]])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_a_signal_to_msprof_stops_its_workers_and_leftovers_go(big_job, command, sig):
+    if command != ["import"]:
+        subprocess.run([sys.executable, "-m", "msprof", "-q", "import", "-dir", str(big_job)], check=True,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-c", WITH_WORKERS, *command, "-dir", str(big_job)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    workers = []
+    while not workers and proc.poll() is None and time.monotonic() < deadline:
+        workers = children(proc.pid)
+        time.sleep(0.005)
+    assert workers, "msprof started no worker process"
+    time.sleep(0.2)                                   # the workers are busy now
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    if sig == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+    else:
+        assert proc.returncode == 130, err
+        assert "interrupted" in err and "Traceback" not in err
+    gone = time.monotonic() + 5
+    while any(running(w) for w in workers) and time.monotonic() < gone:
+        time.sleep(0.05)
+    assert not [w for w in workers if running(w)], "a worker outlived msprof"
+    if sig != signal.SIGKILL:
+        assert leftovers(big_job) == []                # cleaned up on the way out
+    again = subprocess.run([sys.executable, "-m", "msprof", "-q", *command, "-dir", str(big_job)], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert leftovers(big_job) == []                    # a later run removes what a killed one left
