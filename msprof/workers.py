@@ -41,13 +41,13 @@ def process_pool(workers: int, initializer=None, initargs=()) -> ProcessPoolExec
 
 
 def stop(executor: ProcessPoolExecutor) -> None:
-    """Stop a pool now: pending work cancelled, running workers terminated (an interrupted command must
-    not wait for them, nor leave them running)."""
+    """Stop a pool now: pending work cancelled, running workers killed (an interrupted command must not
+    wait for them, nor leave them running; what they were writing is removed by msprof.outputs)."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
     executor.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         with contextlib.suppress(Exception):
-            process.terminate()
+            process.kill()
     for process in processes:
         with contextlib.suppress(Exception):
             process.join(2)

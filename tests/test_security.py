@@ -146,7 +146,7 @@ def test_a_signal_to_msprof_stops_its_workers_and_leftovers_go(big_job, command,
         workers = children(proc.pid)
         time.sleep(0.005)
     assert workers, "msprof started no worker process"
-    time.sleep(0.2)                                   # the workers are busy now
+    time.sleep(0.05)                                  # the workers are busy now
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
     if sig == signal.SIGKILL:
