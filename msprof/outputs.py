@@ -18,6 +18,7 @@ import contextlib
 import errno
 import os
 import re
+import sqlite3
 import stat
 import tempfile
 from pathlib import Path
@@ -112,6 +113,12 @@ def naming_errors(path: Path):
         if exc.errno in _NOT_WRITABLE:
             raise OutputError(f"cannot write {path}: {exc.strerror} (write the results elsewhere with "
                               "--output DIR)") from None
+        raise
+    except sqlite3.OperationalError as exc:     # SQLite says it in words
+        if "disk is full" in str(exc):
+            raise DiskSpaceError(f"not enough disk space to write {path}: {exc}") from None
+        if "readonly" in str(exc) or "unable to open" in str(exc):
+            raise OutputError(f"cannot write {path}: {exc} (write the results elsewhere with --output DIR)") from None
         raise
 
 

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 import sqlite_utils
 
 from msprof import SCHEMA_VERSION, __version__
-from msprof.outputs import atomic_path, output_dir
+from msprof.outputs import atomic_path, naming_errors, output_dir
 from msprof.console import log, notice
 
 DB_NAME = "msprof.db"
@@ -117,7 +117,7 @@ def build(path: Path, schema: Schema):
     is created first: worker processes started inside the block write part databases into it."""
     path = Path(path)
     output_dir(path.parent)
-    with atomic_path(path) as tmp:
+    with atomic_path(path) as tmp, naming_errors(path):
         conn = sqlite3.connect(str(tmp), isolation_level=None)
         try:
             tune_for_bulk_load(conn)

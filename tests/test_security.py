@@ -164,3 +164,71 @@ def test_a_signal_to_msprof_stops_its_workers_and_leftovers_go(big_job, command,
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert leftovers(big_job) == []                    # a later run removes what a killed one left
+
+
+# --- a full disk ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs (root only: mount), unmounted afterwards."""
+    if os.geteuid() != 0 or not Path("/bin/mount").exists() and not Path("/usr/bin/mount").exists():
+        pytest.skip("a small tmpfs needs root and mount(8); .ci/run runs as root")
+    point = tmp_path / "disk"
+    point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(point)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def fill(disk: Path, leave: int) -> Path:
+    """Fill ``disk`` up to ``leave`` free bytes; return the filler file."""
+    filler = disk / "filler"
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    with open(filler, "wb") as handle:
+        handle.write(b"\0" * max(0, free - leave))
+    return filler
+
+
+@pytest.mark.parametrize("command,directory", [(["import"], "sqlite"), (["export", "summary"], "summary"),
+                                               (["export", "timeline"], "timeline")])
+def test_a_full_disk_names_the_file_leaves_nothing_and_frees_its_space(small_disk, msprof_cli, command, directory):
+    job = jobgen.write_job(small_disk, small_job())
+    if command != ["import"]:
+        assert msprof_cli("import", "-dir", job).returncode == 0
+    filler = fill(small_disk, 4096)
+    proc = msprof_cli(*command, "-dir", job)
+    no_traceback(proc)
+    assert proc.returncode == 6, proc.stderr
+    assert "not enough disk space" in proc.stderr and str(job / directory) in proc.stderr
+    assert [p for p in job.rglob(".*")] == []                   # no temporary keeps the space it took
+    filler.unlink()
+    again = msprof_cli(*command, "-dir", job)
+    assert again.returncode == 0, again.stderr
+
+
+# --- a fresh collection --------------------------------------------------------------------------------------
+def test_workers_start_after_the_database_directory_exists(tmp_path, monkeypatch):
+    """Issue 10 #3: on a fresh JOB (no sqlite/ yet) the worker that loads PMU and ACL into a part database
+    in sqlite/ used to start before sqlite/ was made, and failed whenever making the database was slow.
+    Made slow on purpose here, with the worker forced on."""
+    from msprof import api, store
+    from msprof.layouts.job import importer
+
+    job = jobgen.write_job(tmp_path, small_job())
+    assert not (job / "sqlite").exists()
+    slow_mkdir = store.output_dir
+
+    def slow(path):
+        time.sleep(0.3)
+        return slow_mkdir(path)
+
+    monkeypatch.setattr(store, "output_dir", slow)
+    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(importer, "several_cores", lambda: True)
+    [path] = api.import_collection(job)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM pmu").fetchone()[0] > 0     # loaded by the worker
+    assert [p.name for p in (job / "sqlite").iterdir()] == ["msprof.db"]
