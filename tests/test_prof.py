@@ -307,3 +307,19 @@ def test_a_large_timeline_is_written_in_two_halves(tmp_path, monkeypatch):
                 last[(e["pid"], e["tid"])] = e["ts"]
     assert x_events(two) == single
     assert len([e for e in single if e[0] == TASK_PID_BASE]) == len(prof.tasks)
+
+
+@pytest.mark.parametrize("missing", ["device_0/host_start.log.0", "device_0/dev_start.log.0",
+                                     "host/data/unaging.api_event.data.slice_0"])
+def test_common_data_loss_still_gives_a_timeline(tmp_path, msprof_cli, missing):
+    """Issue 10 #6: partial data is normal; the timeline is written and the loss is said."""
+    prof_dir = pg.write_prof(tmp_path, dict(MULTI, slices={"api_event": 3}))
+    (prof_dir / missing).unlink()
+    proc = msprof_cli("export", "timeline", "-dir", prof_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "warning" in proc.stderr
+    [path] = (prof_dir / "device_0" / "timeline").glob("*.json")
+    trace = json.loads(path.read_text())
+    assert check_trace(trace) == []
+    assert len([e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == TASK_PID_BASE]) == len(
+        pg.build(MULTI).tasks)
