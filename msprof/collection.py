@@ -5,6 +5,7 @@ where things are and what the clock facts say; it decodes no binary records.
 """
 import configparser
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,8 +95,10 @@ class Clock:
 
 @dataclass
 class ResultDir:
+    """The metadata of one result directory, read and checked (``read_result_dir``): every number is
+    finite and within the bounds of what it is, so nothing later overflows or divides by zero."""
+
     path: Path
-    layout: str  # "JOB" (SS928 device dir), "PROF_HOST" or "PROF_DEVICE"
     device_id: str
     info: dict
     sample: dict
@@ -108,26 +111,32 @@ class ResultDir:
     warnings: List[str] = field(default_factory=list)
 
 
+# Bounds of the metadata values (what a real value can be, with room): MHz, counters, ns, µs since the epoch.
+MHZ = (1e-3, 1e6)
+COUNTER = (0, (1 << 63) - 1)
+EPOCH_US = (0, 1e17)                # up to the year 5138
+
+
 def read_result_dir(path: Path) -> ResultDir:
-    """Read info.json*, sample.json, start_info and the sync logs of one result directory."""
+    """Read and check info.json*, sample.json, start_info and the sync logs of one result directory."""
     path = Path(path)
     info_path = _first(path, "info.json")
     if info_path is None:
         raise NoCollectionError(f"no info.json* found under {path} (expected a JOB or PROF_ directory)")
     info = _read_json_first_line(info_path)
-    device_id = str(info.get("devices", _suffix(info_path) or "0")).split(",")[0].strip() or "0"
+    device_id = printable_id(info.get("devices"), _suffix(info_path))
     suffix = _suffix(info_path)
     sample_path = path / "sample.json"
     sample = _read_json(sample_path) if sample_path.is_file() else {}
     warnings: List[str] = []
     metadata = [info_path] + ([sample_path] if sample_path.is_file() else [])
 
-    device_info = (info.get("DeviceInfo") or [{}])[0] if isinstance(info.get("DeviceInfo"), list) else {}
-    hwts_mhz = _number(device_info.get("hwts_frequency"))
-    aic_mhz = _number(device_info.get("aic_frequency"))
-    cpu = (info.get("CPU") or [{}])[0] if isinstance(info.get("CPU"), list) else {}
-    cpu_mhz = _number(cpu.get("Frequency"))
-    cpu_mhz = cpu_mhz if cpu_mhz and cpu_mhz > 0 else None
+    device_info = _first_object(info, "DeviceInfo", info_path)
+    hwts_mhz = number(device_info, "hwts_frequency", info_path, MHZ)
+    aic_mhz = number(device_info, "aic_frequency", info_path, MHZ)
+    ai_core_num = number(device_info, "ai_core_num", info_path, (1, 1 << 20), integer=True)
+    cpu = _first_object(info, "CPU", info_path)
+    cpu_mhz = number(cpu, "Frequency", info_path, (0, 1e6)) or None     # empty or 0: host times are ns
 
     start_info = _first(path, "start_info", suffix)
     begin_us, mono_ns = 0.0, 0
@@ -136,8 +145,8 @@ def read_result_dir(path: Path) -> ResultDir:
     else:
         metadata.append(start_info)
         start = _read_json(start_info)
-        begin_us = _number(start.get("collectionTimeBegin")) or 0.0
-        mono_ns = int(_number(start.get("clockMonotonicRaw")) or 0)
+        begin_us = number(start, "collectionTimeBegin", start_info, EPOCH_US) or 0.0
+        mono_ns = number(start, "clockMonotonicRaw", start_info, COUNTER, integer=True) or 0
     end_info = _first(path, "end_info", suffix)
     if end_info is not None:
         metadata.append(end_info)
@@ -147,28 +156,76 @@ def read_result_dir(path: Path) -> ResultDir:
     host_log = _first(path, "host_start.log", suffix) or _first(path, "host_start.log")
     if dev_log is not None and host_log is not None:
         metadata += [dev_log, host_log]
-        dev_values = _read_key_values(dev_log)
-        host_values = _read_ini_first_section(host_log)
-        dev_cntvct = _required_int(dev_values, "cntvct", dev_log)
-        host_mono = _required_int(host_values, "clock_monotonic_raw", host_log)
+        dev_cntvct = number(_read_key_values(dev_log), "cntvct", dev_log, COUNTER, integer=True, required=True)
+        host_mono = number(_read_ini_first_section(host_log), "clock_monotonic_raw", host_log, COUNTER,
+                           integer=True, required=True)
     else:
         warnings.append(f"{path}: no dev_start.log/host_start.log: device time = syscnt / hwts_frequency")
 
     clock = Clock(hwts_mhz=hwts_mhz, dev_cntvct=dev_cntvct, host_mono_ns=host_mono,
                   collection_begin_us=begin_us, clock_monotonic_raw_ns=mono_ns, cpu_mhz=cpu_mhz)
-    layout = "JOB"
-    if path.name == "host" and path.parent.name.startswith("PROF_"):
-        layout = "PROF_HOST"
-    elif path.name.startswith("device_") and path.parent.name.startswith("PROF_"):
-        layout = "PROF_DEVICE"
-    return ResultDir(path=path, layout=layout, device_id=device_id, info=info, sample=sample, clock=clock,
-                     aic_mhz=aic_mhz, ai_core_num=_int_or_none(device_info.get("ai_core_num")),
-                     platform_version=str(info.get("platform_version", "")),
-                     pid=_int_or_none(info.get("pid")), metadata_files=metadata, warnings=warnings)
+    pid = info.get("pid")
+    try:
+        pid = int(str(pid).strip()) if pid is not None and not isinstance(pid, bool) else None
+    except ValueError:
+        pid = None
+    return ResultDir(path=path, device_id=device_id, info=info, sample=sample, clock=clock, aic_mhz=aic_mhz,
+                     ai_core_num=ai_core_num, platform_version=str(info.get("platform_version", ""))[:64],
+                     pid=pid if pid is not None and 0 <= pid < (1 << 31) else None, metadata_files=metadata,
+                     warnings=warnings)
+
+
+def number(values, key: str, source: Path, bounds, integer: bool = False, required: bool = False):
+    """``values[key]`` (a JSON number, or a string holding one) as a number within ``bounds``; None when it
+    is missing or empty (an error when ``required``). inf, NaN, 1e999, a 20-digit integer where a 64-bit one
+    belongs, or anything out of bounds: DataError naming the file and the key."""
+    raw = values.get(key) if isinstance(values, dict) else None
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        if required:
+            raise DataError(f"{source}: key {key!r} missing")
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        raise DataError(f"{source}: {key} is not a number: {_shown(raw)}")
+    text = raw.strip() if isinstance(raw, str) else raw
+    try:
+        value = int(text) if integer and not isinstance(text, float) and _is_integer_text(text) else float(text)
+    except (ValueError, OverflowError):
+        raise DataError(f"{source}: {key} is not a number: {_shown(raw)}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DataError(f"{source}: {key} is not a finite number: {_shown(raw)}")
+    low, high = bounds
+    if not low <= value <= high:
+        raise DataError(f"{source}: {key} = {_shown(raw)} is out of range ({low:g} to {high:g})")
+    return int(value) if integer else value
+
+
+def _is_integer_text(text) -> bool:
+    return isinstance(text, int) or (isinstance(text, str) and text.lstrip("+-").isdigit() and len(text) <= 40)
+
+
+def _shown(raw) -> str:
+    text = repr(raw)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _first_object(info: dict, key: str, source: Path) -> dict:
+    """``info[key][0]`` (DeviceInfo, CPU), an object; {} when absent."""
+    items = info.get(key)
+    if items is None or items == []:
+        return {}
+    if not isinstance(items, list) or not isinstance(items[0], dict):
+        raise DataError(f"{source}: {key}[0] is not an object")
+    return items[0]
+
+
+def printable_id(devices, suffix: Optional[str]) -> str:
+    """The device id: the first of ``devices`` ("0", "0,1"), else the file suffix; digits only."""
+    first = str(devices if devices is not None else (suffix or "0")).split(",")[0].strip()
+    return first if first.isdigit() and len(first) <= 9 else (suffix if suffix and len(suffix) <= 9 else "0")
 
 
 def require_hwts_frequency(result: ResultDir, what: str) -> float:
-    if not result.clock.hwts_mhz or result.clock.hwts_mhz <= 0:
+    if not result.clock.hwts_mhz:
         info = _first(result.path, "info.json")
         raise DataError(f"{info}: DeviceInfo[0].hwts_frequency missing or not a positive number "
                         f"(needed to convert {what} timestamps)")
@@ -195,6 +252,10 @@ def _read_json_first_line(path: Path) -> dict:
     return _read_json(path, first_line_only=True)
 
 
+# metadata files are small; a larger one is not metadata (and is not read whole)
+MAX_METADATA_BYTES = 16 << 20
+
+
 def _read_json(path: Path, first_line_only: bool = False) -> dict:
     text = read_text(path)
     if first_line_only:
@@ -203,6 +264,8 @@ def _read_json(path: Path, first_line_only: bool = False) -> dict:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise DataError(f"{path}: invalid JSON (nested too deeply)") from None
     if not isinstance(value, dict):
         raise DataError(f"{path}: line 1: expected a JSON object")
     return value
@@ -210,6 +273,8 @@ def _read_json(path: Path, first_line_only: bool = False) -> dict:
 
 def read_text(path: Path) -> str:
     try:
+        if path.stat().st_size > MAX_METADATA_BYTES:
+            raise DataError(f"{path}: {path.stat().st_size} bytes: too large for a metadata file")
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror})") from None
@@ -234,25 +299,3 @@ def _read_ini_first_section(path: Path) -> Dict[str, str]:
     if not sections:
         return _read_key_values(path)
     return {k.lower(): v.strip() for k, v in parser[sections[0]].items()}
-
-
-def _required_int(values: Dict[str, str], key: str, path: Path) -> int:
-    number = _number(values.get(key))
-    if number is None:
-        raise DataError(f"{path}: key {key!r} missing or not a number")
-    return int(number)
-
-
-def _number(value) -> Optional[float]:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(str(value).strip())
-    except ValueError:
-        return None
-    return number if number == number else None  # NaN is not a frequency
-
-
-def _int_or_none(value) -> Optional[int]:
-    number = _number(value)
-    return int(number) if number is not None else None

@@ -30,18 +30,25 @@ SVP_METRICS: List[Tuple[str, str, Tuple[str, ...]]] = [
 ]
 
 
-def event_ids(sample: dict) -> List[int]:
-    """PMU slot order from sample.json ``ai_core_profiling_events`` (hex list); empty when absent."""
+def event_ids(sample: dict, slots: int, notices=None) -> List[int]:
+    """PMU slot order from sample.json ``ai_core_profiling_events`` (hex list); empty when absent. A record
+    has ``slots`` counters: events beyond them have no counter (and are said, with ``notices``); an id
+    that is not a 32-bit hex number is skipped."""
     text = str(sample.get("ai_core_profiling_events") or "").strip()
     ids = []
     for part in text.replace(";", ",").split(","):
         part = part.strip()
-        if part:
+        if part and len(part) <= 10:
             try:
-                ids.append(int(part, 16) if part.lower().startswith("0x") else int(part, 16))
+                value = int(part, 16)
             except ValueError:
                 continue
-    return ids
+            if value < 1 << 32:
+                ids.append(value)
+    if len(ids) > slots and notices is not None:
+        notices.warn(f"sample.json names {len(ids)} PMU events; a record has {slots} counters: events "
+                     + ", ".join(f"0x{e:x}" for e in ids[slots:]) + " have none and are ignored")
+    return ids[:slots]
 
 
 def event_name(event_id: int) -> str:

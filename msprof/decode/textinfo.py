@@ -13,34 +13,80 @@ LAYER_INFO = re.compile(r"^(?P<name>.+)\.(?P<id>\d+)\.layer\.info$")
 LAYER_COLUMNS = ["layer_id", "task_id", "stream_id", "layer_type", "layer_name", "ori_layer_name"]
 
 
-def read_net_info(path: Path) -> Dict[str, str]:
+INT64 = (0, (1 << 63) - 1)
+
+
+class BadLines:
+    """Lines of a text file that are skipped: counted, the first kept for the one warning per file."""
+
+    def __init__(self, path: Path):
+        self.path, self.count, self.first = path, 0, None
+
+    def add(self, number, why: str) -> None:
+        """``number``: the line, or None for a value met after reading the lines."""
+        self.count += 1
+        if self.first is None:
+            self.first = why if number is None else f"line {number}: {why}"
+
+    def warning(self):
+        if self.count:
+            return f"{self.path.name}: {self.count} bad line(s) skipped (first: {self.first})"
+        return None
+
+
+def read_net_info(path: Path, bad: BadLines) -> Dict[str, str]:
     values = {}
     for number, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         key, sep, value = line.partition(":")
         if not sep:
-            raise DataError(f"{path}: line {number}: expected 'key: value', got {line[:60]!r}")
+            bad.add(number, f"expected 'key: value', got {line[:60]!r}")
+            continue
         values[key.strip()] = value.strip()
     return values
 
 
-def model_row(path: Path, values: Dict[str, str]) -> dict:
+def model_row(path: Path, values: Dict[str, str], bad: BadLines) -> dict:
     match = NET_INFO.match(path.name)
-    row = {"model_id": _int(values.get("model_id"), path, "model_id", default=int(match.group("id"))),
+    file_id = _int(match.group("id"), INT64)
+    row = {"model_id": _value(values, "model_id", file_id, bad),
            "model_name": values.get("model_name") or match.group("name"),
-           "batch_num": _int(values.get("batch_num"), path, "batch_num", default=1),
-           "input_pic_num": _int(values.get("input_pic_num"), path, "input_pic_num", default=None),
-           "layer_num": _int(values.get("layer_num"), path, "layer_num", default=None)}
+           "batch_num": _value(values, "batch_num", 1, bad, (1, 1 << 31)),
+           "input_pic_num": _value(values, "input_pic_num", None, bad),
+           "layer_num": _value(values, "layer_num", None, bad)}
     return row
 
 
-def read_layer_info(path: Path, model_id: int) -> List[tuple]:
-    """Rows (model_id, layer_id, task_id, stream_id, layer_type, layer_name, ori_layer_name)."""
+def _value(values: Dict[str, str], key: str, default, bad: BadLines, bounds=INT64):
+    """An integer field of net.info; an unreadable or out-of-range value keeps the default (counted)."""
+    text = values.get(key)
+    if text is None or text == "":
+        return default
+    number = _int(text, bounds)
+    if number is None:
+        bad.add(None, f"{key} is not a number in range: {text[:40]!r}")
+        return default
+    return number
+
+
+def _int(text, bounds):
+    try:
+        value = float(text) if "." in str(text) or "e" in str(text).lower() else int(str(text).strip())
+    except (ValueError, OverflowError):
+        return None
+    if value != value or value in (float("inf"), float("-inf")) or not bounds[0] <= value <= bounds[1]:
+        return None
+    return int(value)
+
+
+def read_layer_info(path: Path, model_id: int, bad: BadLines) -> List[tuple]:
+    """Rows (model_id, layer_id, task_id, stream_id, layer_type, layer_name, ori_layer_name); a line that
+    does not hold a layer is skipped and counted in ``bad``."""
     reader = csv.reader(io.StringIO(read_text(path), newline=""))
     try:
         header = [h.strip().lower() for h in next(reader)]
-    except StopIteration:
+    except (StopIteration, csv.Error):
         return []
     missing = [c for c in LAYER_COLUMNS if c not in header]
     if missing:
@@ -48,25 +94,27 @@ def read_layer_info(path: Path, model_id: int) -> List[tuple]:
                         f"(expected {','.join(LAYER_COLUMNS)})")
     index = {c: header.index(c) for c in LAYER_COLUMNS}
     rows = []
-    for number, fields in enumerate(reader, 2):
+    number = 1
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            number += 1
+            bad.add(number, f"not CSV ({exc})")
+            continue
+        number += 1
         if not fields or not any(f.strip() for f in fields):
             continue
         if len(fields) < len(header):
-            raise DataError(f"{path}: line {number}: {len(fields)} fields, expected {len(header)}")
-        get = lambda c: fields[index[c]].strip()  # noqa: E731
-        try:
-            layer_id, task_id, stream_id = int(get("layer_id")), int(get("task_id")), int(get("stream_id"))
-        except ValueError:
-            raise DataError(f"{path}: line {number}: layer_id, task_id and stream_id must be integers") from None
-        name = get("layer_name")
-        rows.append((model_id, layer_id, task_id, stream_id, get("layer_type"), name, get("ori_layer_name") or name))
+            bad.add(number, f"{len(fields)} fields, expected {len(header)}")
+            continue
+        ids = [_int(fields[index[c]].strip(), (0, (1 << 31) - 1)) for c in ("layer_id", "task_id", "stream_id")]
+        if None in ids:
+            bad.add(number, "layer_id, task_id and stream_id must be integers")
+            continue
+        name = fields[index["layer_name"]].strip()
+        rows.append((model_id, *ids, fields[index["layer_type"]].strip(), name,
+                     fields[index["ori_layer_name"]].strip() or name))
     return rows
-
-
-def _int(value, path, key, default):
-    if value is None or value == "":
-        return default
-    try:
-        return int(float(value))
-    except ValueError:
-        raise DataError(f"{path}: {key} is not a number: {value!r}") from None

@@ -132,7 +132,7 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
     with store.build(target, SCHEMA) as db, store.SideLoads(target, SCHEMA, side, spare_cores and several_cores()) as workers:
         conn = db.conn
         models, layers = _load_model_files(db, text_files, notices)
-        events = metrics.event_ids(result.sample)
+        events = metrics.event_ids(result.sample, SVP.counters, notices)
         db["pmu_event"].insert_all([{"slot": i, "event_id": e, "name": metrics.event_name(e)}
                                     for i, e in enumerate(events)])
         steps = load_streams(conn, device_streams.get("step_trace", []), lambda item: StepTraceDecoder(), notices,
@@ -189,21 +189,28 @@ def _meta(result: ResultDir) -> dict:
 
 def _load_model_files(db, text_files, notices):
     models, layers = [], []
+    bad = {path: textinfo.BadLines(path) for path in text_files}
     for path in text_files:
         if textinfo.NET_INFO.match(path.name):
-            models.append(textinfo.model_row(path, textinfo.read_net_info(path)))
+            models.append(textinfo.model_row(path, textinfo.read_net_info(path, bad[path]), bad[path]))
     known = {m["model_id"] for m in models}
     for path in text_files:
         match = textinfo.LAYER_INFO.match(path.name)
         if match:
-            model_id = int(match.group("id"))
+            model_id = textinfo._int(match.group("id"), textinfo.INT64)
+            if model_id is None:
+                notices.warn(f"{path.name}: the model id in its name is not a number in range: ignored")
+                continue
             if model_id not in known:
                 notices.warn(f"{path.name}: no matching net.info; model {model_id} gets defaults")
                 models.append({"model_id": model_id, "model_name": match.group("name"), "batch_num": 1,
                                "input_pic_num": None, "layer_num": None})
                 known.add(model_id)
-            layers.extend(textinfo.read_layer_info(path, model_id))
-    db["model"].insert_all(models)
+            layers.extend(textinfo.read_layer_info(path, model_id, bad[path]))
+    for lines in bad.values():
+        if lines.warning():
+            notices.warn(lines.warning())
+    db["model"].insert_all(models, pk="model_id", replace=True)
     Rows("layer", ("model_id", "layer_id", "task_id", "stream_id", "layer_type", "layer_name", "ori_layer_name"),
          layers).insert(db.conn)
     return models, layers

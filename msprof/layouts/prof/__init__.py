@@ -64,7 +64,7 @@ class ProfLayout(Layout):
             host_db = None
             if has_info_json(host):
                 host_db = Database(self.name, "host", host, base / "host" / "sqlite" / "msprof.db",
-                                   functools.partial(_import, host))
+                                   functools.partial(_import, host, "host"))
             devices = sorted((p for p in root.iterdir() if _DEVICE.match(p.name) and has_info_json(p)),
                              key=lambda p: int(_DEVICE.match(p.name).group(1)))
             if host not in result_dirs:             # -dir PROF_x/device_N: that device only
@@ -76,7 +76,7 @@ class ProfLayout(Layout):
             for device in devices:
                 out = base / device.name
                 own = Database(self.name, "main", device, out / "sqlite" / "msprof.db",
-                               functools.partial(_import, device))
+                               functools.partial(_import, device, "device"))
                 units.append(Unit(self, device, out, f"{root.name}/{device.name}",
                                   ([host_db] if host_db else []) + [own]))
         return units
@@ -120,10 +120,10 @@ class ProfLayout(Layout):
         return files
 
 
-def _import(path: Path, target: Path, spare_cores: bool = True) -> Path:
+def _import(path: Path, role: str, target: Path, spare_cores: bool = True) -> Path:
     from msprof.layouts.prof.importer import import_result_dir
 
-    return import_result_dir(path, target)
+    return import_result_dir(path, role, target)
 
 
 def show_tables(report, selection: Selection) -> list:

@@ -177,7 +177,8 @@ def import_device(result: ResultDir, target: Path) -> Path:
     counts: Dict[str, StreamCount] = {}
     with store.build(target, DEVICE) as db:
         conn = db.conn
-        db["pmu_event"].insert_all([{"slot": i, "event_id": e} for i, e in enumerate(event_ids(result.sample))])
+        events = event_ids(result.sample, ASCEND.counters, notices)
+        db["pmu_event"].insert_all([{"slot": i, "event_id": e} for i, e in enumerate(events)])
         load_streams(conn, streams.get("hwts", []),
                      lambda item: HwtsDecoder(lambda piece: [Rows("task", TASK_COLUMNS, _task_rows(piece))]),
                      notices, counts)
@@ -245,8 +246,9 @@ def _meta(result: ResultDir, role: str) -> dict:
             "sample": result.sample, "imported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def import_result_dir(result_dir: Path, target: Optional[Path] = None) -> Path:
-    """Rebuild the database of a PROF host/ or device_N/ directory (``target``, default its sqlite/msprof.db)."""
+def import_result_dir(result_dir: Path, role: str, target: Optional[Path] = None) -> Path:
+    """Rebuild the database of a PROF host/ (``role`` "host") or device_N/ directory (``target``, default its
+    sqlite/msprof.db)."""
     result = read_result_dir(result_dir)
     target = Path(target) if target else store.db_path(result.path)
-    return (import_host if result.layout == "PROF_HOST" else import_device)(result, target)
+    return (import_host if role == "host" else import_device)(result, target)
