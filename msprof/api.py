@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 from msprof.console import log, notice, result_log
 from msprof.layouts import find_units
 from msprof.layouts.base import Database, Selection, Unit, opened
-from msprof.outputs import remove_stale
+from msprof.outputs import naming_errors, output_dir, remove_stale
 from msprof.workers import process_pool, several_cores
 
 
@@ -144,12 +144,12 @@ def demo(output: Path) -> None:
         from msprof.errors import MsprofError
 
         raise MsprofError(f"the bundled sample is missing from {bundled} (broken installation?)")
-    output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
+    output = output_dir(Path(output))
     for job in jobs:
         target = output / job.name
         if not target.exists():
-            shutil.copytree(job, target)
+            with naming_errors(target):
+                shutil.copytree(job, target)
         notice(f"sample JOB copied to {target}")
         analyse(target)
         show(target)

@@ -15,7 +15,7 @@ from msprof import __version__
 from msprof.console import configure, log
 from msprof.outputs import restrict_umask
 from msprof.errors import EXIT_CODES, MsprofError
-from msprof.paths import check_path_argument, newest_collection
+from msprof.paths import check_path_argument, is_collection, newest_collection
 
 EXIT_CODE_HELP = "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES.items())
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -27,25 +27,47 @@ def _path_arg(ctx, param, value):
     return check_path_argument(value, "/".join(param.opts))
 
 
-def dir_option(func):
+def _verbosity(ctx, param, value):
+    """-v/-q after the command name, as before it (``msprof show -dir X -v``)."""
+    if value:
+        state = ctx.find_root().meta.setdefault("msprof.verbosity", {"verbose": 0, "quiet": False})
+        state["verbose" if param.name == "verbose" else "quiet"] = value if param.name == "verbose" else True
+        configure(state["verbose"], state["quiet"])
+
+
+def command_options(func):
+    """The options every analysis command takes: -dir, --output, -v, -q."""
+    func = click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_verbosity,
+                        help="only errors on stderr")(func)
+    func = click.option("-v", "--verbose", count=True, expose_value=False, callback=_verbosity,
+                        help="more detail on stderr; -vv also shows tracebacks")(func)
+    func = click.option("--output", type=click.Path(file_okay=False), callback=_path_arg, metavar="DIR",
+                        help="write databases and results under DIR/<result dir name>/ instead of into the "
+                             "collection (for a read-only one); freshness is still checked against its files")(func)
     return click.option("-dir", "--dir", "--collection-dir", "collection_dir", callback=_path_arg,
-                        metavar="DIR",
+                        type=click.Path(file_okay=False), metavar="DIR",
                         help="JOB or PROF_ directory, or a parent of several "
-                             "(default: the newest JOB*/PROF_* in the current directory)")(func)
+                             "(default: the current directory when it is one, else the newest JOB*/PROF_* in "
+                             "it)")(func)
+
+
+# ids are 64-bit in the databases: a larger one is a usage error, not an overflow
+ID = click.IntRange(min=0, max=(1 << 63) - 1)
 
 
 def selection_options(func):
-    func = click.option("--iteration-id", type=click.IntRange(min=0), help="restrict to this iteration "
-                        "(with --model-id)")(func)
-    return click.option("--model-id", type=click.IntRange(min=0), help="restrict to this model "
-                        "(with --iteration-id)")(func)
+    func = click.option("--iteration-id", type=ID, help="restrict to this iteration (with --model-id)")(func)
+    return click.option("--model-id", type=ID, help="restrict to this model (with --iteration-id)")(func)
 
 
 def resolve_dir(collection_dir):
     if collection_dir is not None:
         return collection_dir
-    found = newest_collection(Path.cwd())
-    click.echo(f"msprof: using {found.name} (newest collection in {Path.cwd()})", err=True)
+    here = Path.cwd()
+    if is_collection(here):
+        return here
+    found = newest_collection(here)
+    click.echo(f"msprof: using {found.name} (newest collection in {here})", err=True)
     return found
 
 
@@ -70,6 +92,17 @@ class _Commands(click.Group):
             self.add_command(getattr(__import__(module, fromlist=[attribute]), attribute), name)
         return super().get_command(ctx, name)
 
+    def invoke(self, ctx):
+        # click takes a broken pipe for an error (exit 1); for us the reader simply had enough
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise _PipeClosed() from None
+
+
+class _PipeClosed(Exception):
+    """The reader of stdout went away (``msprof show | head -1``)."""
+
 
 @click.group(cls=_Commands, context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
 @click.version_option(__version__, "--version", prog_name="msprof")
@@ -91,12 +124,12 @@ def cli(ctx, verbose, quiet):
 
 
 @cli.command("import", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
-@dir_option
-def import_cmd(collection_dir):
+@command_options
+def import_cmd(collection_dir, output):
     """Decode raw records into SQLite (<result dir>/sqlite/), always rebuilding."""
     from msprof import api
 
-    api.import_collection(resolve_dir(collection_dir))
+    api.import_collection(resolve_dir(collection_dir), output)
 
 
 @cli.group(context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
@@ -105,48 +138,60 @@ def export():
 
 
 @export.command("timeline", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
-@dir_option
+@command_options
 @selection_options
 @click.option("--check", "check_all", is_flag=True,
               help="Validate every file before it replaces the old one (default: files up to 250,000 events).")
-def export_timeline_cmd(collection_dir, model_id, iteration_id, check_all):
-    """task_time_* and acl_* Chrome traces into <result dir>/timeline/."""
+def export_timeline_cmd(collection_dir, output, model_id, iteration_id, check_all):
+    """Chrome traces into <result dir>/timeline/ (JOB: task_time_*, acl_*; PROF_: msprof*), for
+    chrome://tracing or ui.perfetto.dev."""
     from msprof import api
 
-    api.export_timeline(resolve_dir(collection_dir), selection(model_id, iteration_id), check_all=check_all)
+    api.export_timeline(resolve_dir(collection_dir), selection(model_id, iteration_id), check_all=check_all,
+                        output=output)
 
 
 @export.command("summary", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
-@dir_option
+@command_options
 @selection_options
 @click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
-def export_summary_cmd(collection_dir, model_id, iteration_id, fmt):
-    """op_summary, op_statistic and acl_statistic tables into <result dir>/summary/."""
+def export_summary_cmd(collection_dir, output, model_id, iteration_id, fmt):
+    """Summary tables into <result dir>/summary/ (JOB: op_summary, op_statistic, acl_statistic; PROF_:
+    op_summary, op_statistic, task_time, api_statistic)."""
     from msprof import api
 
-    api.export_summary(resolve_dir(collection_dir), fmt=fmt, selection=selection(model_id, iteration_id))
+    api.export_summary(resolve_dir(collection_dir), fmt=fmt, selection=selection(model_id, iteration_id),
+                       output=output)
+
+
+def _styles():
+    from tabulate import tabulate_formats
+
+    return sorted(tabulate_formats)
 
 
 @cli.command("show", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
-@dir_option
+@command_options
 @selection_options
 @click.option("--top", type=click.IntRange(min=1), help="only the N longest rows of each statistic")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-@click.option("--style", default="simple", show_default=True, help="tabulate table format (github, grid, plain…)")
-def show_cmd(collection_dir, model_id, iteration_id, top, fmt, style):
+@click.option("--style", type=click.Choice(_styles()), default="simple", show_default=True,
+              metavar="STYLE", help="table style (tabulate's: github, grid, plain, …)")
+def show_cmd(collection_dir, output, model_id, iteration_id, top, fmt, style):
     """Print AA Core metrics, op statistic, ACL statistic and frequency tables."""
     from msprof import api
 
-    api.show(resolve_dir(collection_dir), selection(model_id, iteration_id), top=top, fmt=fmt, style=style)
+    api.show(resolve_dir(collection_dir), selection(model_id, iteration_id), top=top, fmt=fmt, style=style,
+             output=output)
 
 
 @cli.command("query", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
-@dir_option
-def query_cmd(collection_dir):
+@command_options
+def query_cmd(collection_dir, output):
     """List devices, models, iterations and the data present (values for --model-id/--iteration-id)."""
     from msprof import api
 
-    api.query(resolve_dir(collection_dir))
+    api.query(resolve_dir(collection_dir), output)
 
 
 @cli.command("demo", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
@@ -191,7 +236,7 @@ def main(argv=None):
     except MsprofError as exc:
         log.error(exc.message)
         sys.exit(exc.exit_code)
-    except BrokenPipeError:
+    except (BrokenPipeError, _PipeClosed):
         _quiet_broken_pipe()
     except (OSError, sqlite3.OperationalError) as exc:
         if _is_disk_full(exc):

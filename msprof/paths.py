@@ -21,6 +21,18 @@ def check_path_argument(value: str, option: str = "path") -> Path:
     return Path(value)
 
 
+def is_collection(directory: Path) -> bool:
+    """A JOB or PROF_ result directory, or a PROF_ directory, itself (by content: its info.json*, or the
+    host/ and device_N/ directories holding theirs)."""
+    try:
+        if any(p.name.startswith("info.json") and p.is_file() for p in Path(directory).iterdir()):
+            return True
+        return any(p.is_dir() and not p.is_symlink() and (p.name == "host" or re.fullmatch(r"device_\d+", p.name))
+                   and any(q.name.startswith("info.json") for q in p.iterdir()) for p in Path(directory).iterdir())
+    except OSError:
+        return False
+
+
 def newest_collection(parent: Path) -> Path:
     """The most recently modified JOB*/PROF_* directory directly under ``parent``."""
     candidates = [p for p in Path(parent).iterdir()

@@ -2,6 +2,7 @@
 links and wrong file types in a collection, names that would inject log lines, leftovers of killed
 processes, a full disk, permissions, read-only collections, a broken pipe."""
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -232,3 +233,99 @@ def test_workers_start_after_the_database_directory_exists(tmp_path, monkeypatch
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM pmu").fetchone()[0] > 0     # loaded by the worker
     assert [p.name for p in (job / "sqlite").iterdir()] == ["msprof.db"]
+
+
+# --- permissions and read-only collections, as a real unprivileged user ---------------------------------------
+USER = os.environ.get("MSPROF_TEST_USER", "msproft") + "u"
+
+
+@pytest.fixture(scope="module")
+def user():
+    """A throw-away local user (root only: useradd); removed afterwards."""
+    import pwd
+
+    if os.geteuid() != 0 or not Path("/usr/sbin/useradd").exists():
+        pytest.skip("an unprivileged user needs root and useradd; .ci/run runs as root")
+    subprocess.run(["userdel", "-r", "-f", USER], capture_output=True)
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", USER], check=True, capture_output=True)
+    try:
+        yield pwd.getpwnam(USER)
+    finally:
+        subprocess.run(["userdel", "-r", "-f", USER], capture_output=True)
+
+
+# This Python (pyenv's, under /root) is not one another user may run: the process starts as root, loads
+# msprof and what it uses, then becomes the user for good — every file msprof then touches is the user's
+# to read or write, or not.
+AS_USER = """
+import importlib, os, pkgutil, sys
+import msprof
+for module in pkgutil.walk_packages(msprof.__path__, "msprof."):
+    if not module.name.startswith("msprof.collect"):
+        importlib.import_module(module.name)
+for name in ("concurrent.futures.process", "multiprocessing.popen_fork", "multiprocessing.synchronize",
+             "multiprocessing.queues", "decimal", "csv", "tempfile"):
+    importlib.import_module(name)
+uid, gid, umask = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3], 8)
+os.setgroups([]); os.setgid(gid); os.setuid(uid); os.umask(umask)
+from msprof.__main__ import main
+main(sys.argv[4:])
+"""
+
+
+def as_user(user, *args, umask="022", cwd=None):
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "HOME": user.pw_dir, "NO_COLOR": "1",
+           "LANG": "C.UTF-8"}
+    return subprocess.run([sys.executable, "-c", AS_USER, str(user.pw_uid), str(user.pw_gid), umask,
+                           *map(str, args)], env=env, cwd=cwd or user.pw_dir, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.fixture
+def shared(tmp_path):
+    """A directory every user can enter (pytest's tmp_path is private to root)."""
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="msprof-shared-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def modes(root: Path):
+    files = {oct(p.stat().st_mode & 0o777) for p in root.rglob("*") if p.is_file()
+             and p.parent.name in ("sqlite", "summary", "timeline", "log")}
+    dirs = {oct(p.stat().st_mode & 0o777) for p in root.rglob("*") if p.is_dir()
+            and p.name in ("sqlite", "summary", "timeline", "log")}
+    return files, dirs
+
+
+@pytest.mark.parametrize("umask,files,dirs", [("022", "0o640", "0o750"), ("002", "0o640", "0o750"),
+                                              ("077", "0o600", "0o700")])
+def test_results_are_readable_by_the_group_and_no_wider(user, shared, umask, files, dirs):
+    job = jobgen.write_job(shared, small_job())
+    subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(shared)], check=True)
+    proc = as_user(user, "show", "-dir", job, umask=umask)
+    assert proc.returncode == 0, proc.stderr
+    assert modes(job) == ({files}, {dirs})
+
+
+def test_a_read_only_collection_says_so_and_output_writes_elsewhere(user, shared):
+    job = jobgen.write_job(shared / "ro", small_job())
+    for path in [shared / "ro", *((shared / "ro").rglob("*"))]:
+        path.chmod(0o755 if path.is_dir() else 0o644)            # root's, readable by all, writable by none
+    for command in (["import"], ["export", "summary"], ["export", "timeline"], ["show"]):
+        proc = as_user(user, *command, "-dir", job)
+        assert proc.returncode == 7, (command, proc.stderr)
+        assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+        assert str(job) in proc.stderr and "--output" in proc.stderr
+    out = Path(user.pw_dir) / "results"
+    proc = as_user(user, "export", "summary", "-dir", job, "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((out / job.name / "summary").glob("op_summary_*.csv"))) == 3
+    assert (out / job.name / "sqlite" / "msprof.db").is_file() and not (job / "sqlite").exists()
+    # fresh against the raw files: a second export reuses the database, a changed raw file rebuilds it
+    proc = as_user(user, "export", "summary", "-dir", job, "--output", out)
+    assert proc.returncode == 0 and "importing" not in proc.stderr
+    demo = as_user(user, "demo", "--output", shared / "ro")
+    assert demo.returncode == 7 and str(shared / "ro") in demo.stderr and "Traceback" not in demo.stderr

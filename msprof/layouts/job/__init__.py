@@ -47,9 +47,11 @@ class JobLayout(Layout):
                 last = [it for it in iterations if it.model_id == model_id][-1]
                 name = (f"op_statistic_{safe_name(report.device_id)}_{last.model_id}_{last.index_id * last.batch_num}"
                         f"_{last.index_id}")
-                files.append(SummaryFile(name, "op_statistic", (model_id, selection.iteration_id), 1 << 20))
+                files.append(SummaryFile(name, "op_statistic", (model_id, selection.iteration_id),
+                                         sum(counts.values())))          # a scan of the model's tasks
         if report.has_acl:
-            files.append(SummaryFile(_acl_statistic_name(report, iterations), "acl_statistic", (), 1 << 20))
+            files.append(SummaryFile(_acl_statistic_name(report, iterations), "acl_statistic", (),
+                                     report.count("acl_api")))
         else:
             notice(f"{label}: no ACL API data: acl_statistic skipped")
         return files

@@ -1,0 +1,82 @@
+"""The command line's manners (issue 13 #6, #9): options where users put them, the current directory as a
+collection, bounded ids, checked styles, completion through click's own protocol, a quiet broken pipe."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixtures import profgen
+from fixtures.board import jobgen
+from fixtures.networks import small_job
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    return jobgen.write_job(tmp_path_factory.mktemp("cli"), small_job())
+
+
+def test_verbosity_options_after_the_command(job, msprof_cli):
+    quiet = msprof_cli("import", "-dir", job)
+    loud = msprof_cli("import", "-dir", job, "-v")
+    debug = msprof_cli("import", "-dir", job, "-vv")
+    assert quiet.returncode == loud.returncode == debug.returncode == 0, loud.stderr
+    assert "imported" in quiet.stderr and "records in" not in quiet.stderr
+    assert "records in" in loud.stderr and "begin: import" not in loud.stderr     # -v: info
+    assert "begin: import" in debug.stderr                                       # -vv: debug
+    silent = msprof_cli("import", "-dir", job, "-q")
+    assert silent.returncode == 0 and silent.stderr == ""
+
+
+def test_style_must_be_one_of_tabulates(job, msprof_cli):
+    proc = msprof_cli("show", "-dir", job, "--style", "nonsense")
+    assert proc.returncode == 2
+    assert "nonsense" in proc.stderr and "github" in proc.stderr and "grid" in proc.stderr
+
+
+@pytest.mark.parametrize("value", [str(1 << 63), "-1"])
+def test_ids_beyond_64_bits_are_usage_errors(job, msprof_cli, value):
+    proc = msprof_cli("export", "summary", "-dir", job, "--model-id", value, "--iteration-id", "1")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_the_current_directory_counts_as_the_collection(job, tmp_path, msprof_cli):
+    proc = msprof_cli("query", cwd=job)
+    assert proc.returncode == 0, proc.stderr
+    assert "tiny" in proc.stdout and "using" not in proc.stderr
+    prof = profgen.write_prof(tmp_path)
+    for where in (prof, prof / "device_0"):
+        proc = msprof_cli("query", cwd=where)
+        assert proc.returncode == 0, proc.stderr
+        assert "resnet50" in proc.stdout                     # read as PROF_, by its content
+
+
+def complete(*words):
+    """What click's bash completion answers for ``msprof <words>`` (the cursor on the last word)."""
+    env = dict(os.environ, _MSPROF_COMPLETE="bash_complete", COMP_WORDS=" ".join(("msprof",) + words),
+               COMP_CWORD=str(len(words)), PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "msprof"], env=env, capture_output=True, text=True, timeout=30)
+    return [tuple(line.split(",", 1)) for line in proc.stdout.splitlines()]
+
+
+def test_completion_of_options_and_values():
+    assert complete("show", "-dir", "msprof-d") == [("dir", "msprof-d")]    # the shell completes directories
+    assert complete("export", "summary", "--output", "x") == [("dir", "x")]
+    assert ("plain", "github") in complete("show", "--style", "git")
+    assert {v for k, v in complete("show", "--format", "")} == {"table", "csv", "json"}
+    assert ("plain", "--model-id") in complete("show", "--mod")
+    assert ("plain", "summary") in complete("export", "su")
+
+
+def test_a_closed_pipe_ends_quietly(job):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(f"'{sys.executable}' -m msprof show -dir '{job}' | head -1", shell=True, env=env,
+                          capture_output=True, text=True, timeout=60, executable="/bin/bash")
+    assert len(proc.stdout.splitlines()) == 1
+    status = subprocess.run(f"set -o pipefail; '{sys.executable}' -m msprof show -dir '{job}' | head -1 >/dev/null",
+                            shell=True, env=env, capture_output=True, text=True, timeout=60, executable="/bin/bash")
+    assert status.returncode == 0, status.stderr
+    assert "Error" not in status.stderr and "Exception" not in status.stderr
