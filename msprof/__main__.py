@@ -3,24 +3,28 @@
 Interrupts are quiet from the first line: until the command line is parsed (importing click and the rest
 takes ~70 ms) a Ctrl-C, TERM or HUP just ends the process with 130 — nothing is written yet. msprof.cli
 then turns them into KeyboardInterrupt, so that what is being written is cleaned up on the way out.
+(``_signal``, the interpreter's built-in module, is there at once; ``signal`` takes a moment to import.)
 """
+import _signal
 import os
-import signal
 
 
 def _quit(signum, frame):
     os._exit(130)
 
 
-for _signal in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-    if _signal is not None:
-        signal.signal(_signal, _quit)
+for _name in ("SIGINT", "SIGTERM", "SIGHUP"):
+    if hasattr(_signal, _name):
+        _signal.signal(getattr(_signal, _name), _quit)
 
 
 def main(argv=None):
-    from msprof.cli import main as run
+    try:
+        from msprof.cli import main as run
 
-    return run(argv)
+        return run(argv)
+    except KeyboardInterrupt:          # a second Ctrl-C while msprof was already on its way out
+        os._exit(130)
 
 
 if __name__ == "__main__":

@@ -214,16 +214,16 @@ def _interrupted(signum, frame):
 
 def main(argv=None):
     """Console-script entry: run the click program and turn errors into exit codes, never tracebacks."""
-    # TERM and HUP are handled like Ctrl-C: what is being written is cleaned up, workers are stopped
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _interrupted)
-    restrict_umask()
     args = sys.argv[1:] if argv is None else argv
     verbose = sum(a.count("v") for a in args if a.startswith("-") and set(a[1:]) == {"v"}) + args.count("--verbose")
-    configure(verbose)
     try:
+        # TERM and HUP are handled like Ctrl-C: what is being written is cleaned up, workers are stopped
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for name in ("SIGTERM", "SIGHUP"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), _interrupted)
+        restrict_umask()
+        configure(verbose)
         cli.main(args=argv, prog_name="msprof", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("msprof: interrupted", err=True)

@@ -80,3 +80,25 @@ def test_a_closed_pipe_ends_quietly(job):
                             shell=True, env=env, capture_output=True, text=True, timeout=60, executable="/bin/bash")
     assert status.returncode == 0, status.stderr
     assert "Error" not in status.stderr and "Exception" not in status.stderr
+
+
+def test_an_early_ctrl_c_prints_no_traceback_from_msprof():
+    """Ctrl-C at any moment of start-up: from msprof's first line on it ends quietly with 130. (A signal
+    in the interpreter's own first milliseconds, while it loads site-packages, is Python's to report:
+    those tracebacks hold no msprof frame.)"""
+    import signal
+    import time
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    ours = []
+    for step in range(40):
+        proc = subprocess.Popen([sys.executable, "-m", "msprof", "query", "-dir", "/nonexistent"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(step * 0.004)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        if "Traceback" in err and str(ROOT / "msprof") in err:     # a frame of msprof's own code
+            ours.append((step * 4, err[-500:]))
+        elif "Traceback" not in err:
+            assert proc.returncode in (130, 2, -signal.SIGINT), (step, proc.returncode, err)
+    assert ours == []
