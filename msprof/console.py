@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from msprof.paths import printable
+from msprof.paths import one_line
 
 log = logging.getLogger("msprof")
 log.setLevel(logging.DEBUG)
@@ -52,7 +52,7 @@ def notice(message: str, *args) -> None:
 
 class _StderrFormatter(logging.Formatter):
     def format(self, record):
-        text = printable(record.getMessage())
+        text = one_line(record.getMessage())
         if record.levelno >= logging.ERROR:
             return f"msprof: error: {text}"
         if record.levelno >= logging.WARNING:
@@ -73,7 +73,7 @@ class _LogFileFormatter(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)s %(message)s")
 
     def formatMessage(self, record):
-        record.message = printable(record.message)
+        record.message = one_line(record.message)
         return super().formatMessage(record)
 
 

@@ -71,3 +71,21 @@ def printable(name) -> str:
         else:
             out.append(repr(char)[1:-1])
     return "".join(out)
+
+
+def one_line(text: str) -> str:
+    """``text`` with control and other unprintable characters escaped (``\\n``, ``\\x1b``) and undecodable
+    bytes as ``\\xff`` — backslashes as they are, so that text already escaped with ``printable`` stays as
+    it is. Every line msprof logs or prints goes through it: a name from the data cannot add a line."""
+    if text.isprintable():
+        return text
+    out = []
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char.isprintable():
+            out.append(char)
+        else:
+            out.append(repr(char)[1:-1])
+    return "".join(out)
