@@ -8,13 +8,16 @@ of the collection itself (which may be read-only).
 import contextlib
 import shutil
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 from msprof.console import log, notice, result_log
 from msprof.layouts import find_units
 from msprof.layouts.base import Database, Selection, Unit, opened
 from msprof.outputs import naming_errors, output_dir, remove_stale
 from msprof.workers import process_pool, several_cores
+
+if TYPE_CHECKING:
+    from msprof.show import View
 
 
 @contextlib.contextmanager
@@ -45,8 +48,8 @@ def build_databases(databases: List[Database]) -> List[Path]:
     return [_build(database, True) for database in databases]
 
 
-def ensure_databases(unit: Unit) -> None:
-    """Build the unit's databases that are missing or whose raw files changed."""
+def ensure_databases(unit: Unit) -> List[Path]:
+    """Build the unit's databases that are missing or whose raw files changed; return those built."""
     stale = []
     for database in unit.databases:
         reason = database.stale()
@@ -54,8 +57,21 @@ def ensure_databases(unit: Unit) -> None:
             part = "" if len(unit.databases) == 1 else f" {database.source_dir.name}"
             notice(f"{unit.label}: importing{part} ({reason})")
             stale.append(database)
-    if stale:
-        build_databases(stale)
+    return build_databases(stale) if stale else []
+
+
+@contextlib.contextmanager
+def reading(unit: Unit, command: str):
+    """The frame of a command that reads a unit: ``working``, its databases made current, the report open.
+    When the import is not this run's, what it lost is said again in one line (its warnings were said when
+    it ran, maybe days ago, by another command)."""
+    with working(unit, command):
+        built = ensure_databases(unit)
+        with opened(unit) as report:
+            quality = report.quality()
+            if quality and not built:
+                log.warning("%s: data quality: %s", unit.label, quality)
+            yield report
 
 
 def import_collection(path: Path, output: Optional[Path] = None) -> List[Path]:
@@ -76,11 +92,9 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     selection.check()
     written: List[Path] = []
     for unit in find_units(path, output):
-        with working(unit, f"export summary --format {fmt}"):
-            ensure_databases(unit)
-            with opened(unit) as report:
-                files = unit.layout.summary_files(report, selection)
-                written += write_summary(report, files, fmt, unit.out / "summary")
+        with reading(unit, f"export summary --format {fmt}") as report:
+            files = unit.layout.summary_files(report, selection)
+            written += write_summary(report, files, fmt, unit.out / "summary")
     _announce(written)
     return written
 
@@ -94,10 +108,8 @@ def export_timeline(path: Path, selection: Selection = Selection(), check_all: b
     selection.check()
     written: List[Path] = []
     for unit in find_units(path, output):
-        with working(unit, "export timeline"):
-            ensure_databases(unit)
-            with opened(unit) as report:
-                written += write_timelines(report, selection, check_all)
+        with reading(unit, "export timeline") as report:
+            written += write_timelines(report, selection, check_all)
     _announce(written)
     return written
 
@@ -109,31 +121,44 @@ def analyse(path: Path, output: Optional[Path] = None) -> List[Path]:
 
 
 # --- terminal ----------------------------------------------------------------------------------------------
-def show(path: Path, selection: Selection = Selection(), top: Optional[int] = None, fmt: str = "table",
-         style: str = "simple", output: Optional[Path] = None) -> None:
-    """Print each unit's tables (outputs.md §4); import and export the timeline first when missing or stale."""
-    from msprof.show import print_tables
+def show(path: Path, selection: Selection = Selection(), view: Optional["View"] = None,
+         output: Optional[Path] = None) -> None:
+    """Print each unit's tables (outputs.md §4) as ``view`` says (msprof.show); import and export the
+    timeline first when missing or stale."""
+    from msprof.show import View, print_sections
     from msprof.trace import timelines_current, write_timelines
 
     selection.check()
-    for unit in find_units(path, output):
-        with working(unit, "show"):
-            ensure_databases(unit)
-            with opened(unit) as report:
-                if not timelines_current(report):
-                    _announce(write_timelines(report))
-                print_tables(report, selection, top=top, fmt=fmt, style=style)
+
+    def sections(unit: Unit, report):
+        if not timelines_current(report):
+            _announce(write_timelines(report))
+        return unit.layout.show_tables(report, selection)
+
+    units = find_units(path, output)
+    print_sections(_sections(units, "show", sections, view or View()), view or View(), len(units) > 1)
 
 
-def query(path: Path, output: Optional[Path] = None) -> None:
+def query(path: Path, view: Optional["View"] = None, output: Optional[Path] = None) -> None:
     """Devices, models, iteration ids and the data present (the values --model-id/--iteration-id take)."""
-    from msprof.show import print_query
+    from msprof.show import View, print_sections
 
-    for unit in find_units(path, output):
-        with working(unit, "query"):
-            ensure_databases(unit)
-            with opened(unit) as report:
-                print_query(report)
+    units = find_units(path, output)
+    view = view or View()
+    def tables(unit: Unit, report):
+        return unit.layout.query_tables(report) + [report.notice_table()]
+
+    print_sections(_sections(units, "query", tables, view), view, len(units) > 1)
+
+
+def _sections(units: List[Unit], command: str, tables, view):
+    """One msprof.show.Section per unit, made while its report is open (its rows stream from it)."""
+    from msprof.show import Section, selected
+
+    for unit in units:
+        with reading(unit, command) as report:
+            yield Section(unit.label, str(unit.path), unit.layout.name, selected(tables(unit, report), view),
+                          report.quality())
 
 
 def demo(output: Path) -> None:

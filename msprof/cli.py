@@ -170,28 +170,54 @@ def _styles():
     return sorted(tabulate_formats)
 
 
+# the table keys show and query print (msprof.layouts: each layout's show_tables/query_tables)
+SHOW_TABLES = ["op_summary", "op_statistic", "acl_statistic", "api_statistic", "frequency"]
+QUERY_TABLES = ["collection", "data", "notices"]
+
+
+def view_options(tables):
+    """The output options of show and query (msprof.show.View)."""
+    def decorate(func):
+        func = click.option("--style", type=click.Choice(_styles()), default="simple", show_default=True,
+                            metavar="STYLE", help="table style (tabulate's: github, grid, plain, …)")(func)
+        func = click.option("--wide", is_flag=True,
+                            help="every column, however wide (default: fit the terminal, leaving out "
+                                 "the columns of least value and naming them)")(func)
+        func = click.option("--table", "tables", type=click.Choice(tables), multiple=True,
+                            help="only this table (repeatable); csv prints one table, the first by default")(func)
+        return click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+                            show_default=True, help="table for people; csv or json for scripts "
+                            "(docs/user-guide.md: output for scripts)")(func)
+    return decorate
+
+
 @cli.command("show", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
 @command_options
 @selection_options
-@click.option("--top", type=click.IntRange(min=1), help="only the N longest rows of each statistic")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-@click.option("--style", type=click.Choice(_styles()), default="simple", show_default=True,
-              metavar="STYLE", help="table style (tabulate's: github, grid, plain, …)")
-def show_cmd(collection_dir, output, model_id, iteration_id, top, fmt, style):
-    """Print AA Core metrics, op statistic, ACL statistic and frequency tables."""
+@click.option("--top", type=click.IntRange(min=0), metavar="N",
+              help="the N longest rows of each table (table format: 20 unless given; 0: all rows)")
+@click.option("--sort", metavar="COLUMN", help="rank rows by this column, by its title or key (\"Time(us)\", "
+              "time_us): numbers largest first, text A to Z (default: each table's time)")
+@click.option("-r", "--reverse", is_flag=True, help="the other way round")
+@view_options(SHOW_TABLES)
+def show_cmd(collection_dir, output, model_id, iteration_id, top, sort, reverse, fmt, tables, wide, style):
+    """Print AA Core metrics (op summary), op statistic, ACL/API statistic and frequency tables."""
     from msprof import api
+    from msprof.show import View
 
-    api.show(resolve_dir(collection_dir), selection(model_id, iteration_id), top=top, fmt=fmt, style=style,
-             output=output)
+    view = View(fmt=fmt, style=style, top=top, sort=sort, reverse=reverse, wide=wide, tables=tables)
+    api.show(resolve_dir(collection_dir), selection(model_id, iteration_id), view, output=output)
 
 
 @cli.command("query", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
 @command_options
-def query_cmd(collection_dir, output):
+@view_options(QUERY_TABLES)
+def query_cmd(collection_dir, output, fmt, tables, wide, style):
     """List devices, models, iterations and the data present (values for --model-id/--iteration-id)."""
     from msprof import api
+    from msprof.show import View
 
-    api.query(resolve_dir(collection_dir), output)
+    api.query(resolve_dir(collection_dir), View(fmt=fmt, style=style, top=0, wide=wide, tables=tables), output)
 
 
 @cli.command("demo", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)

@@ -1,51 +1,279 @@
-"""show and query: a unit's tables in the terminal (tabulate), or as csv/json on stdout — one path for every
-layout (each layout's report says which tables)."""
+"""show and query: report tables on stdout — a table for people, csv or json for scripts. One path for every
+layout: a layout's report says which tables (``show_tables``, ``query_tables``); this module picks the rows
+(``--top``, ``--sort``), fits the terminal, and prints the units one after another through one printer per
+format (``PRINTERS``).
+
+* table: each result dir under a heading, each table under its title; by default the 20 longest rows of
+  each table (``--top N``; ``--top 0`` all), the total row always last; cut to the terminal's width (columns
+  of least value left out and named; ``--wide`` keeps them all).
+* csv: one table (``--table KEY``; the first one by default), one header; with several result dirs a
+  ``result_dir`` column comes first.
+* json: one document, keyed by result dir (docs/user-guide.md "Output for scripts" pins its shape): table
+  keys and column keys in snake_case, numbers as numbers, null for N/A, the total row in its own field.
+
+Without ``--top`` or ``--sort``, csv and json rows are streamed in the table's own order (flat memory on a
+million rows); ``--top`` keeps only N rows at a time; ``--sort`` alone sorts every row in memory.
+"""
+import heapq
+import io
 import json
-from typing import List, Optional
+import shutil
+from dataclasses import dataclass, replace
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import click
 
-from msprof.layouts.base import Selection
-from msprof.renderers import FORMATS
-from msprof.renderers.csvfile import column_texts
-from msprof.tables import Table
+from msprof.console import notice
+from msprof.errors import UsageError
+from msprof.paths import one_line
+from msprof.renderers.csvfile import CsvRenderer
+from msprof.renderers.terminal import TextRenderer
+from msprof.tables import TEXT, Column, Table
+
+DEFAULT_TOP = 20            # rows per table in the terminal view
 
 
-def print_tables(report, selection: Selection = Selection(), top: Optional[int] = None, fmt: str = "table",
-                 style: str = "simple") -> None:
-    tables = report.unit.layout.show_tables(report, selection)
-    emit_tables([table.materialize(top) for table in tables], fmt, style)
+@dataclass
+class View:
+    """What the user asked of show/query's output."""
+
+    fmt: str = "table"
+    style: str = "simple"
+    top: Optional[int] = None            # None: the format's default; 0: every row
+    sort: Optional[str] = None           # a column (name or key); None: each table's own time column
+    reverse: bool = False
+    wide: bool = False
+    tables: Sequence[str] = ()           # table keys to print; () all
 
 
-def print_query(report) -> None:
-    """Devices, models, iteration ids and the data present: the values --model-id/--iteration-id take."""
-    emit_tables(report.unit.layout.query_tables(report), "table", "simple")
+@dataclass
+class Section:
+    """One result dir's part of the output."""
+
+    label: str
+    path: str
+    layout: str
+    tables: List[Table]
+    quality: Optional[str] = None        # the one-line data-quality summary, when something was lost
 
 
-def emit_tables(tables: List[Table], fmt: str, style: str) -> None:
-    if fmt == "json":
-        click.echo(json.dumps({t.title: [dict(zip([c.name for c in t.columns], _texts(t, row)))
-                                         for row in _rows(t)] for t in tables}, indent=1, ensure_ascii=False))
-        return
-    for table in tables:
-        if fmt == "csv":
-            click.echo(f"# {table.title}")
-            click.echo(FORMATS["csv"]().render(table), nl=False)
-        else:
-            click.echo(table.title)
-            click.echo(FORMATS["text"](style).render(table), nl=False)
-        click.echo("")
+# --- picking rows ------------------------------------------------------------------------------------------
+def sort_column(table: Table, name: Optional[str]) -> Optional[int]:
+    """The index of column ``name`` (its title or its snake_case key, any case), or None."""
+    if name is None:
+        return None
+    wanted = name.strip().lower()
+    for index, column in enumerate(table.columns):
+        if wanted in (column.name.lower(), column.key):
+            return index
+    return None
 
 
-def _rows(table: Table):
-    yield from table.rows()
-    if table.total is not None:
-        yield table.total
+def picked(table: Table, view: View, default_top: Optional[int]) -> Tuple[Iterator[tuple], List[int]]:
+    """The rows to print (an iterator) and a one-item list that holds the table's row count once the
+    iterator is exhausted. Ranked by the sort column when there is a top or a --sort."""
+    top = default_top if view.top is None else (view.top or None)
+    if table.facts:
+        top = None
+    index = sort_column(table, view.sort)
+    if index is None:
+        index = sort_column(table, table.sort) if (top is not None or view.sort is not None) else None
+    count = [0]
+
+    def counted() -> Iterator[tuple]:
+        for row in table.rows():
+            count[0] += 1
+            yield row
+
+    if index is None:
+        rows = counted()
+        return (rows if top is None else _first(rows, top, count)), count
+    descending = table.columns[index].kind.numeric != view.reverse
+
+    def key(row):
+        value = row[index]
+        # None sorts last either way
+        return (value is not None, value) if descending else (value is None, value)
+
+    if top is None:
+        return iter(sorted(counted(), key=key, reverse=descending)), count
+    choose = heapq.nlargest if descending else heapq.nsmallest
+    return iter(choose(top, counted(), key=key)), count
 
 
-def _texts(table: Table, row):
-    return [value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else
-            column_texts(column, [value])[0] for column, value in zip(table.columns, row)]
+def _first(rows: Iterator[tuple], top: int, count: List[int]) -> Iterator[tuple]:
+    for i, row in enumerate(rows):
+        if i < top:
+            yield row
+    # rows beyond the top are still counted (the iterator above counts as it goes)
+
+
+def selected(tables: List[Table], view: View) -> List[Table]:
+    """The tables --table asks for (a result dir without one of them says why when it makes its tables),
+    checked against --sort: it must name a column of at least one of them."""
+    if view.tables:
+        tables = [t for t in tables if t.key in view.tables]
+    if view.sort is not None and tables and all(sort_column(t, view.sort) is None for t in tables):
+        names = sorted({c.key for t in tables for c in t.columns})
+        raise UsageError(f"--sort {view.sort}: no such column; columns: {', '.join(names)}")
+    return tables
+
+
+# --- printers ----------------------------------------------------------------------------------------------
+class Printer:
+    """Base of the output formats of show and query: ``section`` once per result dir, then ``end``."""
+
+    default_top: Optional[int] = None
+
+    def __init__(self, view: View, several: bool = False, out=None):
+        self.view = view
+        self.several = several          # more than one result dir
+        self.out = out
+
+    def write(self, text: str) -> None:
+        click.echo(text, nl=False, file=self.out)
+
+    def section(self, section: Section) -> None:
+        raise NotImplementedError
+
+    def end(self) -> None:
+        pass
+
+
+class TablePrinter(Printer):
+    default_top = DEFAULT_TOP
+
+    def section(self, section: Section) -> None:
+        self.write(f"== {one_line(section.label)} ({section.layout}) ==\n")
+        width = None if self.view.wide else shutil.get_terminal_size((80, 24)).columns
+        for table in section.tables:
+            rows, count = picked(table, self.view, self.default_top)
+            rows = list(rows)
+            renderer = TextRenderer(self.view.style, width)
+            text = renderer.render(_with_rows(table, rows)) if rows else ""
+            self.write(f"\n{_heading(table)}\n")
+            if not rows:
+                self.write(f"(no rows{_recorded_for(table.context)})\n")
+                continue
+            self.write(text)
+            notes = []
+            if count[0] > len(rows):
+                by = self.view.sort if sort_column(table, self.view.sort) is not None else table.sort
+                notes.append(f"{len(rows)} of {count[0]} rows" + (f" by {by}" if by else "") + ": --top N")
+            if renderer.hidden:
+                notes.append(f"{len(renderer.hidden)} more columns: --wide")
+            if notes:
+                self.write(f"({'; '.join(notes)})\n")
+        self.write("\n")
+
+
+class CsvPrinter(Printer):
+    """One table as one csv stream: the one --table names, or the first (said on stderr when there were
+    more). With several result dirs a ``result_dir`` column comes first; a header is repeated, after an
+    empty line, only where the columns change."""
+
+    def __init__(self, view: View, several: bool = False, out=None):
+        super().__init__(view, several, out)
+        self.header = None
+
+    def section(self, section: Section) -> None:
+        if not section.tables:
+            return
+        table = section.tables[0]
+        if len(section.tables) > 1 and not self.view.tables:
+            others = ", ".join(t.key for t in section.tables[1:])
+            notice(f"csv holds one table: {table.key} printed; --table {{{others}}} for another")
+        rows, _ = picked(table, self.view, self.default_top)
+        columns = [Column(c.name, c.kind) for c in table.columns]
+        total = table.total
+        if self.several:
+            columns.insert(0, Column("result_dir", TEXT, constant=section.label))
+            total = None if total is None else (section.label,) + tuple(total)
+        header = [c.name for c in columns]
+        if self.header is not None and header != self.header:
+            self.write("\n")
+        buffer = io.StringIO()
+        CsvRenderer().write(replace(table, columns=columns, batches=_chunks(rows, 1024), total=total), buffer,
+                            header=header != self.header)
+        self.header = header
+        self.write(buffer.getvalue())
+
+
+class JsonPrinter(Printer):
+    """One document, written as it goes: a million rows never sit in memory."""
+
+    def __init__(self, view: View, several: bool = False, out=None):
+        super().__init__(view, several, out)
+        self.first = True
+
+    def section(self, section: Section) -> None:
+        head = {"path": section.path, "layout": section.layout, "data_quality": section.quality}
+        self.write(("{\n" if self.first else ",\n") + f" {_dumps(section.label)}: {_dumps(head)[:-1]}, "
+                   '"tables": {')
+        self.first = False
+        for n, table in enumerate(section.tables):
+            rows, count = picked(table, self.view, self.default_top)
+            keys = [c.key for c in table.columns]
+            encode = [c.kind.json for c in table.columns]
+            head = {"title": table.title, "context": table.context, "columns": keys}
+            self.write(("," if n else "") + f"\n  {_dumps(table.key)}: {_dumps(head)[:-1]}, \"rows\": [")
+            for i, row in enumerate(rows):
+                self.write(("," if i else "") + "\n   " + _dumps(_record(keys, encode, row)))
+            # the total row's "-" fill the columns that have no total: left out
+            total = None if table.total is None else {k: v for k, v in _record(keys, encode, table.total).items()
+                                                      if v != "-"}
+            self.write(f"\n  ], \"row_count\": {count[0]}, \"total\": {_dumps(total)}}}")
+        self.write("\n }}")
+
+    def end(self) -> None:
+        self.write("{}\n" if self.first else "\n}\n")
+
+
+PRINTERS: Dict[str, type] = {"table": TablePrinter, "csv": CsvPrinter, "json": JsonPrinter}
+
+
+def print_sections(sections: Iterable[Section], view: View, several: bool = False) -> None:
+    """Print result dirs' sections in the view's format (produced lazily, one at a time: a section's tables
+    stream from its open database). ``several``: more than one result dir will come."""
+    printer = PRINTERS[view.fmt](view, several)
+    for section in sections:
+        printer.section(section)
+    printer.end()
+
+
+# --- helpers -----------------------------------------------------------------------------------------------
+def _heading(table: Table) -> str:
+    return one_line(table.title)
+
+
+def _recorded_for(context: dict) -> str:
+    ids = [f"{name} {context[key]}" for key, name in (("model_id", "model"), ("iteration_id", "iteration"))
+           if context.get(key) is not None]
+    return f": nothing recorded for {', '.join(ids)}" if ids else ""
+
+
+def _with_rows(table: Table, rows: List[tuple]) -> Table:
+    # rows here are complete (constants filled in): the columns no longer hold constants
+    return replace(table, columns=[Column(c.name, c.kind) for c in table.columns], batches=[rows])
+
+
+def _record(keys: List[str], encode, row) -> dict:
+    return {k: (None if v is None else e(v)) for k, e, v in zip(keys, encode, row)}
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _chunks(rows: Iterator[tuple], size: int) -> Iterator[List[tuple]]:
+    chunk = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def id_ranges(ids) -> Optional[str]:

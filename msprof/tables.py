@@ -11,7 +11,7 @@ PROF column the reference analyser rounds with SQLite's round(), are rounded by 
 (exact integer arithmetic, or the same SQLite function: a renderer cannot round a ratio of integers
 exactly from its float); a column the reference rounds with Python's round() is rounded here, by its kind.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator, List, Optional, Sequence
 
 NA = "N/A"
@@ -104,6 +104,10 @@ class Table:
     batches: Iterable[List[tuple]] = field(default_factory=list)     # rows, a batch at a time
     total: Optional[tuple] = None
     facts: bool = False          # a few facts (the frequency table): --top does not cut it
+    context: dict = field(default_factory=dict)   # what the title says in words: model_id, iteration_id, ...
+    sort: Optional[str] = None   # the column show ranks rows by (--top, --sort): the table's time
+    keep: Sequence[str] = ()     # the columns a narrow terminal keeps, most important first
+    cut: bool = True             # a narrow terminal may cut long texts (names); False: wrap them (messages)
 
     def rows(self) -> Iterator[tuple]:
         """Every row with all its values (constant columns filled in); the total row is apart."""
@@ -123,7 +127,7 @@ class Table:
         batches = ([self.expand(row)[first:last] for row in batch] for batch in self.batches)
         total = None if self.total is None else self.total[first:last]
         columns = [Column(c.name, c.kind) for c in self.columns[first:last]]
-        return Table(self.key, self.title, columns, batches, total, self.facts)
+        return replace(self, columns=columns, batches=batches, total=total)
 
     def materialize(self, limit: Optional[int] = None) -> "Table":
         """The same table with its rows in one list (at most ``limit``): for small tables and terminal views."""
@@ -134,7 +138,7 @@ class Table:
             if limit is not None and len(rows) >= limit:
                 del rows[limit:]
                 break
-        return Table(self.key, self.title, self.columns, [rows], self.total, self.facts)
+        return replace(self, batches=[rows])
 
 
 def batches(cursor, size: int = 1024) -> Iterator[list]:

@@ -13,8 +13,8 @@ sys.path.insert(0, str(ROOT))  # so tests can import fixtures.*
 def msprof_cli():
     """Run ``python -m msprof`` as a real process; return CompletedProcess (text stdout/stderr)."""
 
-    def run(*args, cwd=None, timeout=120):
-        env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    def run(*args, cwd=None, timeout=120, env=None):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", **(env or {}))
         return subprocess.run([sys.executable, "-m", "msprof", *map(str, args)], cwd=cwd, env=env,
                               capture_output=True, text=True, timeout=timeout)
 

@@ -89,7 +89,8 @@ def test_end_without_start_is_not_given_a_time(job, msprof_cli):
     truth = faults.end_without_start(job, index=0)
     proc = msprof_cli("import", "-dir", job)
     assert proc.returncode == 0
-    assert "1 task end(s) without a start (no start time invented)" in proc.stderr
+    assert "hwts.data.0.slice_0 offset 0: 1 task end(s) without a start, the first here (no start time invented)" \
+        in proc.stderr
     row = sqlite3.connect(job / "sqlite" / "msprof.db").execute(
         "SELECT start_syscnt, end_syscnt, dur_us FROM task WHERE start_syscnt IS NULL").fetchall()
     # conv1's first execution lost its start; its time comes from PMU cycles (100000 / 1000 MHz)

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fixtures import profgen as pg  # noqa: E402
 from reference_runner import read_csv  # noqa: E402
-from test_profgen import MULTI, expected_api_statistic, expected_task_time  # noqa: E402
+from test_profgen import MULTI, expected_api_statistic, expected_op_statistic, expected_task_time  # noqa: E402
 
 from msprof import api  # noqa: E402
 from msprof.decode.api_event import ApiEventDecoder  # noqa: E402
@@ -25,6 +25,7 @@ from msprof.decode.stars import stars_ids  # noqa: E402
 from msprof.errors import UsageError  # noqa: E402
 from msprof.layouts.base import Selection  # noqa: E402
 from msprof.metrics import AscendMetrics, aicore_time_sql  # noqa: E402
+from msprof.show import View  # noqa: E402
 from msprof.trace import TASK_PID_BASE  # noqa: E402
 from msprof.tracecheck import check_trace  # noqa: E402
 from test_profgen import r3_half_up as round3  # noqa: E402
@@ -221,9 +222,21 @@ def test_json_format_and_show(tmp_path, capsys):
                                                "task_time.json"]
     rows = json.loads((prof_dir / "device_0" / "summary" / "api_statistic.json").read_text())
     assert rows == [dict(r, Count=int(r["Count"])) for r in expected_api_statistic(pg.build(MULTI))]
-    api.show(prof_dir, top=2)
+    capsys.readouterr()
+    api.show(prof_dir, view=View(top=2))
     text = capsys.readouterr().out
-    assert "Op statistic" in text and "API statistic" in text
+    assert "Op statistic (device 0)" in text and "API statistic (host)" in text
+    # the same tables for scripts: op statistic rows by total time, top 2, keys snake_case, numbers
+    api.show(prof_dir, view=View(fmt="json", top=2))
+    doc = json.loads(capsys.readouterr().out)
+    unit = doc[f"{prof_dir.name}/device_0"]
+    assert unit["layout"] == "PROF" and list(unit["tables"]) == ["op_summary", "op_statistic", "api_statistic"]
+    truth = expected_op_statistic(pg.build(MULTI))
+    statistic = unit["tables"]["op_statistic"]
+    assert statistic["row_count"] == len(truth)
+    assert [(r["op_type"], r["count"], r["total_time_us"]) for r in statistic["rows"]] == [
+        (t["OP Type"], int(t["Count"]), t["Total Time(us)"]) for t in truth[:2]]
+    assert unit["tables"]["op_summary"]["row_count"] == len(pg.build(MULTI).tasks)
 
 
 # ---------------------------------------------------------------------------------------------- timeline

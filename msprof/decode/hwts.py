@@ -51,13 +51,14 @@ class Pairer:
     """
 
     def __init__(self):
-        self.pending = {}  # (stream_id << 16 | task_id) → (start syscnt, task type)
+        self.pending = {}  # (stream_id << 16 | task_id) → (start syscnt, task type, record index)
         self.executions = defaultdict(itertools.count)   # same key → its next exec_n
         self.last_counter = None
         self.consumed = 0       # records of the stream fed so far
         self.gaps = []          # (stream_id, task_id, expected counter, found counter, record index)
         self.unmatched_ends = 0
         self.unended_starts = 0
+        self.first_problem = {}      # "end" / "start" → record index of the first one (the file it is in)
         self.other_logs = 0
 
     def feed(self, chunk: bytes) -> List[Piece]:
@@ -139,6 +140,7 @@ class Pairer:
                 n = next(executions[key])
                 if started is None:
                     self.unmatched_ends += 1
+                    self.first_problem.setdefault("end", base + index)
                     append((key >> 16, task_id, task_type, None, syscnt, n))
                 else:
                     append((key >> 16, task_id, started[1], started[0], syscnt, n))
@@ -146,8 +148,9 @@ class Pairer:
                 earlier = pending.get(key)
                 if earlier is not None:  # previous start never ended
                     self.unended_starts += 1
+                    self.first_problem.setdefault("start", earlier[2])
                     append((key >> 16, task_id, earlier[1], earlier[0], None, next(executions[key])))
-                pending[key] = (syscnt, task_type)
+                pending[key] = (syscnt, task_type, base + index)
             else:
                 self.other_logs += 1
         if expected is not None:
@@ -164,16 +167,24 @@ class Pairer:
             more = f" and {len(self.gaps) - 5} more" if len(self.gaps) > 5 else ""
             at = where(self.gaps[0][4] * RECORD_SIZE) if where else name
             lines.append(f"{at}: rolling counter gap, HWTS records lost before {shown}{more}")
+        def at(problem: str) -> str:
+            index = self.first_problem.get(problem)
+            return where(index * RECORD_SIZE) if where and index is not None else name
+
         if self.unmatched_ends:
-            lines.append(f"{name}: {self.unmatched_ends} task end(s) without a start (no start time invented)")
+            lines.append(f"{at('end')}: {self.unmatched_ends} task end(s) without a start, the first here "
+                         "(no start time invented)")
         if self.unended_starts:
-            lines.append(f"{name}: {self.unended_starts} task start(s) never ended (no end time invented)")
+            lines.append(f"{at('start')}: {self.unended_starts} task start(s) never ended, the first here "
+                         "(no end time invented)")
         return lines
 
     def finish(self):
         """Starts still open at the end of the stream."""
         left = []
-        for key, (syscnt, task_type) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
+        if self.pending:
+            self.first_problem.setdefault("start", min(index for _, _, index in self.pending.values()))
+        for key, (syscnt, task_type, _) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
             self.unended_starts += 1
             left.append((key >> 16, key & 0xFFFF, task_type, syscnt, None, next(self.executions[key])))
         self.pending.clear()

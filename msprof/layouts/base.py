@@ -134,8 +134,29 @@ class Report:
                              f"{selection.model_id} (msprof query lists what is there)")
         return iterations
 
+    schemas = ("main",)        # the attached databases whose bookkeeping belongs to this unit
+
     def notices(self) -> List[tuple]:
-        return list(self.conn.execute("SELECT level, message FROM notice ORDER BY seq"))
+        """(level, message) of every notice stored at import, the unit's databases in order."""
+        return [row for schema in self.schemas for row in self.conn.execute(
+            f"SELECT level, message FROM {schema}.notice ORDER BY seq")]
+
+    def notice_table(self):
+        """The import's notices as a table (query prints it)."""
+        from msprof.tables import Column, Table
+
+        return Table("notices", "Import notices", [Column("Level"), Column("Message")], [self.notices()],
+                     keep=("Message", "Level"), cut=False)
+
+    def quality(self) -> Optional[str]:
+        """One line on what the import lost or skipped (its warnings: lost bytes, skipped records, unpaired
+        tasks), None when nothing: repeated by every command that reads the database, from what the import
+        stored, until the raw data changes and the database is rebuilt."""
+        warnings = [message for level, message in self.notices() if level == "warning"]
+        if not warnings:
+            return None
+        more = f" (and {len(warnings) - 1} more: msprof query lists them)" if len(warnings) > 1 else ""
+        return f"{warnings[0]}{more}"
 
 
 class Layout:

@@ -9,6 +9,9 @@ from msprof.layouts.base import Iteration, Report, Selection
 from msprof.metrics import MetricSet
 from msprof.tables import INT, NUMBER, Column, Table, batches
 
+# what a narrow terminal keeps of a statistic, most important first (msprof.renderers.terminal)
+STATISTIC_KEEP = ("OP Name", "Total Time(us)", "Total Time Ratio(%)", "Count", "Avg(us)", "Task Type", "Type",
+                  "Max(us)", "Min(us)")
 AA_CORE = next(k for k, v in TASK_TYPES.items() if v == "AA_CORE")
 
 
@@ -55,7 +58,7 @@ class JobReport(Report):
     def op_summary(self, iteration: Iteration) -> Table:
         """Rows in execution order, then the total row (Layer Id '-'). All formulas and rounding in SQL."""
         metric_names = self.metric_set.names if self.has_pmu else []
-        columns = [Column("Layer Id"), Column("Ori Layer Name"), Column("Layer Name"), Column("Layer Type"),
+        columns = [Column("Layer Id", INT), Column("Ori Layer Name"), Column("Layer Name"), Column("Layer Type"),
                    Column("Time(us)", NUMBER), Column("Time Ratio", NUMBER)]
         columns += [Column(name, INT if kind in ("count", "sum") else NUMBER)
                     for name, kind in zip(metric_names, self.metric_set.kinds())]
@@ -77,7 +80,11 @@ class JobReport(Report):
                             "round(t.dur_us * 100.0 / :total, 4)"] + (per_task if metric_names else []))
         cursor = self.conn.execute(f"SELECT {select}{source} ORDER BY t.at_syscnt, t.seq", args)
         title = f"AA Core metrics: {iteration.model_name} (model {iteration.model_id}), iteration {iteration.index_id}"
-        return Table("op_summary", title, columns, batches(cursor), tuple(total_row))
+        return Table("op_summary", title, columns, batches(cursor), tuple(total_row),
+                     context={"model_id": iteration.model_id, "model_name": iteration.model_name,
+                              "iteration_id": iteration.index_id},
+                     sort="Time(us)", keep=("Layer Name", "Time(us)", "Time Ratio", "Layer Type", "Memory Bound",
+                                            "Layer Id", "Mac Busy Ratio", "Vec Busy Ratio", "DDR Total(byte)"))
 
     # --- op_statistic (outputs.md §3.2) ---------------------------------------------------------------
     def op_statistic(self, model_id: int, index_id: Optional[int] = None) -> Table:
@@ -97,7 +104,9 @@ class JobReport(Report):
             f" WHERE {where} GROUP BY t.stream_id, t.task_id, t.task_type"
             " ORDER BY sum(t.dur_us) DESC, t.stream_id, t.task_id", {"model": model_id, "index": index_id})
         name = next((m["model_name"] for m in self.models() if m["model_id"] == model_id), f"model{model_id}")
-        return Table("op_statistic", f"Op statistic: {name} (model {model_id})", columns, batches(cursor))
+        return Table("op_statistic", f"Op statistic: {name} (model {model_id})", columns, batches(cursor),
+                     context={"model_id": model_id, "model_name": name, "iteration_id": index_id},
+                     sort="Total Time(us)", keep=STATISTIC_KEEP)
 
     # --- acl_statistic (outputs.md §3.3) --------------------------------------------------------------
     def acl_statistic(self) -> Table:
@@ -113,7 +122,8 @@ class JobReport(Report):
             " round(max([end] - start) * :scale, 3), round(min([end] - start) * :scale, 3)"
             " FROM acl_api GROUP BY pid, tid, api_type, name"
             " ORDER BY sum([end] - start) DESC, pid, tid, api_type, name", {"scale": scale})
-        return Table("acl_statistic", "ACL statistic", columns, batches(cursor))
+        return Table("acl_statistic", "ACL statistic", columns, batches(cursor), sort="Total Time(us)",
+                     keep=("Name",) + STATISTIC_KEEP[1:])
 
     def _host_us_scale(self) -> float:
         """µs per host timestamp unit: ns normally, CPU ticks when CPU[0].Frequency is set."""

@@ -1,5 +1,6 @@
 """The Ascend CANN PROF_ layout (raw-format.md §6): ``host/`` and ``device_N/`` result directories analysed
 together; one unit per device (outputs in ``device_N/``), its report ATTACHing the host database."""
+import dataclasses
 import functools
 import re
 from pathlib import Path
@@ -130,17 +131,23 @@ def show_tables(report, selection: Selection) -> list:
     report.check(selection)
     tables = []
     if report.has_tasks:
-        statistic = report.op_statistic(selection)
-        statistic.title = f"Op statistic (device {report.device_id})"
-        summary = report.op_summary(selection).select(1, 12)
-        summary.title = f"Op summary (device {report.device_id})"
-        tables += [statistic, summary]
+        context = {"device_id": report.device_id, "model_id": selection.model_id,
+                   "iteration_id": selection.iteration_id}
+        statistic = dataclasses.replace(report.op_statistic(selection), title=f"Op statistic (device {report.device_id})",
+                            context=context, sort="Total Time(us)",
+                            keep=("OP Type", "Total Time(us)", "Ratio(%)", "Count", "Avg Time(us)", "Core Type",
+                                  "Max Time(us)", "Min Time(us)"))
+        # the task columns of op_summary: its PMU columns belong in the summary files
+        summary = dataclasses.replace(report.op_summary(selection).select(1, 12), title=f"Op summary (device {report.device_id})",
+                          context=context, sort="Task Duration(us)",
+                          keep=("Op Name", "Task Duration(us)", "OP Type", "Task Wait Time(us)", "Task Type",
+                                "Task Start Time(us)", "Stream ID", "Task ID"))
+        tables += [summary, statistic]
     else:
         notice(f"{report.unit.label}: no device task data: op tables skipped")
     if report.has_api:
-        api = report.api_statistic()
-        api.title = "API statistic (host)"
-        tables.append(api)
+        tables.append(dataclasses.replace(report.api_statistic(), title="API statistic (host)", sort="Time(us)",
+                              keep=("API Name", "Time(us)", "Count", "Avg(us)", "Level", "Max(us)", "Min(us)")))
     return tables
 
 

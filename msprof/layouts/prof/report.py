@@ -36,6 +36,7 @@ class ProfReport(Report):
         if host is not None and host.is_file():
             self.conn.execute("ATTACH DATABASE ? AS host", (f"file:{host}?mode=ro",))
             self.has_host = True
+            self.schemas = ("host", "main")
         else:
             self.conn.execute("ATTACH DATABASE ':memory:' AS host")
             _create_empty(self.conn)

@@ -1,0 +1,243 @@
+"""show and query as people and scripts read them (issue 13 #1, #2, #3, #8): --top on every table, --sort,
+the terminal's width, one JSON document with a pinned schema, several result dirs, csv as one table, and
+what an import lost said again by every later command.
+
+Values come from the generator's description (fixtures/networks.small_job): one model "tiny", 3 executions;
+conv1 100/110/120 µs, pool "max", 2x2 50 µs, nms 200 µs (AA_CPU, no PMU record)."""
+import csv
+import io
+import json
+import sys
+
+import pytest
+
+from fixtures import faults
+from fixtures.board import jobgen
+from fixtures.networks import small_job
+
+# the op_summary columns of the default metric set (outputs.md §3.1), as scripts get them
+SUMMARY_KEYS = ["layer_id", "ori_layer_name", "layer_name", "layer_type", "time_us", "time_ratio",
+                "mac_busy_ratio", "mac_ppen_ratio", "vec_busy_ratio", "vec_ppen_ratio", "dstr_ratio",
+                "dtrans_ratio", "dld_ratio", "wld_ratio", "memory_bound", "ddr_read_byte", "ddr_write_byte",
+                "ddr_total_byte"]
+WIDE = {"COLUMNS": "400"}
+
+
+@pytest.fixture
+def job(tmp_path):
+    return jobgen.write_job(tmp_path, small_job())
+
+
+def table_blocks(stdout: str) -> dict:
+    """Title → (header names, data rows as {header: cell}, the note line or None), read the way the 'simple'
+    style draws them: the dashed rule under the header gives each column's span."""
+    lines = stdout.splitlines()
+    blocks = {}
+    for i in range(1, len(lines) - 1):
+        rule = lines[i + 1]
+        if rule.startswith("---") and set(rule) <= {"-", " "}:
+            spans, start = [], None
+            for j, ch in enumerate(rule + " "):
+                if ch == "-" and start is None:
+                    start = j
+                elif ch == " " and start is not None:
+                    spans.append((start, j))
+                    start = None
+
+            def cells(line):
+                return [line[a:b].strip() for a, b in spans]
+
+            header = cells(lines[i])
+            rows, note = [], None
+            for line in lines[i + 2:]:
+                if not line.strip():
+                    break
+                if line.startswith("("):
+                    note = line
+                    break
+                rows.append(dict(zip(header, cells(line))))
+            blocks[lines[i - 1]] = (header, rows, note)
+    return blocks
+
+
+def test_top_cuts_every_table_ranked_by_time_and_keeps_the_total(job, msprof_cli):
+    proc = msprof_cli("show", "-dir", job, "--top", "1", env=WIDE)
+    assert proc.returncode == 0, proc.stderr
+    blocks = table_blocks(proc.stdout)
+    header, rows, note = blocks["AA Core metrics: tiny (model 1), iteration 3"]
+    # iteration 3: nms 200, conv1 120, pool 50 µs → the longest, then the total row of all three
+    assert [(r["Layer Name"], r["Time(us)"]) for r in rows] == [("nms", "200.0"), ("-", "370.0")]
+    assert note == "(1 of 3 rows by Time(us): --top N)"
+    _, rows, note = blocks["Op statistic: tiny (model 1)"]
+    assert [(r["OP Name"], r["Total Time(us)"]) for r in rows] == [("nms", "600.0")]
+    _, rows, _ = blocks["ACL statistic"]
+    assert len(rows) == 1
+    _, rows, note = blocks["Frequency"]
+    assert len(rows) == 2 and note is None           # facts, not a ranking: never cut
+
+
+def test_default_top_is_20_rows_in_the_terminal_and_0_means_all(tmp_path, msprof_cli):
+    sys.path.insert(0, str(jobgen.Path(__file__).resolve().parents[1] / "bench"))
+    from run import job_description
+
+    job = jobgen.write_job(tmp_path, job_description(30))      # 30 layers, 5 + i % 11 µs, one iteration
+    proc = msprof_cli("show", "-dir", job, "--table", "op_summary", env=WIDE)
+    header, rows, note = table_blocks(proc.stdout)["AA Core metrics: bench (model 1), iteration 1"]
+    assert note == "(20 of 30 rows by Time(us): --top N)"
+    times = [float(r["Time(us)"]) for r in rows[:-1]]
+    assert times == sorted((5 + i % 11 for i in range(30)), reverse=True)[:20]
+    proc = msprof_cli("show", "-dir", job, "--table", "op_summary", "--top", "0", env=WIDE)
+    _, rows, note = table_blocks(proc.stdout)["AA Core metrics: bench (model 1), iteration 1"]
+    assert len(rows) == 31 and note is None
+
+
+def test_sort_by_any_column_title_or_key_and_reverse(job, msprof_cli):
+    def names(*options):
+        proc = msprof_cli("show", "-dir", job, "--table", "op_summary", *options, env=WIDE)
+        assert proc.returncode == 0, proc.stderr
+        header, rows, _ = table_blocks(proc.stdout)["AA Core metrics: tiny (model 1), iteration 3"]
+        return [r["Layer Id"] for r in rows[:-1]]
+
+    assert names() == ["2", "0", "1"]                                 # time, longest first
+    assert names("--sort", "time_us", "-r") == ["1", "0", "2"]
+    assert names("--sort", "Layer Id") == ["2", "1", "0"]              # numbers: largest first
+    assert names("--sort", "layer_id", "--reverse") == ["0", "1", "2"]
+    assert names("--sort", "layer_type") == ["0", "1", "2"]            # text A→Z: Convolution, Pooling, Proposal
+    proc = msprof_cli("show", "-dir", job, "--sort", "bogus")
+    assert proc.returncode == 2 and "--sort bogus: no such column" in proc.stderr and "time_us" in proc.stderr
+
+
+def test_the_table_fits_the_terminal_and_wide_shows_all(job, msprof_cli):
+    proc = msprof_cli("show", "-dir", job, env={"COLUMNS": "60"})
+    assert proc.returncode == 0, proc.stderr
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 60
+    header, rows, note = table_blocks(proc.stdout)["AA Core metrics: tiny (model 1), iteration 3"]
+    assert header[0] == "Layer Name" and "Time(us)" in header and "more columns: --wide" in note
+    proc = msprof_cli("show", "-dir", job, "--wide", env={"COLUMNS": "60"})
+    header_line = [l for l in proc.stdout.splitlines() if l.startswith("Layer Id")][0]
+    for name in ("Ori Layer Name", "Mac Busy Ratio", "Memory Bound", "DDR Total(byte)"):
+        assert name in header_line
+
+
+def test_json_is_one_document_with_a_stable_schema(job, msprof_cli):
+    proc = msprof_cli("show", "-dir", job, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert list(doc) == [job.name]
+    unit = doc[job.name]
+    assert unit["path"] == str(job) and unit["layout"] == "JOB" and unit["data_quality"] is None
+    assert list(unit["tables"]) == ["op_summary", "op_statistic", "acl_statistic", "frequency"]
+    summary = unit["tables"]["op_summary"]
+    assert summary["context"] == {"model_id": 1, "model_name": "tiny", "iteration_id": 3}
+    assert summary["columns"] == SUMMARY_KEYS and summary["row_count"] == 3
+    # no --top: every row in the table's own order (execution order), keys snake_case, numbers as numbers
+    rows = summary["rows"]
+    assert [r["layer_name"] for r in rows] == ["conv1", 'pool "max", 2x2', "nms"]
+    assert [r["time_us"] for r in rows] == [120.0, 50.0, 200.0]
+    assert rows[0]["layer_id"] == 0 and rows[0]["ori_layer_name"] == "conv1;bn1;relu1"
+    assert rows[2]["memory_bound"] is None and rows[2]["ddr_total_byte"] is None     # N/A → null (AA_CPU)
+    # the total row apart, only the columns that have a total
+    assert summary["total"]["time_us"] == 370.0 and summary["total"]["time_ratio"] == 100.0
+    assert "layer_id" not in summary["total"] and "layer_name" not in summary["total"]
+    statistic = unit["tables"]["op_statistic"]
+    assert statistic["context"] == {"model_id": 1, "model_name": "tiny", "iteration_id": None}
+    assert [(r["op_name"], r["total_time_us"], r["count"]) for r in statistic["rows"]] == [
+        ("nms", 600.0, 3), ("conv1", 330.0, 3), ('pool "max", 2x2', 150.0, 3)]
+    assert unit["tables"]["frequency"]["rows"] == [{"clock": "AA Core", "time_us": None, "mhz": 1000},
+                                                   {"clock": "HWTS", "time_us": None, "mhz": 100}]
+
+
+def test_json_top_and_table_selection(job, msprof_cli):
+    proc = msprof_cli("show", "-dir", job, "--format", "json", "--top", "1", "--table", "op_summary")
+    tables = json.loads(proc.stdout)[job.name]["tables"]
+    assert list(tables) == ["op_summary"]
+    assert [r["layer_name"] for r in tables["op_summary"]["rows"]] == ["nms"]
+    assert tables["op_summary"]["row_count"] == 3
+
+
+def test_several_result_dirs_are_headed_and_keyed(tmp_path, msprof_cli):
+    a = jobgen.write_job(tmp_path, small_job(seed="first"))
+    b = jobgen.write_job(tmp_path, small_job(seed="second"))
+    proc = msprof_cli("show", "-dir", tmp_path, "--top", "1", env=WIDE)
+    assert proc.returncode == 0, proc.stderr
+    headings = [l for l in proc.stdout.splitlines() if l.startswith("== ")]
+    assert headings == [f"== {name} (JOB) ==" for name in sorted([a.name, b.name])]
+    doc = json.loads(msprof_cli("show", "-dir", tmp_path, "--format", "json").stdout)
+    assert sorted(doc) == sorted([a.name, b.name])
+    rows = list(csv.reader(io.StringIO(msprof_cli("show", "-dir", tmp_path, "--format", "csv").stdout)))
+    assert rows[0][:3] == ["result_dir", "Layer Id", "Ori Layer Name"]
+    assert sorted({r[0] for r in rows[1:]}) == sorted([a.name, b.name])
+    assert len(rows) == 1 + 2 * (3 + 1)              # one header; 3 layers and a total per result dir
+    query = json.loads(msprof_cli("query", "-dir", tmp_path, "--format", "json").stdout)
+    assert sorted(query) == sorted([a.name, b.name])
+
+
+def test_csv_is_one_table(job, msprof_cli):
+    proc = msprof_cli("show", "-dir", job, "--format", "csv")
+    rows = list(csv.reader(io.StringIO(proc.stdout)))
+    assert rows[0] == ["Layer Id", "Ori Layer Name", "Layer Name", "Layer Type", "Time(us)", "Time Ratio",
+                       "Mac Busy Ratio", "Mac Ppen Ratio", "Vec Busy Ratio", "Vec Ppen Ratio", "Dstr Ratio",
+                       "Dtrans Ratio", "DLD Ratio", "WLD Ratio", "Memory Bound", "DDR Read(byte)",
+                       "DDR Write(byte)", "DDR Total(byte)"]
+    assert [r[2] for r in rows[1:]] == ["conv1", 'pool "max", 2x2', "nms", "-"]
+    assert "--table" in proc.stderr
+    proc = msprof_cli("show", "-dir", job, "--format", "csv", "--table", "op_statistic")
+    rows = list(csv.reader(io.StringIO(proc.stdout)))
+    assert rows[0][:3] == ["Task ID", "Stream ID", "OP Name"] and [r[2] for r in rows[1:]] == [
+        "nms", "conv1", 'pool "max", 2x2']
+    assert "--table" not in proc.stderr
+
+
+def _damage_second_slice(job) -> str:
+    """Remove a task start that lies in the second HWTS slice; return where its end now is
+    ('<file> offset <n>'), computed from the rewritten files."""
+    size = 64
+    files = faults.stream_files(job, "hwts")
+    first_size = files[0].stat().st_size
+    records = faults._hwts_records(faults.read_stream(job, "hwts"))
+    index = next(r["index"] for r in records if r["log_type"] == 0 and r["index"] * size >= first_size)
+    removed = records[index]
+    faults.end_without_start(job, index=index)
+    after = faults._hwts_records(faults.read_stream(job, "hwts"))
+    end = next(r["index"] for r in after[index:] if r["log_type"] == 1 and
+               (r["stream_id"], r["task_id"]) == (removed["stream_id"], removed["task_id"]))
+    position = end * size
+    for path in faults.stream_files(job, "hwts"):
+        if position < path.stat().st_size:
+            return f"{path.name} offset {position}"
+        position -= path.stat().st_size
+    raise AssertionError("end record not found")
+
+
+def test_what_an_import_lost_is_said_by_every_later_command(job, msprof_cli):
+    where = _damage_second_slice(job)
+    assert not where.startswith(faults.stream_files(job, "hwts")[0].name)     # not the first slice
+    message = f"{where}: 1 task end(s) without a start, the first here (no start time invented)"
+    proc = msprof_cli("import", "-dir", job)
+    assert proc.returncode == 0 and message in proc.stderr
+    for command in (["show"], ["query"], ["export", "summary"], ["export", "timeline"]):
+        proc = msprof_cli(*command, "-dir", job)
+        assert proc.returncode == 0, proc.stderr
+        assert "importing" not in proc.stderr
+        assert f"{job.name}: data quality: {message}" in proc.stderr, command
+    doc = json.loads(msprof_cli("query", "-dir", job, "--format", "json").stdout)[job.name]
+    assert doc["data_quality"] == message
+    assert {"level": "warning", "message": message} in doc["tables"]["notices"]["rows"]
+    # the raw data made whole again: rebuilt, and nothing more is said
+    fresh = jobgen.write_job(job.parent / "fresh", small_job())
+    for path in faults.stream_files(job, "hwts"):
+        path.unlink()
+    for path in faults.stream_files(fresh, "hwts"):
+        (job / "data" / path.name).write_bytes(path.read_bytes())
+    proc = msprof_cli("show", "-dir", job)
+    assert "importing" in proc.stderr and "data quality" not in proc.stderr
+
+
+def test_an_iteration_without_tasks_says_so(job, msprof_cli):
+    # execution 2's six HWTS records (3 tasks, start and end each) gone: its iteration has no task left
+    faults._remove_hwts(job, list(range(6, 12)), renumber=True)
+    proc = msprof_cli("show", "-dir", job, "--model-id", "1", "--iteration-id", "2", env=WIDE)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    title = lines.index("AA Core metrics: tiny (model 1), iteration 2")
+    assert lines[title + 1] == "(no rows: nothing recorded for model 1, iteration 2)"
