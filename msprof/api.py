@@ -136,6 +136,45 @@ def query(path: Path, output: Optional[Path] = None) -> None:
                 print_query(report)
 
 
+# --- answers (msprof.analysis) ------------------------------------------------------------------------------
+def compare(base: Path, new: Path, fmt: str = "table", top: Optional[int] = 20,
+            fail_if_slower: Optional[float] = None, output: Optional[Path] = None) -> dict:
+    """Compare two collections (each one result directory, or a parent holding exactly one) per model, op
+    type, op and API; print the comparison and return its document (what ``--format json`` prints).
+    ``fail_if_slower``: raise RegressionError (exit 9) when a model both have grew by more than that %."""
+    from msprof.analysis.compare import Side, check_gate, compare_sides, print_comparison
+    from msprof.analysis.facts import single_unit
+
+    sides = []
+    for path in (base, new):
+        unit = single_unit(path, output)
+        with result_log(unit.out, "compare"):
+            ensure_databases(unit)
+            with opened(unit) as report:
+                sides.append(Side.read(unit.layout.facts(report)))
+    document = compare_sides(*sides)
+    print_comparison(document, fmt, top)
+    check_gate(document, fail_if_slower)
+    return document
+
+
+def advise(path: Path, fmt: str = "table", selection: Selection = Selection(),
+           output: Optional[Path] = None) -> List[dict]:
+    """Findings of the advise rules on one collection (a result directory, or a parent holding exactly
+    one); print them and return them (what ``--format json`` prints under "findings")."""
+    from msprof.analysis.advise import find, print_findings
+    from msprof.analysis.facts import single_unit
+
+    selection.check()
+    unit = single_unit(path, output)
+    with result_log(unit.out, "advise"):
+        ensure_databases(unit)
+        with opened(unit) as report:
+            findings = find(unit.layout.facts(report), selection)
+    print_findings(findings, fmt, unit.label)
+    return findings
+
+
 def demo(output: Path) -> None:
     """Copy the bundled sample JOB into ``output`` and run import, export and show on it."""
     bundled = Path(__file__).parent / "demo_data"

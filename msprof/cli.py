@@ -194,6 +194,54 @@ def query_cmd(collection_dir, output):
     api.query(resolve_dir(collection_dir), output)
 
 
+@cli.command("compare", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@click.argument("base", callback=_path_arg)
+@click.argument("new", callback=_path_arg)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
+              help="ops: only the N largest changes in the table and csv views (json has all)")
+@click.option("--fail-if-slower", type=click.FloatRange(min=0), metavar="PCT",
+              help="exit 9 when a model's time per iteration grew by more than PCT %")
+@click.option("--output", callback=_path_arg, metavar="DIR",
+              help="databases go to DIR/<result dir name>/ (for read-only collections)")
+def compare_cmd(base, new, fmt, top, fail_if_slower, output):
+    """Compare two collections: time per iteration per model, per op type, per op, per ACL/API call.
+
+    BASE and NEW are each a JOB or PROF_ directory (or a directory holding exactly one); models are matched
+    by name.
+
+    \b
+    Example (a CI gate: fail when a model got more than 5 % slower):
+      msprof compare JOB_mish JOB_leaky
+      msprof compare base/ new/ --format json --fail-if-slower 5
+    """
+    from msprof import api
+
+    api.compare(base, new, fmt=fmt, top=top, fail_if_slower=fail_if_slower, output=output)
+
+
+@cli.command("advise", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@dir_option
+@selection_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--output", callback=_path_arg, metavar="DIR",
+              help="databases go to DIR/<result dir name>/ (for read-only collections)")
+def advise_cmd(collection_dir, model_id, iteration_id, fmt, output):
+    """Findings: decomposed activations, memory-bound layers, CPU fallbacks, ACL hotspots, idle device, lost data.
+
+    Layer findings read the last recorded iteration of each model (the one show prints) unless
+    --model-id/--iteration-id select one.
+
+    \b
+    Example:
+      msprof advise -dir JOBxxx
+      msprof advise -dir PROF_xxx/device_0 --format json
+    """
+    from msprof import api
+
+    api.advise(resolve_dir(collection_dir), fmt=fmt, selection=selection(model_id, iteration_id), output=output)
+
+
 @cli.command("demo", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
 @click.option("--output", default="msprof-demo", show_default=True, callback=_path_arg,
               help="where to copy the bundled sample JOB")

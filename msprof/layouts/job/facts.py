@@ -17,7 +17,7 @@ class JobFacts(Facts):
     processor = "AA Core"
     cpu = "AA CPU"
     native_activations = "SS928: Relu, LeakyRelu, PRelu, Elu, Srelu"
-    table_names = {"layers": "op_summary", "ops": "op_statistic", "apis": "acl_statistic"}
+    table_names = {"layers": "op_summary", "ops": "op_statistic", "apis": "acl_statistic", "idle": "task"}
 
     def __init__(self, report):
         super().__init__(report)

@@ -22,7 +22,7 @@ class ProfFacts(Facts):
     processor = "AI Core"
     cpu = "AI CPU"
     native_activations = "Relu, LeakyRelu, PRelu, Elu, or one fused operator from CANN's library"
-    table_names = {"layers": "op_summary", "ops": "op_statistic", "apis": "api_statistic"}
+    table_names = {"layers": "op_summary", "ops": "op_statistic", "apis": "api_statistic", "idle": "op_summary"}
 
     def __init__(self, report):
         super().__init__(report)
