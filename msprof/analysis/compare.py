@@ -26,7 +26,7 @@ SECTIONS = {
                  "Op types: time (µs) and count per iteration"),
     "ops": (["op_name", "op_type", "base_us", "new_us", "delta_us"], "Ops: average duration (µs)"),
     "apis": (["name", "base_count", "new_count", "base_avg_us", "new_avg_us", "delta_avg_us", "base_total_us",
-              "new_total_us"], "ACL/API calls (µs)"),
+              "new_total_us"], "ACL/API calls: count, average and total (µs)"),
 }
 _NAME_COLUMNS = {"model_name", "op_type", "op_name", "name"}
 _COUNT_COLUMNS = {"base_count", "new_count"}

@@ -128,7 +128,9 @@ class Facts:
         self.report = report
         self.label = report.unit.label
         self.path = report.unit.path
+        # compare and advise ask for these several times: each is one SQL aggregate over the tasks
         self._iterations: Dict[Selection, Dict[str, List[float]]] = {}
+        self._op_times: Dict[Selection, List[OpTime]] = {}
 
     # --- what the data holds ------------------------------------------------------------------------
     @property
@@ -188,6 +190,11 @@ class Facts:
 
     def op_times(self, selection: Selection = Selection()) -> List[OpTime]:
         """Per model and op name: type, CPU or not, count and total µs, with the model's iteration count."""
+        if selection not in self._op_times:
+            self._op_times[selection] = self._merged_op_times(selection)
+        return self._op_times[selection]
+
+    def _merged_op_times(self, selection: Selection) -> List[OpTime]:
         iterations = {name: len(times) for name, times in self.model_iterations(selection).items()}
         merged: Dict[Tuple[str, str], OpTime] = OrderedDict()
         for model, name, op_type, cpu, count, total in self._op_rows(selection):
