@@ -16,7 +16,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fixtures import faults  # noqa: E402
 from fixtures import profgen as pg  # noqa: E402
 from fixtures.board import jobgen  # noqa: E402
 

@@ -89,9 +89,10 @@ class ProfFacts(Facts):
         table = self.report.op_summary(iteration.selection)
         at = {column.name: i for i, column in enumerate(table.columns)}
         bound = at.get("memory_bound")
-        for row in table.rows():
+        duration, printed = at["Task Duration(us)"], [column.kind.json for column in table.columns]
+        for row in table.rows():           # values rounded as the file prints them (some columns round there)
             yield Layer(row[at["Op Name"]] or row[at["Task Type"]], None, row[at["OP Type"]] or row[at["Task Type"]],
-                        row[at["Task Duration(us)"]], None if bound is None else row[bound])
+                        printed[duration](row[duration]), None if bound is None else printed[bound](row[bound]))
 
     def _idle_rows(self, selection: Selection) -> Iterable[Tuple[str, float, float]]:
         where, args = self._scope(selection)
