@@ -232,7 +232,8 @@ def test_prof_collection(tmp_path):
     slowly (30 µs between launches: the device waits)."""
     desc = {"iterations": 2, "pmu": "PipeUtilization", "threads": [{"gap_us": 30, "ops": [
         {"name": "conv1", "type": "Conv2D", "block_dim": 8, "dur_us": [20, 22]},
-        {"name": "sig1", "type": "Sigmoid", "task_type": "AI_VECTOR_CORE", "dur_us": 5},
+        {"name": "sig1", "type": "Sigmoid", "task_type": "AI_VECTOR_CORE", "dur_us": 5, "total_cycles": 5000,
+         "pmu": [1500, 500, 0, 0, 3500, 0, 0, 0]},        # vec 0.3, mac 0.1, mte2 0.7: 0.7 / 0.3 = 2.333
         {"name": "mul1", "type": "Mul", "task_type": "AI_VECTOR_CORE", "dur_us": 3},
         {"name": "nms", "type": "NonMaxSuppression", "task_type": "AI_CPU", "dur_us": 40}]}]}
     prof, path = pg.build(desc), pg.write_prof(tmp_path, desc)
@@ -248,15 +249,18 @@ def test_prof_collection(tmp_path):
                                             "layer_types": "Sigmoid;Mul", "time_us": 8.0, "share_pct": 11.43}}]
     assert "The AI Core has no SiLU/Swish layer" in silu["message"]
 
-    # memory_bound = mte2 / max(vec, mac) of the ratios rounded to 3 (profgen's counters: cycles·(k+1)//16)
-    def bound(cycles):
-        ratio = [round(float(Decimal(cycles * (k + 1) // 16) / cycles), 10) for k in range(8)]
-        r = [float(Decimal(repr(x)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP)) for x in ratio]
-        return round(r[4] / max(r[0], r[1]), 3)         # slots: vec 0x8, mac 0xa, …, mte2 0xc
+    # memory_bound = mte2 / max(vec, mac) of the ratios rounded to 3, the quotient rounded to 3 as op_summary
+    # prints it (profgen's default counters: cycles·(k+1)//16 in slots vec 0x8, mac 0xa, …, mte2 0xc)
+    def bound(cycles, counters=None):
+        counters = counters or [cycles * (k + 1) // 16 for k in range(8)]
+        r = [float((Decimal(c) / cycles).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP)) for c in counters]
+        return round(r[4] / max(r[0], r[1]), 3)
     [mem] = by["memory_bound"]
     assert [(e["key"]["layer_name"], e["values"]["memory_bound"], e["values"]["time_us"]) for e in mem["evidence"]] \
-        == [("conv1", bound(22000), 22.0), ("sig1", bound(5000), 5.0), ("mul1", bound(3000), 3.0)]
-    assert mem["evidence"][0]["values"]["memory_bound"] == 2.504 and mem["severity"] == "high"   # 30 of 70 µs
+        == [("conv1", bound(22000), 22.0), ("sig1", bound(5000, [1500, 500, 0, 0, 3500, 0, 0, 0]), 5.0),
+            ("mul1", bound(3000), 3.0)]
+    assert [e["values"]["memory_bound"] for e in mem["evidence"]] == [2.504, 2.333, 2.496]
+    assert mem["severity"] == "high"                                    # 30 of 70 µs
 
     [cpu] = by["cpu_fallback"]
     assert cpu["severity"] == "high" and cpu["evidence"][0]["values"]["share_pct"] == pct(80, 138)
