@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from fixtures import profgen as pg  # noqa: E402
 from fixtures.board import jobgen  # noqa: E402
+from fixtures.networks import small_job, two_model_job  # noqa: E402
 
 from msprof import api  # noqa: E402
 from msprof.errors import RegressionError, UsageError  # noqa: E402
@@ -171,7 +172,7 @@ def test_gate_exit_9_both_ways(job_pair, msprof_cli):
     slower = msprof_cli("compare", leaky_dir, mish_dir, "--fail-if-slower", "50")
     assert slower.returncode == 9
     assert slower.stdout.startswith("yolov3_tiny: 14111.0 → 23145.0 µs per iteration, +64.0 %\n")  # data first
-    assert "performance regression: yolov3_tiny 14111.0 → 23145.0 µs per iteration (+64.0 %, more than 50 %)" \
+    assert "performance regression: yolov3_tiny: 14111.0 → 23145.0 µs per iteration (+64.0 %, more than 50 %)" \
         in slower.stderr
     assert msprof_cli("compare", leaky_dir, mish_dir, "--fail-if-slower", "64.1").returncode == 0
     faster = msprof_cli("compare", mish_dir, leaky_dir, "--fail-if-slower", "0", "--format", "json")
@@ -208,21 +209,58 @@ def test_csv_view(job_pair, msprof_cli):
     assert ops[2] == "conv1_mish_softplus,Softplus,1836.21,N/A,N/A"
 
 
-def test_models_on_one_side_only(job_pair, msprof_cli):
-    """The fixtures' own model names differ: no model is matched; the gate has nothing to check (exit 0)."""
-    (mish, mish_dir), (leaky, leaky_dir) = job_pair["mish_own"], job_pair["leakyrelu_own"]
-    result = msprof_cli("compare", mish_dir, leaky_dir, "--format", "json", "--fail-if-slower", "0")
-    assert result.returncode == 0, result.stderr
-    assert "nothing to check" in result.stderr
+def model_means(job):
+    """Per model name: the mean over its recorded iterations of the summed task durations."""
+    sums = defaultdict(Fraction)
+    for task in job.tasks:
+        if task["recorded"]:
+            sums[(task["model_name"], task["index_id"])] += Fraction(task["duration_us"])
+    means = defaultdict(list)
+    for (name, _index), total in sums.items():
+        means[name].append(total)
+    return {name: r3(sum(totals) / len(totals)) for name, totals in means.items()}
+
+
+def test_models_on_one_side_only(tmp_path, msprof_cli):
+    """Two models against one: ``tiny`` is matched by name, ``tiny_b`` is the base's only (null on the new
+    side) and the gate checks ``tiny`` only; with no common name at all, nothing is gated."""
+    two, one = two_model_job(), small_job()
+    two_dir, one_dir = jobgen.write_job(tmp_path / "two", two), jobgen.write_job(tmp_path / "one", one)
+    base, new = model_means(jobgen.build(two)), model_means(jobgen.build(one))
+    # docs/fixtures.md: conv1 100/110/120 µs by execution, pool 50, nms 200 (tiny_b: conv1 and pool only)
+    assert base == {"tiny": (350 + 360) / 2, "tiny_b": (150 + 160) / 2} and new == {"tiny": (350 + 360 + 370) / 3}
+    result = msprof_cli("compare", two_dir, one_dir, "--format", "json", "--fail-if-slower", "1.4")
+    assert result.returncode == 9 and "tiny_b" not in result.stderr          # (360 − 355) / 355 = 1.408 %
     document = json.loads(result.stdout)
     assert document["models"] == [
-        {"model_name": "yolov3_tiny_leaky", "base_us": None, "new_us": r3(job_truth(leaky)["model"]),
-         "delta_us": None, "delta_pct": None},
-        {"model_name": "yolov3_tiny_mish", "base_us": r3(job_truth(mish)["model"]), "new_us": None,
-         "delta_us": None, "delta_pct": None}]
-    table = msprof_cli("compare", mish_dir, leaky_dir)
-    assert table.stdout.splitlines()[0] == ("no model in both collections (models are matched by name): "
-                                            "yolov3_tiny_leaky (new only), yolov3_tiny_mish (base only)")
+        {"model_name": "tiny", "base_us": 355.0, "new_us": 360.0, "delta_us": 5.0, "delta_pct": 1.408},
+        {"model_name": "tiny_b", "base_us": 155.0, "new_us": None, "delta_us": None, "delta_pct": None}]
+    assert msprof_cli("compare", two_dir, one_dir, "--fail-if-slower", "1.41").returncode == 0
+    table = msprof_cli("compare", two_dir, one_dir)
+    assert table.stdout.splitlines()[0] == "tiny: 355.0 → 360.0 µs per iteration, +1.4 %"
+    nothing = msprof_cli("compare", one_dir, jobgen.write_job(tmp_path / "other", small_job(
+        models=[{"name": "x", "layers": [{"name": "l"}]}, {"name": "y", "id": 2, "layers": [{"name": "l"}]}])),
+        "--fail-if-slower", "0")
+    assert nothing.returncode == 0 and "nothing to check" in nothing.stderr
+    assert nothing.stdout.splitlines()[0] == ("no model in both collections (models are matched by name): "
+                                              "tiny (base only), x (new only), y (new only)")
+
+
+def test_one_model_each_under_two_names_is_compared(job_pair, msprof_cli):
+    """The fixtures' own names differ (yolov3_tiny_mish / yolov3_tiny_leaky): one model each side is the same
+    network converted again, so the two are compared, and gated."""
+    (mish, mish_dir), (leaky, leaky_dir) = job_pair["mish_own"], job_pair["leakyrelu_own"]
+    result = msprof_cli("compare", mish_dir, leaky_dir, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert ("models matched as the only one of each side: yolov3_tiny_mish (base) and yolov3_tiny_leaky (new)"
+            in result.stderr)
+    assert json.loads(result.stdout)["models"] == [
+        {"model_name": "yolov3_tiny_mish → yolov3_tiny_leaky", "base_us": 23145.0, "new_us": 14111.0,
+         "delta_us": -9034.0, "delta_pct": -39.032}]
+    slower = msprof_cli("compare", leaky_dir, mish_dir, "--fail-if-slower", "10")
+    assert slower.returncode == 9
+    assert slower.stdout.splitlines()[0] == ("yolov3_tiny_leaky → yolov3_tiny_mish: 14111.0 → 23145.0 µs per "
+                                             "iteration, +64.0 %")
 
 
 def test_collection_without_acl_or_pmu_data(tmp_path, msprof_cli):

@@ -69,13 +69,24 @@ def _mean(values: Optional[List[float]]) -> Optional[float]:
     return r3(sum(values) / len(values)) if values else None
 
 
+def matched_models(base: Side, new: Side) -> List[tuple]:
+    """(label, base name, new name) of each model row: models are matched by name. One exception: when each
+    side has one model and the names differ, those two are the same network converted again under another
+    name (yolov3_tiny_mish → yolov3_tiny_leaky, the guide's case) and are compared, labelled "base → new"."""
+    if len(base.models) == 1 == len(new.models) and set(base.models) != set(new.models):
+        [base_name], [new_name] = base.models, new.models
+        notice(f"models matched as the only one of each side: {base_name} (base) and {new_name} (new)")
+        return [(f"{base_name} → {new_name}", base_name, new_name)]
+    return [(name, name, name) for name in sorted(set(base.models) | set(new.models))]
+
+
 def compare_sides(base: Side, new: Side) -> dict:
     """The document of ``--format json`` (issue 12, keys in this order)."""
     models = []
-    for name in sorted(set(base.models) | set(new.models)):
-        b, n = _mean(base.models.get(name)), _mean(new.models.get(name))
+    for label, base_name, new_name in matched_models(base, new):
+        b, n = _mean(base.models.get(base_name)), _mean(new.models.get(new_name))
         delta = _minus(n, b)
-        models.append({"model_name": name, "base_us": b, "new_us": n, "delta_us": delta,
+        models.append({"model_name": label, "base_us": b, "new_us": n, "delta_us": delta,
                        "delta_pct": r3(delta / b * 100) if delta is not None and b else None})
 
     op_types = []
@@ -148,7 +159,7 @@ def check_gate(document: dict, pct: Optional[float]) -> None:
     slower = regressions(document, pct)
     if slower:
         raise RegressionError("performance regression: " + "; ".join(
-            f"{r['model_name']} {r['base_us']:.1f} → {r['new_us']:.1f} µs per iteration "
+            f"{r['model_name']}: {r['base_us']:.1f} → {r['new_us']:.1f} µs per iteration "
             f"({_signed_pct(r['delta_pct'])}, more than {pct:g} %)" for r in slower))
 
 
