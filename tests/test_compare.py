@@ -432,3 +432,19 @@ def test_compare_fetches_aggregates_not_tasks(tmp_path):
     assert side.op_types["Mish"].us_per_iteration == sum(1 + i % 3 for i in range(1, 40, 2))
     # 2000 tasks; read: 50 iteration sums, 40 layer groups, 40 layer names, a few models, APIs and counts
     assert 130 < counting.rows < 200
+
+
+def test_output_dir_leaves_the_collections_alone(job_pair, tmp_path, msprof_cli):
+    (_, mish_dir), (_, leaky_dir) = job_pair["mish"], job_pair["leakyrelu"]
+    base, new = tmp_path / "base" / mish_dir.name, tmp_path / "new" / leaky_dir.name
+    for source, target in ((mish_dir, base), (leaky_dir, new)):
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns("sqlite", "log", "timeline"))
+    result = msprof_cli("compare", base, new, "--format", "json", "--output", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["models"][0]["delta_us"] == -9034.0
+    for collection in (base, new):
+        assert sorted(p.name for p in collection.iterdir()) == sorted(p.name for p in mish_dir.iterdir()
+                                                                      if p.name not in ("sqlite", "log", "timeline"))
+        assert (tmp_path / "out" / collection.name / "sqlite" / "msprof.db").is_file()
+    advise = msprof_cli("advise", "-dir", base, "--output", tmp_path / "out")
+    assert advise.returncode == 0 and "importing" not in advise.stderr        # the database under out/ is reused
