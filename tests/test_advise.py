@@ -3,6 +3,7 @@ expectations computed from the generators' truth (task durations, PMU counters, 
 document's shape, the table view's order, missing PMU/ACL data, the selection, rules as data."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -391,3 +392,24 @@ def test_help_has_examples(msprof_cli):
         result = msprof_cli(command, "--help")
         assert result.returncode == 0 and "Example" in result.stdout and f"msprof {command} " in result.stdout
         assert "9  performance regression" in result.stdout
+
+
+def test_prof_without_host_is_one_single_op_iteration(tmp_path, msprof_cli):
+    """No host data: no op names, no model executions; the device tasks are one iteration of ``single-op``,
+    streamed through the layer rules, and there is no iteration to select."""
+    desc = {"iterations": 2, "threads": [{"ops": [
+        {"name": "conv1", "type": "Conv2D", "dur_us": 20},
+        {"name": "nms", "type": "NonMaxSuppression", "task_type": "AI_CPU", "dur_us": 40}]}]}
+    path = pg.write_prof(tmp_path, desc)
+    shutil.rmtree(path / "host")
+    result = msprof_cli("advise", "-dir", path, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    findings = by_id(json.loads(result.stdout)["findings"])
+    assert sorted(findings) == ["cpu_fallback"]             # no PMU, no API data, nothing lost
+    [cpu] = findings["cpu_fallback"]
+    assert cpu["evidence"] == [{"table": "op_statistic", "key": {"model_name": "single-op", "op_name": "AI_CPU"},
+                                "values": {"op_type": "AI_CPU", "count_per_iteration": 2.0, "time_us": 80.0,
+                                           "share_pct": pct(80, 120)}}]
+    assert cpu["severity"] == "high"                        # 66.67 % of the device time
+    selected = msprof_cli("advise", "-dir", path, "--model-id", "1", "--iteration-id", "1")
+    assert selected.returncode == 2 and "no recorded iteration 1 of model 1" in selected.stderr

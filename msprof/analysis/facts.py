@@ -131,6 +131,7 @@ class Facts:
         # compare and advise ask for these several times: each is one SQL aggregate over the tasks
         self._iterations: Dict[Selection, Dict[str, List[float]]] = {}
         self._op_times: Dict[Selection, List[OpTime]] = {}
+        self._layer_lists: Dict[tuple, List[Layer]] = {}
 
     # --- what the data holds ------------------------------------------------------------------------
     @property
@@ -161,7 +162,8 @@ class Facts:
         of each model (the one ``show`` prints)."""
         raise NotImplementedError
 
-    def layers(self, iteration: LayerIteration) -> Iterator[Layer]:
+    def _layers(self, iteration: LayerIteration) -> Iterator[Layer]:
+        """The tasks of one iteration in execution order (its op_summary rows)."""
         raise NotImplementedError
 
     def _idle_rows(self, selection: Selection) -> Iterable[Tuple[str, float, float]]:
@@ -178,6 +180,17 @@ class Facts:
         raise NotImplementedError
 
     # --- answers -----------------------------------------------------------------------------------
+    def layers(self, iteration: LayerIteration) -> Iterable[Layer]:
+        """The layers of one iteration in execution order. A model's iteration is kept (its layers are the
+        network's, a few thousand at most, and reading them filters every task of a PROF device); the
+        single-op iteration, every task of the collection, is streamed again for each reader."""
+        if iteration.model_id is None:
+            return self._layers(iteration)
+        key = (iteration.model_id, iteration.index_id)
+        if key not in self._layer_lists:
+            self._layer_lists[key] = list(self._layers(iteration))
+        return self._layer_lists[key]
+
     def model_iterations(self, selection: Selection = Selection()) -> Dict[str, List[float]]:
         """Per model name: the busy µs (sum of its device task durations) of each recorded iteration.
         Models are keyed by name: two model ids of one name are one model."""

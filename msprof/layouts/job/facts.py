@@ -78,7 +78,7 @@ class JobFacts(Facts):
             last[it.model_id] = it                      # in model, index order: the last one stays
         return [LayerIteration(it.model_id, it.model_name, it.index_id) for it in last.values()]
 
-    def layers(self, iteration: LayerIteration) -> Iterator[Layer]:
+    def _layers(self, iteration: LayerIteration) -> Iterator[Layer]:
         """The rows of op_summary (what ``show`` prints for that iteration): the same numbers."""
         [it] = self.report.iterations(iteration.selection)
         table = self.report.op_summary(it)

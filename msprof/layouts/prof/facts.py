@@ -96,7 +96,7 @@ class ProfFacts(Facts):
             last[it.model_id] = it
         return [LayerIteration(it.model_id, it.model_name, it.index_id) for it in last.values()]
 
-    def layers(self, iteration: LayerIteration) -> Iterator[Layer]:
+    def _layers(self, iteration: LayerIteration) -> Iterator[Layer]:
         """The rows of op_summary (the file export summary writes): the same numbers."""
         table = self.report.op_summary(iteration.selection)
         at = {column.name: i for i, column in enumerate(table.columns)}
