@@ -414,7 +414,7 @@ class CountingCursor:
 
 def test_compare_fetches_aggregates_not_tasks(tmp_path):
     """Facts never hand Python one row per task: the rows compare reads from SQLite are about the number of
-    layers and iterations, whatever the number of tasks (a 1M-task compare is timed in docs/performance.md)."""
+    layers and iterations, whatever the number of tasks (a 1M-task compare is timed in docs/tutorial.md, "Speed")."""
     from msprof.analysis.compare import Side
     from msprof.api import ensure_databases
     from msprof.layouts import find_units
