@@ -211,9 +211,9 @@ def compare_cmd(base, new, fmt, top, fail_if_slower, output):
     by name.
 
     \b
-    Example (a CI gate: fail when a model got more than 5 % slower):
-      msprof compare JOB_mish JOB_leaky
-      msprof compare base/ new/ --format json --fail-if-slower 5
+    Examples:
+      msprof compare runs/mish runs/leaky             # side by side, verdict first
+      msprof compare base/ new/ --fail-if-slower 5    # CI: exit 9 when a model got >5 % slower
     """
     from msprof import api
 

@@ -86,8 +86,8 @@ class _Summed:
 
 # --- decomposed_activation ---------------------------------------------------------------------------------
 # Activations an accelerator without them runs as a chain of elementwise layers: (name, the chain's layer
-# types, normalised: lower case, letters and digits). Tried in this order at each layer (Mish before the
-# GELU tanh tail, which ends like it).
+# types, normalised: lower case, letters and digits only). At each layer the first chain that matches is
+# taken (they start with different types, so none hides another).
 ACTIVATIONS: List[Tuple[str, Tuple[str, ...]]] = [
     ("Mish", ("softplus", "tanh", "mul")),
     ("GELU", ("erf", "add", "mul")),

@@ -7,6 +7,7 @@ drawn from that document, so every view shows the same numbers.
 Numbers: µs rounded to 3 decimals, percentages too; deltas are computed from the rounded values, so a
 reader can check them by subtraction. ``None`` (JSON null, N/A in the tables) where a side has no value:
 a model, op or API the other side lacks. An op type one side lacks is 0 on that side (it ran 0 times).
+Everything is matched by name (models: see ``matched_models``).
 """
 from dataclasses import dataclass
 from typing import Dict, List, Optional
@@ -16,7 +17,7 @@ import click
 from msprof.analysis.facts import ApiTime, OpAverage, TypeTime
 from msprof.console import notice
 from msprof.errors import RegressionError
-from msprof.tables import INT, NUMBER, TEXT, Column, Table
+from msprof.tables import NUMBER, TEXT, Column, Table
 
 # the document's sections: key → (columns, title of the table view)
 SECTIONS = {
@@ -29,7 +30,6 @@ SECTIONS = {
               "new_total_us"], "ACL/API calls: count, average and total (µs)"),
 }
 _NAME_COLUMNS = {"model_name", "op_type", "op_name", "name"}
-_COUNT_COLUMNS = {"base_count", "new_count"}
 DEFAULT_TOP = 20
 
 
@@ -180,8 +180,7 @@ def tables(document: dict, top: Optional[int] = DEFAULT_TOP) -> List[Table]:
         if key == "ops" and top is not None and len(rows) > top:
             title += f", the {top} largest changes of {len(rows)}"
             rows = rows[:top]
-        columns = [Column(name, TEXT if name in _NAME_COLUMNS else INT if name in _COUNT_COLUMNS and key == "apis"
-                          else NUMBER) for name in names]
+        columns = [Column(name, TEXT if name in _NAME_COLUMNS else NUMBER) for name in names]
         out.append(Table(key, title, columns, [rows]))
     return out
 
