@@ -300,8 +300,9 @@ def test_data_loss(tmp_path):
     warnings = [item["values"]["message"] for item in loss["evidence"] if item["table"] == "notice"]
     assert any(f"{cut['bytes_lost']} bytes of HWTS data lost at the tail" in w for w in warnings)
     assert any("1 ACL record(s) skipped" in w for w in warnings)
-    assert loss["message"].startswith(f"Data was lost or skipped at import: 1 record(s) skipped and "
-                                      f"{cut['bytes_lost']} byte(s) lost in 2 stream(s), {len(warnings)} warning(s).")
+    assert loss["message"].startswith(f"The import skipped or lost data, or warned about it: 1 record(s) skipped "
+                                      f"and {cut['bytes_lost']} byte(s) lost in 2 stream(s); {len(warnings)} "
+                                      "warning(s).")
 
 
 def test_load_and_unload_outweigh_execute(tmp_path):
@@ -413,3 +414,20 @@ def test_prof_without_host_is_one_single_op_iteration(tmp_path, msprof_cli):
     assert cpu["severity"] == "high"                        # 66.67 % of the device time
     selected = msprof_cli("advise", "-dir", path, "--model-id", "1", "--iteration-id", "1")
     assert selected.returncode == 2 and "no recorded iteration 1 of model 1" in selected.stderr
+
+
+def test_warnings_alone_and_no_iterations(tmp_path, msprof_cli):
+    """An import warning without lost records is information; without a step trace the device rules have
+    no iteration to read, and advise says so instead of failing."""
+    no_layers = jobgen.write_job(tmp_path / "a", small_job())
+    faults.missing_layer_info(no_layers)
+    [warned] = by_id(api.advise(no_layers, fmt="json"))["data_loss"]
+    assert warned["severity"] == "info" and [e["table"] for e in warned["evidence"]] == ["notice"]
+    assert "no layer.info" in warned["evidence"][0]["values"]["message"]
+    no_steps = jobgen.write_job(tmp_path / "b", small_job())
+    faults.missing_step_trace(no_steps)
+    result = msprof_cli("advise", "-dir", no_steps, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert [f["id"] for f in json.loads(result.stdout)["findings"]] == ["acl_hotspot"]
+    assert "no recorded iteration (step trace / model executions): the device rules have no task to read" \
+        in result.stderr

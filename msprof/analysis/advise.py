@@ -283,7 +283,8 @@ def _data_loss(facts: Facts, selection: Selection) -> Iterator[Hit]:
                             "head_lost": loss.head_lost, "tail_lost": loss.tail_lost}} for loss in losses]
     evidence += [{"table": "notice", "key": {"level": "warning"}, "values": {"message": message}}
                  for message in warnings]
-    yield Hit("medium", 0.0, {"skipped": sum(loss.skipped for loss in losses),
+    # lost records make every figure uncertain; warnings alone (e.g. no layer.info) are for information
+    yield Hit("medium" if losses else "info", 0.0, {"skipped": sum(loss.skipped for loss in losses),
                               "bytes": sum(loss.head_lost + loss.tail_lost for loss in losses),
                               "streams": len(losses), "warnings": len(warnings)}, evidence)
 
@@ -317,9 +318,9 @@ RULES: List[Rule] = [
          "{model_name}: idle {idle_us} µs of busy {busy_us} µs per iteration ({idle_pct} %), {iterations} "
          "iteration(s)"),
     Rule("data_loss", _data_loss,
-         "Data was lost or skipped at import: {skipped} record(s) skipped and {bytes} byte(s) lost in "
-         "{streams} stream(s), {warnings} warning(s). The figures miss what was lost; collect again if it "
-         "matters for what you measure.",
+         "The import skipped or lost data, or warned about it: {skipped} record(s) skipped and {bytes} "
+         "byte(s) lost in {streams} stream(s); {warnings} warning(s). The figures miss what was lost; collect "
+         "again if it matters for what you measure.",
          {"decode_count": "{stream} ({kind}): {records} record(s) read, {skipped} skipped, {head_lost} byte(s) lost "
                           "at the head, {tail_lost} at the tail",
           "notice": "warning: {message}"}),
@@ -328,6 +329,10 @@ RULES: List[Rule] = [
 
 def find(facts: Facts, selection: Selection = Selection(), rules: List[Rule] = RULES) -> List[dict]:
     """Every rule's findings, most important first (severity, then impact, then rule order)."""
+    facts.report.check(selection)            # a selection naming no iteration is a usage error, first
+    if not facts.model_iterations(selection):
+        notice(f"{facts.label}: no recorded iteration (step trace / model executions): the device rules have "
+               "no task to read")
     ranked = []
     for order, rule in enumerate(rules):
         for hit in rule.check(facts, selection):
