@@ -147,7 +147,7 @@ def compare(base: Path, new: Path, fmt: str = "table", top: Optional[int] = 20,
 
     units = [single_unit(path, output) for path in (base, new)]
     for unit in units:
-        with result_log(unit.out, "compare"):
+        with working(unit, "compare"):
             ensure_databases(unit)
     if several_cores():         # the two sides' aggregates side by side (a PROF side of 1M tasks: ~5 s)
         with process_pool(2) as pool:
@@ -169,7 +169,7 @@ def advise(path: Path, fmt: str = "table", selection: Selection = Selection(),
 
     selection.check()
     unit = single_unit(path, output)
-    with result_log(unit.out, "advise"):
+    with working(unit, "advise"):
         ensure_databases(unit)
         with opened(unit) as report:
             findings = find(unit.layout.facts(report), selection)

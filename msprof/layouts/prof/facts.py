@@ -16,6 +16,8 @@ _SKIP = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
 _INCLUDED = f"task_type NOT IN ({_SKIP}) AND start_ns / 1000.0 + :offset_us > :begin_us"
 _HW_NAMES = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
 _HW_NAME = f"CASE hw_type {_HW_NAMES} ELSE CAST(hw_type AS TEXT) END"
+# what the queries below read of each task (ProfReport.TASK_FIELDS; the selection's are always there)
+_FIELDS = ("op_id", "hw_type", "task_type", "start_ns", "end_ns")
 
 
 class ProfFacts(Facts):
@@ -72,7 +74,7 @@ class ProfFacts(Facts):
             task_type = "coalesce(o.task_type, 'UNKNOWN')"
             self._grouped[selection] = list(self.conn.execute(
                 f"WITH t AS (SELECT model_id, iteration, op_id, hw_type, end_ns - start_ns AS dur"
-                f" FROM ({self.report._tasks(pmu=False)}) WHERE {where})"
+                f" FROM ({self.report._tasks(_FIELDS)}) WHERE {where})"
                 " SELECT 0, model_id, sum(dur) / 1000.0, iteration, NULL, NULL, NULL FROM t"
                 " GROUP BY model_id, iteration"
                 f" UNION ALL SELECT 1, g.model_id, g.total, coalesce(o.op_name, o.kernel_name, {_HW_NAME}),"
@@ -112,7 +114,7 @@ class ProfFacts(Facts):
             "SELECT model_id, sum(dur) / 1000.0, sum(max(0, start_ns - before)) / 1000.0 FROM ("
             " SELECT model_id, iteration, start_ns, end_ns - start_ns AS dur, max(end_ns) OVER (PARTITION BY"
             "  model_id, iteration ORDER BY start_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before"
-            f"  FROM ({self.report._tasks(pmu=False)}) WHERE {where})"
+            f"  FROM ({self.report._tasks(_FIELDS)}) WHERE {where})"
             " GROUP BY model_id, iteration ORDER BY model_id, iteration", args)
         return [(self._model_name(model_id), busy, idle) for model_id, busy, idle in cursor]
 
