@@ -161,6 +161,47 @@ def _sections(units: List[Unit], command: str, tables, view):
                           report.quality())
 
 
+# --- answers (msprof.analysis) ------------------------------------------------------------------------------
+def compare(base: Path, new: Path, fmt: str = "table", top: Optional[int] = 20,
+            fail_if_slower: Optional[float] = None, output: Optional[Path] = None) -> dict:
+    """Compare two collections (each one result directory, or a parent holding exactly one) per model, op
+    type, op and API; print the comparison and return its document (what ``--format json`` prints).
+    ``fail_if_slower``: raise RegressionError (exit 9) when a model both have grew by more than that %."""
+    from msprof.analysis.compare import check_gate, compare_sides, print_comparison, read_side
+    from msprof.analysis.facts import single_unit
+
+    units = [single_unit(path, output) for path in (base, new)]
+    for unit in units:
+        with working(unit, "compare"):
+            ensure_databases(unit)
+    if several_cores():         # the two sides' aggregates side by side (a PROF side of 1M tasks: ~5 s)
+        with process_pool(2) as pool:
+            sides = list(pool.map(read_side, units))
+    else:
+        sides = [read_side(unit) for unit in units]
+    document = compare_sides(*sides)
+    print_comparison(document, fmt, top)
+    check_gate(document, fail_if_slower)
+    return document
+
+
+def advise(path: Path, fmt: str = "table", selection: Selection = Selection(),
+           output: Optional[Path] = None) -> List[dict]:
+    """Findings of the advise rules on one collection (a result directory, or a parent holding exactly
+    one); print them and return them (what ``--format json`` prints under "findings")."""
+    from msprof.analysis.advise import find, print_findings
+    from msprof.analysis.facts import single_unit
+
+    selection.check()
+    unit = single_unit(path, output)
+    with working(unit, "advise"):
+        ensure_databases(unit)
+        with opened(unit) as report:
+            findings = find(unit.layout.facts(report), selection)
+    print_findings(findings, fmt, unit.label)
+    return findings
+
+
 def demo(output: Path) -> None:
     """Copy the bundled sample JOB into ``output`` and run import, export and show on it."""
     bundled = Path(__file__).parent / "demo_data"

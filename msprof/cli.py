@@ -220,6 +220,56 @@ def query_cmd(collection_dir, output, fmt, tables, wide, style):
     api.query(resolve_dir(collection_dir), View(fmt=fmt, style=style, top=0, wide=wide, tables=tables), output)
 
 
+@cli.command("compare", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@click.argument("base", type=click.Path(file_okay=False), callback=_path_arg)
+@click.argument("new", type=click.Path(file_okay=False), callback=_path_arg)
+@click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_verbosity, help="only errors on stderr")
+@click.option("-v", "--verbose", count=True, expose_value=False, callback=_verbosity,
+              help="more detail on stderr; -vv also shows tracebacks")
+@click.option("--output", type=click.Path(file_okay=False), callback=_path_arg, metavar="DIR",
+              help="write the databases under DIR/<result dir name>/ instead of into the collections (for "
+                   "read-only ones)")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
+              help="ops: only the N largest changes in the table and csv views (json has all)")
+@click.option("--fail-if-slower", type=click.FloatRange(min=0), metavar="PCT",
+              help="exit 9 when a model's time per iteration grew by more than PCT %")
+def compare_cmd(base, new, output, fmt, top, fail_if_slower):
+    """Compare two collections: time per iteration per model, per op type, per op, per ACL/API call.
+
+    BASE and NEW are each a JOB or PROF_ directory (or a directory holding exactly one); models are matched
+    by name.
+
+    \b
+    Examples:
+      msprof compare runs/mish runs/leaky             # side by side, verdict first
+      msprof compare base/ new/ --fail-if-slower 5    # CI: exit 9 when a model got >5 % slower
+    """
+    from msprof import api
+
+    api.compare(base, new, fmt=fmt, top=top, fail_if_slower=fail_if_slower, output=output)
+
+
+@cli.command("advise", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@command_options
+@selection_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def advise_cmd(collection_dir, output, model_id, iteration_id, fmt):
+    """Findings: decomposed activations, memory-bound layers, CPU fallbacks, ACL hotspots, idle device, lost data.
+
+    Layer findings read the last recorded iteration of each model (the one show prints) unless
+    --model-id/--iteration-id select one.
+
+    \b
+    Example:
+      msprof advise -dir JOBxxx
+      msprof advise -dir PROF_xxx/device_0 --format json
+    """
+    from msprof import api
+
+    api.advise(resolve_dir(collection_dir), fmt=fmt, selection=selection(model_id, iteration_id), output=output)
+
+
 @cli.command("demo", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
 @click.option("--output", default="msprof-demo", show_default=True, callback=_path_arg,
               help="where to copy the bundled sample JOB")

@@ -47,6 +47,12 @@ class DataError(MsprofError):
     exit_code = 8
 
 
+class RegressionError(MsprofError):
+    """``compare --fail-if-slower``: a model got slower than allowed (a CI gate, not a failure of msprof)."""
+
+    exit_code = 9
+
+
 EXIT_CODES = {
     0: "success",
     1: "unexpected internal error",
@@ -57,5 +63,6 @@ EXIT_CODES = {
     6: "not enough disk space",
     7: "cannot write results (permission denied, read-only directory): use --output DIR",
     8: "invalid or corrupt data that prevents any output",
+    9: "performance regression found by compare --fail-if-slower",
     130: "interrupted",
 }

@@ -95,6 +95,12 @@ class JobLayout(Layout):
 
         return timelines(report, selection)
 
+    def facts(self, report):
+        """What compare and advise read (msprof.analysis.facts)."""
+        from msprof.layouts.job.facts import JobFacts
+
+        return JobFacts(report)
+
 
 def _import(path: Path, target: Path, spare_cores: bool = True) -> Path:
     from msprof.layouts.job.importer import import_result_dir

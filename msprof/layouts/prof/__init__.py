@@ -98,6 +98,12 @@ class ProfLayout(Layout):
 
         return timelines(report, selection)
 
+    def facts(self, report):
+        """What compare and advise read (msprof.analysis.facts)."""
+        from msprof.layouts.prof.facts import ProfFacts
+
+        return ProfFacts(report)
+
     # --- what export summary writes (docs/prof.md) -----------------------------------------------------------
     def summary_files(self, report, selection: Selection) -> List[SummaryFile]:
         report.check(selection)

@@ -1,0 +1,381 @@
+"""advise: findings — where the milliseconds go and what to do about it — from rules kept as data.
+
+A rule is one ``Rule`` in ``RULES``: an id, a check (facts, selection → hits) and two templates (the
+finding's message, one line per evidence item in the table view), so a rule is added in one place. A hit
+carries its severity (graded on the share of the time it concerns), its impact, the message's fields and
+its evidence: ``{"table", "key", "values"}`` items naming where a user finds the numbers (an output table,
+or a database table for what no output shows). Impact orders the findings of one severity: the share of
+the time following the advice could save, at best — all of it for a decomposed activation, a CPU
+fallback or idle gaps, a memory-bound layer's time above its compute time (time / Memory Bound).
+
+Layer rules (decomposed activations, memory-bound layers) read one iteration per model — the selected one,
+else the last recorded (the one ``show`` prints) — so their numbers are those of its AA Core metrics /
+op_summary table. The other device rules use every recorded iteration (or the selected one).
+
+Numbers in findings: µs rounded to 3 decimals, percentages to 2.
+"""
+import heapq
+import textwrap
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+
+import click
+
+from msprof.analysis.facts import Facts, Layer, LayerIteration
+from msprof.console import notice
+from msprof.layouts.base import Selection
+
+SEVERITIES = ("high", "medium", "info")
+EVIDENCE_LIMIT = 20          # evidence items per finding (the largest first); the message gives the count
+SHOWN_EVIDENCE = 5           # of those, printed under a finding in the table view
+
+
+@dataclass
+class Hit:
+    """What a rule's check found: one finding before its message is written."""
+
+    severity: str
+    impact: float            # share (0..1) of the time the advice could save, at best
+    fields: dict             # the message template's fields
+    evidence: List[dict]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    check: Callable[[Facts, Selection], Iterable[Hit]]
+    message: str             # str.format template over Hit.fields
+    evidence_line: object    # str.format template over an evidence item's key and values, for the table
+    #                          view; or {evidence table: template} when a rule cites several tables
+
+
+def _grade(share: float, high: float, medium: float) -> str:
+    return "high" if share >= high else "medium" if share >= medium else "info"
+
+
+def _us(value: float) -> float:
+    return round(value, 3) or 0.0
+
+
+def _pct(part: float, whole: float) -> float:
+    return round(part * 100.0 / whole, 2) if whole else 0.0
+
+
+def _where(iteration: LayerIteration) -> str:
+    return iteration.model_name if iteration.index_id is None else \
+        f"{iteration.model_name} (iteration {iteration.index_id})"
+
+
+def _iteration_key(iteration: LayerIteration) -> dict:
+    return {"model_name": iteration.model_name, "iteration": iteration.index_id}
+
+
+class _Summed:
+    """An iterator of layers that adds up their time as it is consumed (the iteration's device time)."""
+
+    def __init__(self, layers: Iterable[Layer]):
+        self.layers, self.total, self.count = iter(layers), 0.0, 0
+
+    def __iter__(self) -> Iterator[Layer]:
+        for layer in self.layers:
+            self.total += layer.us or 0.0
+            self.count += 1
+            yield layer
+
+
+# --- decomposed_activation ---------------------------------------------------------------------------------
+# Activations an accelerator without them runs as a chain of elementwise layers: (name, the chain's layer
+# types, normalised: lower case, letters and digits only). At each layer the first chain that matches is
+# taken (they start with different types, so none hides another).
+ACTIVATIONS: List[Tuple[str, Tuple[str, ...]]] = [
+    ("Mish", ("softplus", "tanh", "mul")),
+    ("GELU", ("erf", "add", "mul")),
+    ("GELU (tanh approximation)", ("tanh", "add", "mul")),
+    ("HardSwish", ("hardsigmoid", "mul")),
+    ("SiLU/Swish", ("sigmoid", "mul")),
+]
+_LONGEST = max(len(chain) for _name, chain in ACTIVATIONS)
+
+
+def _type_key(layer_type: str) -> str:
+    return "".join(ch for ch in (layer_type or "").lower() if ch.isalnum())
+
+
+def _reported_ori(layer: Layer) -> Optional[str]:
+    """The original layer name the board reports for a layer (None when it is just the layer's own)."""
+    return layer.ori_name if layer.ori_name and layer.ori_name != layer.name else None
+
+
+def _match(window) -> Optional[Tuple[str, List[Layer]]]:
+    for activation, chain in ACTIVATIONS:
+        if len(window) < len(chain):
+            continue
+        layers = [window[i] for i in range(len(chain))]
+        if [_type_key(layer.type) for layer in layers] != list(chain):
+            continue
+        ori = _reported_ori(layers[0])          # one original layer: the chain must not cross into another
+        if ori is None or all(layer.ori_name == ori for layer in layers):
+            return activation, layers
+    return None
+
+
+def activation_chains(layers: Iterable[Layer]) -> Iterator[Tuple[str, List[Layer]]]:
+    """(activation, its layers) for each chain in execution order, leftmost first, never overlapping —
+    streaming (an iteration of single ops may hold a million tasks)."""
+    source, window = iter(layers), deque()
+    while True:
+        while len(window) < _LONGEST:
+            layer = next(source, None)
+            if layer is None:
+                break
+            window.append(layer)
+        if not window:
+            return
+        found = _match(window)
+        if found is None:
+            window.popleft()
+            continue
+        for _ in found[1]:
+            window.popleft()
+        yield found
+
+
+def _decomposed_activation(facts: Facts, selection: Selection) -> Iterator[Hit]:
+    for iteration in facts.layer_iterations(selection):
+        layers = _Summed(facts.layers(iteration))
+        groups: Dict[str, List[dict]] = {}
+        chains: Dict[str, str] = {}
+        for activation, chain in activation_chains(layers):
+            chains.setdefault(activation, " → ".join(layer.type for layer in chain))
+            groups.setdefault(activation, []).append({
+                "group": _reported_ori(chain[0]) or chain[0].name,
+                "layers": ";".join(layer.name for layer in chain),
+                "layer_types": ";".join(layer.type for layer in chain),
+                "time": sum(layer.us or 0.0 for layer in chain)})
+        for activation, found in groups.items():
+            time = sum(g["time"] for g in found)
+            share = time / layers.total if layers.total else 0.0
+            found.sort(key=lambda g: -g["time"])
+            evidence = [{"table": facts.table_names["layers"],
+                         "key": dict(_iteration_key(iteration), group=g["group"]),
+                         "values": {"activation": activation, "layers": g["layers"], "layer_types": g["layer_types"],
+                                    "time_us": _us(g["time"]), "share_pct": _pct(g["time"], layers.total)}}
+                        for g in found[:EVIDENCE_LIMIT]]
+            yield Hit(_grade(share, 0.10, 0.02), share,
+                      {"activation": activation, "chain": chains[activation], "places": len(found),
+                       "where": _where(iteration), "time_us": _us(time), "share_pct": _pct(time, layers.total),
+                       "processor": facts.processor, "native": facts.native_activations}, evidence)
+
+
+# --- memory_bound ------------------------------------------------------------------------------------------
+def _memory_bound(facts: Facts, selection: Selection) -> Iterator[Hit]:
+    if not facts.has_pmu:
+        notice(f"{facts.label}: no PMU memory-bound data: memory_bound not checked")
+        return
+    for iteration in facts.layer_iterations(selection):
+        layers = _Summed(facts.layers(iteration))
+        longest: List[tuple] = []                # a heap of the EVIDENCE_LIMIT longest memory-bound layers
+        count, time, excess = 0, 0.0, 0.0
+        for position, layer in enumerate(layers):
+            if layer.memory_bound is not None and layer.memory_bound > 1:
+                count += 1
+                time += layer.us or 0.0
+                excess += (layer.us or 0.0) * (1 - 1 / layer.memory_bound)   # the time beyond its compute
+                item = (layer.us or 0.0, -position, layer)
+                (heapq.heappush if len(longest) < EVIDENCE_LIMIT else heapq.heappushpop)(longest, item)
+        if not count:
+            continue
+        ranked = [layer for _us_, _p, layer in sorted(longest, key=lambda item: (-item[0], -item[1]))]
+        share = time / layers.total if layers.total else 0.0
+        evidence = [{"table": facts.table_names["layers"],
+                     "key": dict(_iteration_key(iteration), layer_name=layer.name),
+                     "values": {"layer_type": layer.type, "memory_bound": layer.memory_bound,
+                                "time_us": _us(layer.us or 0.0), "share_pct": _pct(layer.us or 0.0, layers.total)}}
+                    for layer in ranked]
+        top = ranked[0]
+        yield Hit(_grade(share, 0.25, 0.05), excess / layers.total if layers.total else 0.0,
+                  {"count": count, "layers": layers.count, "where": _where(iteration), "time_us": _us(time),
+                   "share_pct": _pct(time, layers.total), "top": top.name, "top_us": _us(top.us or 0.0),
+                   "top_value": top.memory_bound}, evidence)
+
+
+# --- cpu_fallback ------------------------------------------------------------------------------------------
+def _cpu_fallback(facts: Facts, selection: Selection) -> Iterator[Hit]:
+    busy = {name: sum(times) for name, times in facts.model_iterations(selection).items()}
+    by_model: Dict[str, list] = {}
+    for op in facts.cpu_ops(selection):
+        by_model.setdefault(op.model_name, []).append(op)
+    for model, ops in by_model.items():
+        ops.sort(key=lambda op: -op.total_us)
+        time = sum(op.total_us for op in ops)
+        iterations = ops[0].iterations
+        share = time / busy[model] if busy.get(model) else 0.0
+        evidence = [{"table": facts.table_names["ops"], "key": {"model_name": model, "op_name": op.name},
+                     "values": {"op_type": op.type, "count_per_iteration": round(op.count / op.iterations, 3),
+                                "time_us": _us(op.total_us / op.iterations),
+                                "share_pct": _pct(op.total_us, busy.get(model, 0.0))}}
+                    for op in ops[:EVIDENCE_LIMIT]]
+        yield Hit(_grade(share, 0.20, 0.05), share,
+                  {"model": model, "cpu": facts.cpu, "processor": facts.processor, "share_pct": _pct(time, busy[model]),
+                   "time_us": _us(time / iterations), "ops": ", ".join(f"{op.name} ({op.type})" for op in ops[:5])
+                   + (f" and {len(ops) - 5} more" if len(ops) > 5 else "")}, evidence)
+
+
+# --- acl_hotspot -------------------------------------------------------------------------------------------
+# what an API name does to a model, by a part of its name normalised (lower case, no '_'): svp_acl_mdl_…, aclmdl…
+API_ROLES = {"load": ("mdlload",), "unload": ("mdlunload",), "execute": ("mdlexecute",)}
+HOTSPOTS = 5
+
+
+def _role(name: str) -> Optional[str]:
+    key = name.lower().replace("_", "")
+    return next((role for role, parts in API_ROLES.items() if any(p in key for p in parts)), None)
+
+
+def _acl_hotspot(facts: Facts, selection: Selection) -> Iterator[Hit]:
+    apis = [api for api in facts.apis() if api.top]
+    if not apis:
+        notice(f"{facts.label}: no ACL/API data: acl_hotspot not checked")
+        return
+    apis.sort(key=lambda api: (-api.total_us, api.name))
+    total = sum(api.total_us for api in apis)
+    roles: Dict[str, float] = {}
+    for api in apis:
+        role = _role(api.name)
+        if role:
+            roles[role] = roles.get(role, 0.0) + api.total_us
+    model_setup, execute = roles.get("load", 0.0) + roles.get("unload", 0.0), roles.get("execute", 0.0)
+    detail = ""
+    if model_setup > execute:
+        detail = (f" Model load and unload ({_us(model_setup)} µs) outweigh execute ({_us(execute)} µs): load the"
+                  " model once, outside the timed loop, and reuse it for every execution.")
+    top = apis[0]
+    evidence = [{"table": facts.table_names["apis"], "key": {"name": api.name},
+                 "values": {"level": api.level, "count": api.count, "total_us": _us(api.total_us),
+                            "avg_us": _us(api.avg_us), "share_pct": _pct(api.total_us, total)}}
+                for api in apis[:HOTSPOTS]]
+    yield Hit("medium" if detail else "info", top.total_us / total if total else 0.0,
+              {"name": top.name, "total_us": _us(top.total_us), "count": top.count, "avg_us": _us(top.avg_us),
+               "share_pct": _pct(top.total_us, total), "detail": detail}, evidence)
+
+
+# --- host_bound --------------------------------------------------------------------------------------------
+def _host_bound(facts: Facts, selection: Selection) -> Iterator[Hit]:
+    for model in facts.idle(selection):
+        ratio = model.idle_us / model.busy_us if model.busy_us else 0.0
+        if ratio < 0.10:                     # a few µs between tasks is the scheduler's normal cost
+            continue
+        per = max(model.iterations, 1)
+        values = {"iterations": model.iterations, "busy_us": _us(model.busy_us / per),
+                  "idle_us": _us(model.idle_us / per), "idle_pct": _pct(model.idle_us, model.busy_us)}
+        yield Hit(_grade(ratio, 0.50, 0.10), ratio, dict(values, model=model.model_name),
+                  [{"table": facts.table_names["idle"], "key": {"model_name": model.model_name}, "values": values}])
+
+
+# --- data_loss ---------------------------------------------------------------------------------------------
+def _data_loss(facts: Facts, selection: Selection) -> Iterator[Hit]:
+    losses, warnings = facts.data_loss()
+    if not losses and not warnings:
+        return
+    evidence = [{"table": "decode_count", "key": {"stream": loss.stream},
+                 "values": {"kind": loss.kind, "records": loss.records, "skipped": loss.skipped,
+                            "head_lost": loss.head_lost, "tail_lost": loss.tail_lost}} for loss in losses]
+    evidence += [{"table": "notice", "key": {"level": "warning"}, "values": {"message": message}}
+                 for message in warnings]
+    # lost records make every figure uncertain; warnings alone (e.g. no layer.info) are for information
+    yield Hit("medium" if losses else "info", 0.0, {"skipped": sum(loss.skipped for loss in losses),
+                              "bytes": sum(loss.head_lost + loss.tail_lost for loss in losses),
+                              "streams": len(losses), "warnings": len(warnings)}, evidence)
+
+
+RULES: List[Rule] = [
+    Rule("decomposed_activation", _decomposed_activation,
+         "{activation} is computed as {chain} in {places} place(s) of {where}: {time_us} µs, {share_pct} % of "
+         "the iteration's device time. The {processor} has no {activation} layer, so the model converter split "
+         "it into separate elementwise layers, each reading and writing the whole tensor. Use an activation "
+         "the {processor} runs natively ({native}); LeakyRelu is the usual replacement.",
+         "{group}: {layers} — {time_us} µs, {share_pct} %"),
+    Rule("memory_bound", _memory_bound,
+         "{count} of the {layers} layers of {where} are memory-bound (Memory Bound > 1: they wait for data "
+         "more than they compute): {time_us} µs, {share_pct} % of the iteration's device time; the longest is "
+         "{top} ({top_us} µs, {top_value}). Cut their memory traffic: fuse them with a neighbour, use smaller "
+         "tensors (fewer channels, lower precision) or remove layers that only move data.",
+         "{layer_name} ({layer_type}): Memory Bound {memory_bound}, {time_us} µs, {share_pct} %"),
+    Rule("cpu_fallback", _cpu_fallback,
+         "{share_pct} % of the device time of {model} runs on the {cpu} ({time_us} µs per iteration): {ops}. "
+         "The {processor} cannot run these layers; use an equivalent it supports where one exists, or move the "
+         "work out of the model (e.g. post-processing on the host).",
+         "{op_name} ({op_type}): {time_us} µs per iteration, {share_pct} %"),
+    Rule("acl_hotspot", _acl_hotspot,
+         "{name} takes the most ACL/API time: {total_us} µs in {count} call(s) ({avg_us} µs each), {share_pct} % "
+         "of the application's calls.{detail}",
+         "{name}: {total_us} µs, {count} call(s), {avg_us} µs each, {share_pct} %"),
+    Rule("host_bound", _host_bound,
+         "The device idles between the tasks of {model}: {idle_us} µs per iteration, {idle_pct} % of its busy "
+         "time ({busy_us} µs). It is waiting — for the host to launch the next task, or for a synchronisation: "
+         "launch work ahead (asynchronous execution, fewer host calls between layers).",
+         "{model_name}: idle {idle_us} µs of busy {busy_us} µs per iteration ({idle_pct} %), {iterations} "
+         "iteration(s)"),
+    Rule("data_loss", _data_loss,
+         "The import skipped or lost data, or warned about it: {skipped} record(s) skipped and {bytes} "
+         "byte(s) lost in {streams} stream(s); {warnings} warning(s). The figures miss what was lost; collect "
+         "again if it matters for what you measure.",
+         {"decode_count": "{stream} ({kind}): {records} record(s) read, {skipped} skipped, {head_lost} byte(s) lost "
+                          "at the head, {tail_lost} at the tail",
+          "notice": "warning: {message}"}),
+]
+
+
+def find(facts: Facts, selection: Selection = Selection(), rules: List[Rule] = RULES) -> List[dict]:
+    """Every rule's findings, most important first (severity, then impact, then rule order)."""
+    facts.report.check(selection)            # a selection naming no iteration is a usage error, first
+    if not facts.model_iterations(selection):
+        notice(f"{facts.label}: no recorded iteration (step trace / model executions): the device rules have "
+               "no task to read")
+    ranked = []
+    for order, rule in enumerate(rules):
+        for hit in rule.check(facts, selection):
+            ranked.append((SEVERITIES.index(hit.severity), -hit.impact, order, {
+                "id": rule.id, "severity": hit.severity, "message": rule.message.format(**hit.fields),
+                "evidence": hit.evidence}))
+    ranked.sort(key=lambda item: item[:3])
+    return [finding for *_order, finding in ranked]
+
+
+# --- views ---------------------------------------------------------------------------------------------------
+class _Blank(dict):
+    def __missing__(self, key):
+        return ""
+
+
+def evidence_line(rule: Rule, item: dict) -> str:
+    template = rule.evidence_line
+    if isinstance(template, dict):
+        template = template[item["table"]]
+    return template.format_map(_Blank(item["key"], **item["values"]))
+
+
+def print_findings(findings: List[dict], fmt: str = "table", label: str = "") -> None:
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps({"findings": findings}, indent=1, ensure_ascii=False))
+        return
+    if not findings:
+        click.echo(f"{label}: no findings.")
+        return
+    rules = {rule.id: rule for rule in RULES}
+    click.echo(f"{label}: {len(findings)} finding(s), most important first")
+    for number, finding in enumerate(findings, 1):
+        click.echo("")
+        click.echo(f"{number}. [{finding['severity']}] {finding['id']}")
+        # a number stays on one line with its unit (no-break spaces while wrapping)
+        message = finding["message"].replace(" µs", "\u00a0µs").replace(" %", "\u00a0%")
+        click.echo(textwrap.fill(message, width=100, initial_indent="   ", subsequent_indent="   ")
+                   .replace("\u00a0", " "))
+        evidence = finding["evidence"]
+        for item in evidence[:SHOWN_EVIDENCE]:
+            click.echo("   - " + evidence_line(rules[finding["id"]], item))
+        if len(evidence) > SHOWN_EVIDENCE:
+            click.echo(f"   - … {len(evidence) - SHOWN_EVIDENCE} more (--format json lists them)")

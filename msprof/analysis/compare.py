@@ -1,0 +1,206 @@
+"""compare: two collections side by side — per model, op type, op and ACL/API name (issue 12).
+
+Each side is read once into a ``Side`` (a few dictionaries of aggregates, from its facts), the two are
+matched by name into one document — the JSON ``--format json`` writes — and the table and csv views are
+drawn from that document, so every view shows the same numbers.
+
+Numbers: µs rounded to 3 decimals, percentages too; deltas are computed from the rounded values, so a
+reader can check them by subtraction. ``None`` (JSON null, N/A in the tables) where a side has no value:
+a model, op or API the other side lacks. An op type one side lacks is 0 on that side (it ran 0 times).
+Everything is matched by name (models: see ``matched_models``).
+"""
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+import click
+
+from msprof.analysis.facts import ApiTime, OpAverage, TypeTime
+from msprof.console import notice
+from msprof.errors import RegressionError
+from msprof.tables import NUMBER, TEXT, Column, Table
+
+# the document's sections: key → (columns, title of the table view)
+SECTIONS = {
+    "models": (["model_name", "base_us", "new_us", "delta_us", "delta_pct"],
+               "Models: device time per iteration (µs)"),
+    "op_types": (["op_type", "base_us", "new_us", "delta_us", "base_count", "new_count"],
+                 "Op types: time (µs) and count per iteration"),
+    "ops": (["op_name", "op_type", "base_us", "new_us", "delta_us"], "Ops: average duration (µs)"),
+    "apis": (["name", "base_count", "new_count", "base_avg_us", "new_avg_us", "delta_avg_us", "base_total_us",
+              "new_total_us"], "ACL/API calls: count, average and total (µs)"),
+}
+_NAME_COLUMNS = {"model_name", "op_type", "op_name", "name"}
+DEFAULT_TOP = 20
+
+
+@dataclass
+class Side:
+    """What compare needs of one collection."""
+
+    path: str
+    models: Dict[str, List[float]]             # model name → busy µs of each recorded iteration
+    op_types: Dict[str, TypeTime]
+    ops: Dict[str, OpAverage]
+    apis: Optional[Dict[str, ApiTime]]         # None: no ACL/API data collected
+
+    @classmethod
+    def read(cls, facts) -> "Side":
+        return cls(str(facts.path), dict(facts.model_iterations()), {t.type: t for t in facts.op_types()},
+                   {o.name: o for o in facts.ops()},
+                   {a.name: a for a in facts.apis()} if facts.has_api else None)
+
+
+def read_side(unit) -> Side:
+    """One collection's Side, read from its (imported) database (a worker process may run this)."""
+    from msprof.layouts.base import opened
+
+    with opened(unit) as report:
+        return Side.read(unit.layout.facts(report))
+
+
+def r3(value: Optional[float]) -> Optional[float]:
+    """Rounded to 3 decimals (never -0.0)."""
+    return None if value is None else (round(value, 3) or 0.0)
+
+
+def _count(value: Optional[float]):
+    """A count per iteration: 3 decimals, an int when whole."""
+    value = r3(value)
+    return int(value) if value is not None and float(value).is_integer() else value
+
+
+def _minus(new: Optional[float], base: Optional[float]) -> Optional[float]:
+    return None if new is None or base is None else r3(new - base)
+
+
+def _mean(values: Optional[List[float]]) -> Optional[float]:
+    return r3(sum(values) / len(values)) if values else None
+
+
+def matched_models(base: Side, new: Side) -> List[tuple]:
+    """(label, base name, new name) of each model row: models are matched by name. One exception: when each
+    side has one model and the names differ, those two are the same network converted again under another
+    name (yolov3_tiny_mish → yolov3_tiny_leaky, the guide's case) and are compared, labelled "base → new"."""
+    if len(base.models) == 1 == len(new.models) and set(base.models) != set(new.models):
+        [base_name], [new_name] = base.models, new.models
+        notice(f"models matched as the only one of each side: {base_name} (base) and {new_name} (new)")
+        return [(f"{base_name} → {new_name}", base_name, new_name)]
+    return [(name, name, name) for name in sorted(set(base.models) | set(new.models))]
+
+
+def compare_sides(base: Side, new: Side) -> dict:
+    """The document of ``--format json`` (issue 12, keys in this order)."""
+    models = []
+    for label, base_name, new_name in matched_models(base, new):
+        b, n = _mean(base.models.get(base_name)), _mean(new.models.get(new_name))
+        delta = _minus(n, b)
+        models.append({"model_name": label, "base_us": b, "new_us": n, "delta_us": delta,
+                       "delta_pct": r3(delta / b * 100) if delta is not None and b else None})
+
+    op_types = []
+    for name in set(base.op_types) | set(new.op_types):
+        b, n = base.op_types.get(name), new.op_types.get(name)
+        b_us, n_us = r3(b.us_per_iteration) if b else 0.0, r3(n.us_per_iteration) if n else 0.0
+        op_types.append({"op_type": name, "base_us": b_us, "new_us": n_us, "delta_us": r3(n_us - b_us),
+                         "base_count": _count(b.count_per_iteration) if b else 0,
+                         "new_count": _count(n.count_per_iteration) if n else 0})
+    op_types.sort(key=lambda r: (-abs(r["delta_us"]), r["op_type"]))
+
+    ops = []
+    for name in set(base.ops) | set(new.ops):
+        b, n = base.ops.get(name), new.ops.get(name)
+        b_us, n_us = (r3(b.avg_us) if b else None), (r3(n.avg_us) if n else None)
+        ops.append({"op_name": name, "op_type": (n or b).type, "base_us": b_us, "new_us": n_us,
+                    "delta_us": _minus(n_us, b_us)})
+    # the largest changes first; an op on one side only changed by its whole time
+    ops.sort(key=lambda r: (-abs((r["new_us"] or 0.0) - (r["base_us"] or 0.0)), r["op_name"]))
+
+    apis = []
+    if base.apis is None or new.apis is None:
+        missing = " and ".join(side.path for side in (base, new) if side.apis is None)
+        notice(f"no ACL/API data in {missing}: apis not compared")
+    else:
+        for name in set(base.apis) | set(new.apis):
+            b, n = base.apis.get(name), new.apis.get(name)
+            b_avg, n_avg = (r3(b.avg_us) if b else None), (r3(n.avg_us) if n else None)
+            apis.append({"name": name, "base_count": b.count if b else None, "new_count": n.count if n else None,
+                         "base_avg_us": b_avg, "new_avg_us": n_avg, "delta_avg_us": _minus(n_avg, b_avg),
+                         "base_total_us": r3(b.total_us) if b else None,
+                         "new_total_us": r3(n.total_us) if n else None})
+        apis.sort(key=lambda r: (-max(r["base_total_us"] or 0.0, r["new_total_us"] or 0.0), r["name"]))
+    return {"base": base.path, "new": new.path, "models": models, "op_types": op_types, "ops": ops,
+            "apis": apis}
+
+
+# --- verdict and gate ----------------------------------------------------------------------------------------
+def _signed_pct(pct: float) -> str:
+    return ("−" if pct < 0 else "+") + f"{abs(pct):.1f} %"
+
+
+def verdict(document: dict) -> str:
+    """One line: each model both sides have, base → new per iteration ("det_net: 3255.4 → 2643.0 µs per
+    iteration, −18.8 %"); or which models are on one side only."""
+    parts = []
+    for row in document["models"]:
+        if row["base_us"] is not None and row["new_us"] is not None:
+            change = "" if row["delta_pct"] is None else ", " + _signed_pct(row["delta_pct"])
+            parts.append(f"{row['model_name']}: {row['base_us']:.1f} → {row['new_us']:.1f} µs per iteration{change}")
+    if parts:
+        return "; ".join(parts)
+    only = [f"{r['model_name']} ({'base' if r['new_us'] is None else 'new'} only)" for r in document["models"]]
+    return ("no model in both collections (models are matched by name): " + ", ".join(only)) if only else \
+        "no model iterations recorded on either side"
+
+
+def regressions(document: dict, pct: float) -> List[dict]:
+    """The models both sides have whose time per iteration grew by more than ``pct`` %."""
+    return [row for row in document["models"] if row["delta_pct"] is not None and row["delta_pct"] > pct]
+
+
+def check_gate(document: dict, pct: Optional[float]) -> None:
+    """``--fail-if-slower PCT``: raise RegressionError (exit 9) naming each model that grew too much."""
+    if pct is None:
+        return
+    if not any(r["delta_pct"] is not None for r in document["models"]):
+        notice(f"--fail-if-slower {pct:g}: no model in both collections, nothing to check")
+        return
+    slower = regressions(document, pct)
+    if slower:
+        raise RegressionError("performance regression: " + "; ".join(
+            f"{r['model_name']}: {r['base_us']:.1f} → {r['new_us']:.1f} µs per iteration "
+            f"({_signed_pct(r['delta_pct'])}, more than {pct:g} %)" for r in slower))
+
+
+# --- views ---------------------------------------------------------------------------------------------------
+def tables(document: dict, top: Optional[int] = DEFAULT_TOP) -> List[Table]:
+    """The four sections as tables (ops cut to the ``top`` largest changes)."""
+    out = []
+    for key, (names, title) in SECTIONS.items():
+        rows = [tuple(row[name] for name in names) for row in document[key]]
+        if key == "ops" and top is not None and len(rows) > top:
+            title += f", the {top} largest changes of {len(rows)}"
+            rows = rows[:top]
+        columns = [Column(name, TEXT if name in _NAME_COLUMNS else NUMBER) for name in names]
+        out.append(Table(key, title, columns, [rows]))
+    return out
+
+
+def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DEFAULT_TOP) -> None:
+    import json
+
+    from msprof.renderers import FORMATS
+
+    if fmt == "json":
+        click.echo(json.dumps(document, indent=1, ensure_ascii=False))
+        return
+    if fmt == "table":
+        click.echo(verdict(document))
+        click.echo("")
+    for table in tables(document, top):
+        if fmt == "csv":
+            click.echo(f"# {table.key}")
+            click.echo(FORMATS["csv"]().render(table), nl=False)
+        else:
+            click.echo(table.title)
+            click.echo(FORMATS["text"]("simple").render(table) if table.batches[0] else "(none)\n", nl=False)
+        click.echo("")

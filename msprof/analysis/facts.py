@@ -1,0 +1,285 @@
+"""The facts compare and advise read from one unit, whatever its layout.
+
+A layout's ``facts(report)`` (msprof.layouts.job.facts, msprof.layouts.prof.facts) subclasses ``Facts`` and
+implements a few primitives, each one SQL aggregate over the unit's database that yields small rows
+(per iteration, per op, per API name — never one row per task, except ``layers`` of one iteration, which
+is streamed). ``Facts`` turns them into the layout-neutral answers below, so merging and averaging are
+written once.
+
+Scope: "recorded iterations" are the model executions the data places tasks in (JOB: step-trace
+iterations; PROF: model executions found by the association). Tasks outside any iteration are left out,
+as op_summary leaves them out. PROF data without any model execution is one model, ``single-op``, whose
+one iteration is every device task.
+"""
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+
+from msprof.errors import UsageError
+from msprof.layouts.base import Selection, Unit
+
+SINGLE_OP = "single-op"
+
+
+@dataclass
+class TypeTime:
+    """One op/layer type: time and task count per iteration (summed over the models that run it)."""
+
+    type: str
+    us_per_iteration: float
+    count_per_iteration: float
+
+
+@dataclass
+class OpAverage:
+    """One op/layer name: its type, executions and average duration."""
+
+    name: str
+    type: str
+    count: int
+    avg_us: float
+
+
+@dataclass
+class OpTime:
+    """The tasks of one op/layer name in one model's recorded iterations."""
+
+    model_name: str
+    name: str
+    type: str
+    cpu: bool                 # ran on the AA CPU / AI CPU
+    count: int
+    total_us: float
+    iterations: int           # recorded iterations of the model (in the same scope)
+
+
+@dataclass
+class ApiTime:
+    """The calls of one ACL/API name."""
+
+    name: str
+    level: str                # JOB: ACL type (ACL_MODEL, …); PROF: acl, model, node, runtime
+    top: bool                 # called by the application itself (JOB: every ACL call; PROF: the acl level)
+    count: int
+    total_us: float
+
+    @property
+    def avg_us(self) -> float:
+        return self.total_us / self.count if self.count else 0.0
+
+
+@dataclass
+class LayerIteration:
+    """One recorded iteration whose layers are read in execution order (``model_id`` None: single-op)."""
+
+    model_id: Optional[int]
+    model_name: str
+    index_id: Optional[int]
+
+    @property
+    def selection(self) -> Selection:
+        return Selection(self.model_id, self.index_id)
+
+
+@dataclass
+class Layer:
+    """One task of an iteration, in execution order."""
+
+    name: str
+    ori_name: Optional[str]          # the original layers (JOB, ';'-joined); None when not reported
+    type: str
+    us: float
+    memory_bound: Optional[float]    # None without PMU data (or N/A for this task)
+
+
+@dataclass
+class Idle:
+    """Device busy time and idle gaps between consecutive tasks, totals over a model's iterations."""
+
+    model_name: str
+    iterations: int
+    busy_us: float
+    idle_us: float
+
+
+@dataclass
+class Loss:
+    """A raw stream whose records were skipped or whose bytes were lost at import (decode_count)."""
+
+    stream: str
+    kind: str
+    records: int
+    skipped: int
+    head_lost: int            # bytes
+    tail_lost: int            # bytes
+
+
+class Facts:
+    """Layout-neutral facts of one open unit (``report``). Subclasses set the class attributes and
+    implement the primitives (``_iteration_rows`` … ``_warnings``)."""
+
+    processor = ""                 # the accelerator, for messages: "AA Core" / "AI Core"
+    cpu = ""                       # where unsupported ops fall back: "AA CPU" / "AI CPU"
+    native_activations = ""        # what decomposed activations should be replaced by
+    table_names = {}               # fact → the output table a user finds it in (evidence "table")
+
+    def __init__(self, report):
+        self.report = report
+        self.label = report.unit.label
+        self.path = report.unit.path
+        # compare and advise ask for these several times: each is one SQL aggregate over the tasks
+        self._iterations: Dict[Selection, Dict[str, List[float]]] = {}
+        self._op_times: Dict[Selection, List[OpTime]] = {}
+        self._layer_lists: Dict[tuple, List[Layer]] = {}
+
+    # --- what the data holds ------------------------------------------------------------------------
+    @property
+    def has_pmu(self) -> bool:
+        """Whether layers carry a memory-bound value."""
+        raise NotImplementedError
+
+    @property
+    def has_api(self) -> bool:
+        raise NotImplementedError
+
+    # --- primitives (per layout, SQL) ------------------------------------------------------------------
+    def _iteration_rows(self, selection: Selection) -> Iterable[Tuple[str, float]]:
+        """(model name, busy µs) of each recorded iteration, in model then iteration order."""
+        raise NotImplementedError
+
+    def _op_rows(self, selection: Selection) -> Iterable[Tuple[str, str, str, bool, int, float]]:
+        """(model name, op name, op type, cpu, task count, total µs) over the recorded iterations; a key
+        may repeat (the rows are summed)."""
+        raise NotImplementedError
+
+    def _api_rows(self) -> Iterable[Tuple[str, str, bool, int, float]]:
+        """(name, level, top, count, total µs); a name may repeat (the rows are summed)."""
+        raise NotImplementedError
+
+    def layer_iterations(self, selection: Selection = Selection()) -> List[LayerIteration]:
+        """The iterations whose layers advise reads: the selected one, else the last recorded iteration
+        of each model (the one ``show`` prints)."""
+        raise NotImplementedError
+
+    def _layers(self, iteration: LayerIteration) -> Iterator[Layer]:
+        """The tasks of one iteration in execution order (its op_summary rows)."""
+        raise NotImplementedError
+
+    def _idle_rows(self, selection: Selection) -> Iterable[Tuple[str, float, float]]:
+        """(model name, busy µs, idle µs) per recorded iteration: idle = time in the iteration's span when
+        no task ran (a task's wait for the latest end among the tasks started before it)."""
+        raise NotImplementedError
+
+    def _loss_rows(self) -> Iterable[tuple]:
+        """Loss fields of the streams with something skipped or lost."""
+        raise NotImplementedError
+
+    def _warnings(self) -> List[str]:
+        """The import's warnings (the database's notice table)."""
+        raise NotImplementedError
+
+    # --- answers -----------------------------------------------------------------------------------
+    def layers(self, iteration: LayerIteration) -> Iterable[Layer]:
+        """The layers of one iteration in execution order. A model's iteration is kept (its layers are the
+        network's, a few thousand at most, and reading them filters every task of a PROF device); the
+        single-op iteration, every task of the collection, is streamed again for each reader."""
+        if iteration.model_id is None:
+            return self._layers(iteration)
+        key = (iteration.model_id, iteration.index_id)
+        if key not in self._layer_lists:
+            self._layer_lists[key] = list(self._layers(iteration))
+        return self._layer_lists[key]
+
+    def model_iterations(self, selection: Selection = Selection()) -> Dict[str, List[float]]:
+        """Per model name: the busy µs (sum of its device task durations) of each recorded iteration.
+        Models are keyed by name: two model ids of one name are one model."""
+        if selection not in self._iterations:
+            models: Dict[str, List[float]] = OrderedDict()
+            for name, busy in self._iteration_rows(selection):
+                models.setdefault(name, []).append(busy)
+            self._iterations[selection] = models
+        return self._iterations[selection]
+
+    def op_times(self, selection: Selection = Selection()) -> List[OpTime]:
+        """Per model and op name: type, CPU or not, count and total µs, with the model's iteration count."""
+        if selection not in self._op_times:
+            self._op_times[selection] = self._merged_op_times(selection)
+        return self._op_times[selection]
+
+    def _merged_op_times(self, selection: Selection) -> List[OpTime]:
+        iterations = {name: len(times) for name, times in self.model_iterations(selection).items()}
+        merged: Dict[Tuple[str, str], OpTime] = OrderedDict()
+        for model, name, op_type, cpu, count, total in self._op_rows(selection):
+            op = merged.get((model, name))
+            if op is None:
+                merged[(model, name)] = OpTime(model, name, op_type, cpu, count, total, iterations.get(model, 1))
+            else:
+                op.count += count
+                op.total_us += total
+                op.cpu = op.cpu or cpu
+        return list(merged.values())
+
+    def op_types(self, selection: Selection = Selection()) -> List[TypeTime]:
+        """Per op/layer type: time and count per iteration — each model's total over its recorded
+        iterations divided by their number, summed over the models."""
+        types: Dict[str, TypeTime] = OrderedDict()
+        for op in self.op_times(selection):
+            row = types.setdefault(op.type, TypeTime(op.type, 0.0, 0.0))
+            row.us_per_iteration += op.total_us / op.iterations
+            row.count_per_iteration += op.count / op.iterations
+        return list(types.values())
+
+    def ops(self, selection: Selection = Selection()) -> List[OpAverage]:
+        """Per op/layer name (over every model): type, executions, average µs."""
+        names: Dict[str, list] = OrderedDict()
+        for op in self.op_times(selection):
+            row = names.setdefault(op.name, [op.type, 0, 0.0])
+            row[1] += op.count
+            row[2] += op.total_us
+        return [OpAverage(name, op_type, count, total / count) for name, (op_type, count, total) in names.items()
+                if count]
+
+    def cpu_ops(self, selection: Selection = Selection()) -> List[OpTime]:
+        """The ops that ran on the AA CPU / AI CPU, per model."""
+        return [op for op in self.op_times(selection) if op.cpu]
+
+    def apis(self) -> List[ApiTime]:
+        """Per ACL/API name: level, count and total µs (empty without API data)."""
+        names: Dict[str, ApiTime] = OrderedDict()
+        for name, level, top, count, total in self._api_rows():
+            api = names.get(name)
+            if api is None:
+                names[name] = ApiTime(name, level, top, count, total)
+            else:
+                api.count += count
+                api.total_us += total
+                api.top = api.top or top
+        return list(names.values())
+
+    def idle(self, selection: Selection = Selection()) -> List[Idle]:
+        """Per model: iterations, busy and idle µs summed over them."""
+        models: Dict[str, Idle] = OrderedDict()
+        for name, busy, idle in self._idle_rows(selection):
+            row = models.setdefault(name, Idle(name, 0, 0.0, 0.0))
+            row.iterations += 1
+            row.busy_us += busy
+            row.idle_us += idle or 0.0
+        return list(models.values())
+
+    def data_loss(self) -> Tuple[List[Loss], List[str]]:
+        """Streams with records skipped or bytes lost, and the import's warnings."""
+        return [Loss(*row) for row in self._loss_rows()], self._warnings()
+
+
+def single_unit(path: Path, output: Optional[Path] = None) -> Unit:
+    """The one unit compare and advise analyse: ``path`` is a JOB directory, a PROF_ directory with one
+    device (or a PROF_ device directory), or a parent holding exactly one of them; several is a usage
+    error listing them (the user names one)."""
+    from msprof.layouts import find_units
+
+    units = find_units(path, output)
+    if len(units) != 1:
+        listed = "\n".join(f"  {unit.path}" for unit in units)
+        raise UsageError(f"{path} holds {len(units)} result directories; name one of them:\n{listed}")
+    return units[0]

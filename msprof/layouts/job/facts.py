@@ -1,0 +1,109 @@
+"""The facts of one JOB (msprof.analysis.facts), in SQL over its database: the task table (one row per
+timed HWTS task execution, placed in its step-trace iteration and layer), layer, model and acl_api."""
+from typing import Dict, Iterable, Iterator, List, Tuple
+
+from msprof.analysis.facts import Facts, Layer, LayerIteration
+from msprof.decode.acl import API_TYPES
+from msprof.decode.hwts import TASK_TYPES
+from msprof.layouts.base import Selection
+
+AA_CPU = next(k for k, v in TASK_TYPES.items() if v == "AA_CPU")
+
+# the tasks of recorded iterations (op_summary's), timed (a task with a lost HWTS side is timed by its cycles)
+_RECORDED = "t.model_id IS NOT NULL AND t.index_id IS NOT NULL AND t.dur_us IS NOT NULL"
+
+
+class JobFacts(Facts):
+    processor = "AA Core"
+    cpu = "AA CPU"
+    native_activations = "SS928: Relu, LeakyRelu, PRelu, Elu, Srelu"
+    table_names = {"layers": "op_summary", "ops": "op_statistic", "apis": "acl_statistic", "idle": "task"}
+
+    def __init__(self, report):
+        super().__init__(report)
+        self.conn = report.conn
+        self._names = {m["model_id"]: m["model_name"] for m in report.models()}
+
+    def _model_name(self, model_id: int) -> str:
+        return self._names.get(model_id) or f"model{model_id}"     # as JobReport.iterations names it
+
+    @staticmethod
+    def _where(selection: Selection) -> Tuple[str, dict]:
+        where, args = [_RECORDED], {}
+        if selection.model_id is not None:
+            where.append("t.model_id = :model")
+            args["model"] = selection.model_id
+        if selection.iteration_id is not None:
+            where.append("t.index_id = :index")
+            args["index"] = selection.iteration_id
+        return " AND ".join(where), args
+
+    @property
+    def has_pmu(self) -> bool:
+        return self.report.has_pmu and "Memory Bound" in self.report.metric_set.names
+
+    @property
+    def has_api(self) -> bool:
+        return self.report.has_acl
+
+    def _iteration_rows(self, selection: Selection) -> Iterable[Tuple[str, float]]:
+        where, args = self._where(selection)
+        cursor = self.conn.execute(f"SELECT t.model_id, sum(t.dur_us) FROM task t WHERE {where}"
+                                   " GROUP BY t.model_id, t.index_id ORDER BY t.model_id, t.index_id", args)
+        return [(self._model_name(model_id), busy) for model_id, busy in cursor]
+
+    def _op_rows(self, selection: Selection) -> Iterable[tuple]:
+        # grouped by integer ids (a cheap sort of the tasks), named from the small layer table afterwards
+        where, args = self._where(selection)
+        layers: Dict[tuple, tuple] = {(m, i): (name, kind) for m, i, name, kind in self.conn.execute(
+            "SELECT model_id, layer_id, layer_name, layer_type FROM layer")}
+        cursor = self.conn.execute(f"SELECT t.model_id, t.layer_id, t.task_type, count(*), sum(t.dur_us) FROM task t"
+                                   f" WHERE {where} GROUP BY t.model_id, t.layer_id, t.task_type", args)
+        for model_id, layer_id, task_type, count, total in cursor:
+            fallback = TASK_TYPES.get(task_type, str(task_type))      # a task missing from layer.info
+            name, kind = layers.get((model_id, layer_id), (None, None))
+            yield (self._model_name(model_id), name or fallback, kind or fallback, task_type == AA_CPU, count,
+                   total)
+
+    def _api_rows(self) -> Iterable[tuple]:
+        scale = self.report._host_us_scale()
+        for name, api_type, count, total in self.conn.execute(
+                "SELECT name, min(api_type), count(*), sum([end] - start) FROM acl_api GROUP BY name"):
+            yield name, API_TYPES.get(api_type, str(api_type)), True, count, total * scale
+
+    def layer_iterations(self, selection: Selection = Selection()) -> List[LayerIteration]:
+        iterations = self.report.check(selection)
+        last = {}
+        for it in iterations:
+            last[it.model_id] = it                      # in model, index order: the last one stays
+        return [LayerIteration(it.model_id, it.model_name, it.index_id) for it in last.values()]
+
+    def _layers(self, iteration: LayerIteration) -> Iterator[Layer]:
+        """The rows of op_summary (what ``show`` prints for that iteration): the same numbers."""
+        [it] = self.report.iterations(iteration.selection)
+        table = self.report.op_summary(it)
+        at = {column.name: i for i, column in enumerate(table.columns)}
+        bound = at.get("Memory Bound")
+        for row in table.rows():
+            yield Layer(row[at["Layer Name"]] or "N/A", row[at["Ori Layer Name"]],
+                        row[at["Layer Type"]] or "", row[at["Time(us)"]] or 0.0,
+                        None if bound is None else row[bound])
+
+    def _idle_rows(self, selection: Selection) -> Iterable[Tuple[str, float, float]]:
+        where, args = self._where(selection)
+        args["mhz"] = self.report.hwts_mhz or 1.0
+        cursor = self.conn.execute(
+            "SELECT model_id, sum(dur_us), sum(max(0, start_syscnt - before)) / :mhz FROM ("
+            " SELECT t.model_id, t.index_id, t.dur_us, t.start_syscnt, max(t.end_syscnt) OVER (PARTITION BY"
+            "  t.model_id, t.index_id ORDER BY t.start_syscnt, t.seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1"
+            f"  PRECEDING) AS before FROM task t WHERE {where} AND t.start_syscnt IS NOT NULL"
+            "  AND t.end_syscnt IS NOT NULL)"
+            " GROUP BY model_id, index_id ORDER BY model_id, index_id", args)
+        return [(self._model_name(model_id), busy, idle) for model_id, busy, idle in cursor]
+
+    def _loss_rows(self) -> Iterable[tuple]:
+        return list(self.conn.execute("SELECT stream, kind, records, skipped, head_lost, tail_lost FROM decode_count"
+                                      " WHERE skipped > 0 OR head_lost > 0 OR tail_lost > 0 ORDER BY stream"))
+
+    def _warnings(self) -> List[str]:
+        return [m for (m,) in self.conn.execute("SELECT message FROM notice WHERE level = 'warning' ORDER BY seq")]

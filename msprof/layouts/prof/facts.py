@@ -1,0 +1,131 @@
+"""The facts of one PROF device (msprof.analysis.facts), in SQL over the timed device tasks with their
+launches (``ProfReport._tasks``: the association op_summary and op_statistic use), with op_statistic's
+scope: every task type but WRITE_BACK/INVALID, started after the collection began.
+
+A model's recorded iterations are its executions as the association numbers them. Data without any
+model execution (single ops, or a device without its host) is one model, ``single-op``, whose one
+iteration is every device task.
+"""
+from typing import Dict, Iterable, Iterator, List, Tuple
+
+from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
+from msprof.layouts.base import Selection
+from msprof.layouts.prof.report import HWTS_TASK_TYPES, NOT_IN_OP_SUMMARY
+
+_SKIP = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
+_INCLUDED = f"task_type NOT IN ({_SKIP}) AND start_ns / 1000.0 + :offset_us > :begin_us"
+_HW_NAMES = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
+_HW_NAME = f"CASE hw_type {_HW_NAMES} ELSE CAST(hw_type AS TEXT) END"
+# what the queries below read of each task (ProfReport.TASK_FIELDS; the selection's are always there)
+_FIELDS = ("op_id", "hw_type", "task_type", "start_ns", "end_ns")
+
+
+class ProfFacts(Facts):
+    processor = "AI Core"
+    cpu = "AI CPU"
+    native_activations = "Relu, LeakyRelu, PRelu, Elu, or one fused operator from CANN's library"
+    table_names = {"layers": "op_summary", "ops": "op_statistic", "apis": "api_statistic", "idle": "op_summary"}
+
+    def __init__(self, report):
+        super().__init__(report)
+        self.conn = report.conn
+        self._grouped: Dict[Selection, List[tuple]] = {}
+        self._names = {m["model_id"]: m["model_name"] or str(m["model_id"]) for m in report.models()}
+        # model mode when the host placed any launch in a model execution
+        self.single_op = not self.conn.execute(
+            "SELECT 1 FROM host.launch WHERE model_id IS NOT NULL LIMIT 1").fetchone()
+
+    def _model_name(self, model_id) -> str:
+        return SINGLE_OP if self.single_op else self._names.get(model_id, str(model_id))
+
+    def _scope(self, selection: Selection) -> Tuple[str, dict]:
+        """The WHERE clause over ``_tasks`` rows: included, in a recorded iteration, selected."""
+        if self.single_op:
+            self.report.check(selection)            # no iteration to select: a usage error
+        where, args = self.report._where(selection)
+        where += f" AND {_INCLUDED}"
+        if not self.single_op:
+            where += " AND model_id IS NOT NULL AND iteration IS NOT NULL"
+        return where, args
+
+    @property
+    def has_pmu(self) -> bool:
+        return self.report.metrics is not None and "memory_bound" in self.report.metrics.names
+
+    @property
+    def has_api(self) -> bool:
+        return self.report.has_api
+
+    def _iteration_rows(self, selection: Selection) -> Iterable[Tuple[str, float]]:
+        return [(self._model_name(model_id), busy) for kind, model_id, busy, *_rest in self._groups(selection)
+                if kind == 0]
+
+    def _op_rows(self, selection: Selection) -> Iterable[tuple]:
+        return [(self._model_name(model_id), name, op_type, bool(cpu), count, total)
+                for kind, model_id, total, name, op_type, cpu, count in self._groups(selection) if kind == 1]
+
+    def _groups(self, selection: Selection) -> List[tuple]:
+        """The busy µs of each recorded iteration (kind 0) and the count and µs of each op (kind 1), from one
+        pass over the tasks: their join with the launches is most of the cost (~1.5 s a million tasks), so
+        both groupings share it (SQLite materialises a CTE that is used twice). Ops are named afterwards,
+        from the small op table (by HWTS task type when no launch is known)."""
+        if selection not in self._grouped:
+            where, args = self._scope(selection)
+            task_type = "coalesce(o.task_type, 'UNKNOWN')"
+            self._grouped[selection] = list(self.conn.execute(
+                f"WITH t AS (SELECT model_id, iteration, op_id, hw_type, end_ns - start_ns AS dur"
+                f" FROM ({self.report._tasks(_FIELDS)}) WHERE {where})"
+                " SELECT 0, model_id, sum(dur) / 1000.0, iteration, NULL, NULL, NULL FROM t"
+                " GROUP BY model_id, iteration"
+                f" UNION ALL SELECT 1, g.model_id, g.total, coalesce(o.op_name, o.kernel_name, {_HW_NAME}),"
+                f" coalesce(o.op_type, {_HW_NAME}), {task_type} = 'AI_CPU' OR ({task_type} = 'UNKNOWN' AND"
+                " hw_type = 1), g.n FROM (SELECT model_id, op_id, hw_type, count(*) AS n, sum(dur) / 1000.0 AS total"
+                " FROM t GROUP BY model_id, op_id, hw_type) g LEFT JOIN host.op o ON o.op_id = g.op_id"
+                " ORDER BY 1, 2, 4", args))
+        return self._grouped[selection]
+
+    def _api_rows(self) -> Iterable[tuple]:
+        # api_statistic's rows: (device, level, name, total, count, …); the application calls the acl level
+        return [(name, level, level == "acl", count, total)
+                for _device, level, name, total, count, *_rest in self.report._api_rows()]
+
+    def layer_iterations(self, selection: Selection = Selection()) -> List[LayerIteration]:
+        if self.single_op:
+            self.report.check(selection)
+            return [LayerIteration(None, SINGLE_OP, None)]
+        last = {}
+        for it in self.report.check(selection):
+            last[it.model_id] = it
+        return [LayerIteration(it.model_id, it.model_name, it.index_id) for it in last.values()]
+
+    def _layers(self, iteration: LayerIteration) -> Iterator[Layer]:
+        """The rows of op_summary (the file export summary writes): the same numbers."""
+        table = self.report.op_summary(iteration.selection)
+        at = {column.name: i for i, column in enumerate(table.columns)}
+        bound = at.get("memory_bound")
+        duration, printed = at["Task Duration(us)"], [column.kind.json for column in table.columns]
+        for row in table.rows():           # values rounded as the file prints them (some columns round there)
+            yield Layer(row[at["Op Name"]] or row[at["Task Type"]], None, row[at["OP Type"]] or row[at["Task Type"]],
+                        printed[duration](row[duration]), None if bound is None else printed[bound](row[bound]))
+
+    def _idle_rows(self, selection: Selection) -> Iterable[Tuple[str, float, float]]:
+        where, args = self._scope(selection)
+        cursor = self.conn.execute(
+            "SELECT model_id, sum(dur) / 1000.0, sum(max(0, start_ns - before)) / 1000.0 FROM ("
+            " SELECT model_id, iteration, start_ns, end_ns - start_ns AS dur, max(end_ns) OVER (PARTITION BY"
+            "  model_id, iteration ORDER BY start_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before"
+            f"  FROM ({self.report._tasks(_FIELDS)}) WHERE {where})"
+            " GROUP BY model_id, iteration ORDER BY model_id, iteration", args)
+        return [(self._model_name(model_id), busy, idle) for model_id, busy, idle in cursor]
+
+    def _loss_rows(self) -> Iterable[tuple]:
+        lost = "skipped > 0 OR head_lost > 0 OR tail_lost > 0"
+        return list(self.conn.execute(
+            f"SELECT stream, kind, records, skipped, head_lost, tail_lost FROM host.decode_count WHERE {lost}"
+            f" UNION ALL SELECT stream, kind, records, skipped, head_lost, tail_lost FROM main.decode_count"
+            f" WHERE {lost}"))
+
+    def _warnings(self) -> List[str]:
+        return [m for (m,) in self.conn.execute(
+            "SELECT message FROM host.notice WHERE level = 'warning'"
+            " UNION ALL SELECT message FROM main.notice WHERE level = 'warning'")]

@@ -1,0 +1,433 @@
+"""msprof advise: each rule on the Mish / LeakyReLU networks, a PROF collection and hand-made JOBs, with
+expectations computed from the generators' truth (task durations, PMU counters, ACL call times), the JSON
+document's shape, the table view's order, missing PMU/ACL data, the selection, rules as data."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fixtures import faults  # noqa: E402
+from fixtures import profgen as pg  # noqa: E402
+from fixtures.board import jobgen  # noqa: E402
+from fixtures.networks import small_job  # noqa: E402
+
+from msprof import api  # noqa: E402
+from msprof.analysis.advise import RULES, Rule, activation_chains, find  # noqa: E402
+from msprof.analysis.facts import Layer  # noqa: E402
+from msprof.api import ensure_databases  # noqa: E402
+from msprof.layouts import find_units  # noqa: E402
+from msprof.layouts.base import Selection, opened  # noqa: E402
+
+MAC_BUSY, VEC_PPEN, DSTR, DLD, WLD = 0x300, 0x303, 0x304, 0x306, 0x307
+SS928_NATIVE = "SS928: Relu, LeakyRelu, PRelu, Elu, Srelu"
+
+
+def pct(part, whole) -> float:
+    return round(float(Fraction(part) * 100 / Fraction(whole)), 2)
+
+
+def us(value) -> float:
+    return round(float(value), 3)
+
+
+def half_up(value: Fraction, digits: int) -> float:
+    return float((Decimal(value.numerator) / Decimal(value.denominator)).quantize(
+        Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+def memory_bound(task):
+    """outputs.md §3.1: max(Dstr, DLD, WLD ratio) / max(Mac Busy, Vec Ppen ratio), the ratios sharing the
+    task's cycles: the ratio of the counters, 4 decimals half up."""
+    c = task["counters"]
+    divisor = max(c[MAC_BUSY], c[VEC_PPEN])
+    return half_up(Fraction(max(c[DSTR], c[DLD], c[WLD]), divisor), 4) if divisor else None
+
+
+def iteration_tasks(job, index_id):
+    return job.recorded_tasks(index_id=index_id)
+
+
+def by_id(findings):
+    out = defaultdict(list)
+    for finding in findings:
+        out[finding["id"]].append(finding)
+    return out
+
+
+@pytest.fixture(scope="module")
+def networks(tmp_path_factory):
+    parent = tmp_path_factory.mktemp("nets")
+    out = {}
+    for variant in ("mish", "leakyrelu"):
+        desc = jobgen.detection_network(variant)
+        out[variant] = (jobgen.build(desc), jobgen.write_job(parent / variant, desc))
+    return out
+
+
+@pytest.fixture(scope="module")
+def mish_findings(networks):
+    """advise --format json on the Mish network, through the CLI (once for the module's tests)."""
+    _, path = networks["mish"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    result = subprocess.run([sys.executable, "-m", "msprof", "advise", "-dir", str(path), "--format", "json"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_document_shape_and_order(mish_findings):
+    assert list(mish_findings) == ["findings"]
+    findings = mish_findings["findings"]
+    for finding in findings:
+        assert list(finding) == ["id", "severity", "message", "evidence"]
+        assert finding["severity"] in ("high", "medium", "info") and finding["evidence"]
+        assert all(list(item) == ["table", "key", "values"] for item in finding["evidence"])
+    # both high: the activation (all of its 40.6 % can go) before the memory-bound layers (their time above
+    # their compute time); then the info findings by share: execute is 74.9 % of ACL time, the CPU 3.7 %
+    assert [(f["id"], f["severity"]) for f in findings] == [
+        ("decomposed_activation", "high"), ("memory_bound", "high"), ("acl_hotspot", "info"),
+        ("cpu_fallback", "info")]
+
+
+def test_decomposed_activation_mish(networks, mish_findings):
+    job, _ = networks["mish"]
+    [finding] = by_id(mish_findings["findings"])["decomposed_activation"]
+    tasks = iteration_tasks(job, 3)                       # the last recorded iteration (what show prints)
+    busy = sum(Fraction(t["duration_us"]) for t in tasks)
+    groups = defaultdict(list)
+    for task in tasks:
+        if task["layer_type"] in ("Softplus", "Tanh", "Mul"):
+            groups[task["ori_layer_name"]].append(task)
+    assert len(groups) == 11 and all(len(g) == 3 for g in groups.values())
+    total = sum(Fraction(t["duration_us"]) for g in groups.values() for t in g)
+    assert finding["message"].startswith(
+        f"Mish is computed as Softplus → Tanh → Mul in 11 place(s) of yolov3_tiny_mish (iteration 3): "
+        f"{us(total)} µs, {pct(total, busy)} % of the iteration's device time. The AA Core has no Mish layer")
+    assert f"({SS928_NATIVE})" in finding["message"] and pct(total, busy) == 40.58
+    ranked = sorted(groups.items(), key=lambda item: -sum(Fraction(t["duration_us"]) for t in item[1]))
+    assert [item["key"]["group"] for item in finding["evidence"]] == [ori for ori, _ in ranked]
+    ori, layers = ranked[0]
+    time = sum(Fraction(t["duration_us"]) for t in layers)
+    assert finding["evidence"][0] == {
+        "table": "op_summary", "key": {"model_name": "yolov3_tiny_mish", "iteration": 3, "group": "conv1_mish"},
+        "values": {"activation": "Mish", "layers": "conv1_mish_softplus;conv1_mish_tanh;conv1_mish_mul",
+                   "layer_types": "Softplus;Tanh;Mul", "time_us": us(time), "share_pct": pct(time, busy)}}
+    assert ori == "conv1_mish" and us(time) == 4371.93
+
+
+def test_memory_bound_ranked_by_time(networks, mish_findings):
+    job, _ = networks["mish"]
+    [finding] = by_id(mish_findings["findings"])["memory_bound"]
+    tasks = iteration_tasks(job, 3)
+    busy = sum(Fraction(t["duration_us"]) for t in tasks)
+    bound = [(t, memory_bound(t)) for t in tasks if t["task_type"] == "AA_CORE"]
+    bound = [(t, b) for t, b in bound if b > 1]
+    time = sum(Fraction(t["duration_us"]) for t, _ in bound)
+    assert finding["message"].startswith(
+        f"{len(bound)} of the {len(tasks)} layers of yolov3_tiny_mish (iteration 3) are memory-bound "
+        f"(Memory Bound > 1: they wait for data more than they compute): {us(time)} µs, {pct(time, busy)} %")
+    ranked = sorted(bound, key=lambda tb: -Fraction(tb[0]["duration_us"]))[:20]     # stable: execution order
+    assert [(item["key"]["layer_name"], item["values"]["memory_bound"]) for item in finding["evidence"]] == [
+        (t["layer_name"], b) for t, b in ranked]
+    top, value = ranked[0]
+    assert finding["evidence"][0] == {
+        "table": "op_summary", "key": {"model_name": "yolov3_tiny_mish", "iteration": 3,
+                                       "layer_name": "conv1_mish_softplus"},
+        "values": {"layer_type": "Softplus", "memory_bound": value, "time_us": us(top["duration_us"]),
+                   "share_pct": pct(top["duration_us"], busy)}}
+    assert value == 1.7317 and len(bound) == 41
+
+
+def test_cpu_fallback_and_acl_hotspot(networks, mish_findings):
+    job, _ = networks["mish"]
+    findings = by_id(mish_findings["findings"])
+    [cpu] = findings["cpu_fallback"]
+    busy = sum(Fraction(t["duration_us"]) for t in job.recorded_tasks())
+    on_cpu = job.recorded_tasks(task_type="AA_CPU")
+    assert {t["layer_name"] for t in on_cpu} == {"detection_out"} and len(on_cpu) == 3
+    time = sum(Fraction(t["duration_us"]) for t in on_cpu)
+    assert cpu["severity"] == "info" and pct(time, busy) == 3.67         # under 5 %
+    assert cpu["message"].startswith(f"{pct(time, busy)} % of the device time of yolov3_tiny_mish runs on the "
+                                     f"AA CPU ({us(time / 3)} µs per iteration): detection_out "
+                                     "(YoloV3DetectionOutput).")
+    assert cpu["evidence"] == [{"table": "op_statistic",
+                                "key": {"model_name": "yolov3_tiny_mish", "op_name": "detection_out"},
+                                "values": {"op_type": "YoloV3DetectionOutput", "count_per_iteration": 1.0,
+                                           "time_us": 850.0, "share_pct": pct(time, busy)}}]
+
+    [hot] = findings["acl_hotspot"]
+    calls = defaultdict(lambda: [0, Fraction(0)])
+    for call in job.acl_calls:
+        calls[call["name"]][0] += 1
+        calls[call["name"]][1] += Fraction(call["end_ns"] - call["start_ns"], 1000)
+    total = sum(t for _, t in calls.values())
+    ranked = sorted(calls.items(), key=lambda item: (-item[1][1], item[0]))[:5]
+    assert [item["key"]["name"] for item in hot["evidence"]] == [name for name, _ in ranked]
+    count, execute = calls["svp_acl_mdl_execute"]
+    assert hot["evidence"][0] == {"table": "acl_statistic", "key": {"name": "svp_acl_mdl_execute"},
+                                  "values": {"level": "ACL_MODEL", "count": count, "total_us": us(execute),
+                                             "avg_us": us(execute / count), "share_pct": pct(execute, total)}}
+    assert hot["message"] == (f"svp_acl_mdl_execute takes the most ACL/API time: 69900.0 µs in 3 call(s) "
+                              f"(23300.0 µs each), {pct(execute, total)} % of the application's calls.")
+
+
+def test_leakyrelu_network(networks, msprof_cli):
+    job, path = networks["leakyrelu"]
+    result = msprof_cli("advise", "-dir", path, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    findings = by_id(json.loads(result.stdout)["findings"])
+    assert "decomposed_activation" not in findings and "host_bound" not in findings
+    busy = sum(Fraction(t["duration_us"]) for t in job.recorded_tasks())
+    [cpu] = findings["cpu_fallback"]
+    assert cpu["severity"] == "medium" and pct(2550, busy) == 6.02          # 5 % ≤ share < 20 %
+    [bound] = findings["memory_bound"]
+    tasks = iteration_tasks(job, 3)
+    slow = [t for t in tasks if t["task_type"] == "AA_CORE" and memory_bound(t) > 1]
+    share = pct(sum(Fraction(t["duration_us"]) for t in slow), sum(Fraction(t["duration_us"]) for t in tasks))
+    assert bound["severity"] == "info" and share < 5
+    assert {t["layer_type"] for t in slow} == {"Pooling", "Upsample", "Concat"}
+
+
+def test_table_view_paragraphs_most_important_first(networks, msprof_cli):
+    _, path = networks["mish"]
+    result = msprof_cli("advise", "-dir", path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{path.name}: 4 finding(s), most important first"
+    heads = [line for line in lines if line[:1].isdigit()]
+    assert heads == ["1. [high] decomposed_activation", "2. [high] memory_bound", "3. [info] acl_hotspot",
+                     "4. [info] cpu_fallback"]
+    first = lines.index(heads[0])
+    assert lines[first + 1].startswith("   Mish is computed as Softplus → Tanh → Mul in 11 place(s)")
+    assert "   - conv1_mish: conv1_mish_softplus;conv1_mish_tanh;conv1_mish_mul — 4371.93 µs, 18.89 %" in lines
+    assert "   - … 6 more (--format json lists them)" in lines            # 11 groups, 5 shown
+    assert all(len(line) <= 100 for line in lines if not line.startswith("   - "))
+
+
+def test_host_bound_job(tmp_path):
+    """Three 100 µs layers with 60 µs of idle device between them: 120 µs idle per 300 µs busy."""
+    desc = {"models": [{"name": "gappy", "gap_us": 60, "executions": 3, "layers": [
+        {"name": f"conv{i}", "duration_us": 100} for i in range(3)]}]}
+    path = jobgen.write_job(tmp_path, desc)
+    findings = by_id(api.advise(path, fmt="json"))
+    [idle] = findings["host_bound"]
+    assert idle["severity"] == "medium"                                  # 10 % ≤ idle / busy < 50 %
+    assert idle["evidence"] == [{"table": "task", "key": {"model_name": "gappy"},
+                                 "values": {"iterations": 3, "busy_us": 300.0, "idle_us": 120.0, "idle_pct": 40.0}}]
+    assert idle["message"].startswith("The device idles between the tasks of gappy: 120.0 µs per iteration, "
+                                      "40.0 % of its busy time (300.0 µs).")
+
+
+def test_prof_collection(tmp_path):
+    """A PROF network with Sigmoid → Mul (SiLU), an AI_CPU op, PipeUtilization PMU, and a host that launches
+    slowly (30 µs between launches: the device waits)."""
+    desc = {"iterations": 2, "pmu": "PipeUtilization", "threads": [{"gap_us": 30, "ops": [
+        {"name": "conv1", "type": "Conv2D", "block_dim": 8, "dur_us": [20, 22]},
+        {"name": "sig1", "type": "Sigmoid", "task_type": "AI_VECTOR_CORE", "dur_us": 5, "total_cycles": 5000,
+         "pmu": [1500, 500, 0, 0, 3500, 0, 0, 0]},        # vec 0.3, mac 0.1, mte2 0.7: 0.7 / 0.3 = 2.333
+        {"name": "mul1", "type": "Mul", "task_type": "AI_VECTOR_CORE", "dur_us": 3},
+        {"name": "nms", "type": "NonMaxSuppression", "task_type": "AI_CPU", "dur_us": 40}]}]}
+    prof, path = pg.build(desc), pg.write_prof(tmp_path, desc)
+    findings = api.advise(path, fmt="json")
+    by = by_id(findings)
+
+    # iteration 2: conv1 22, sig1 5, mul1 3, nms 40 µs
+    [silu] = by["decomposed_activation"]
+    assert silu["severity"] == "high" and pct(8, 70) == 11.43
+    assert silu["evidence"] == [{"table": "op_summary", "key": {"model_name": "resnet50", "iteration": 2,
+                                                                "group": "sig1"},
+                                 "values": {"activation": "SiLU/Swish", "layers": "sig1;mul1",
+                                            "layer_types": "Sigmoid;Mul", "time_us": 8.0, "share_pct": 11.43}}]
+    assert "The AI Core has no SiLU/Swish layer" in silu["message"]
+
+    # memory_bound = mte2 / max(vec, mac) of the ratios rounded to 3, the quotient rounded to 3 as op_summary
+    # prints it (profgen's default counters: cycles·(k+1)//16 in slots vec 0x8, mac 0xa, …, mte2 0xc)
+    def bound(cycles, counters=None):
+        counters = counters or [cycles * (k + 1) // 16 for k in range(8)]
+        r = [float((Decimal(c) / cycles).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP)) for c in counters]
+        return round(r[4] / max(r[0], r[1]), 3)
+    [mem] = by["memory_bound"]
+    assert [(e["key"]["layer_name"], e["values"]["memory_bound"], e["values"]["time_us"]) for e in mem["evidence"]] \
+        == [("conv1", bound(22000), 22.0), ("sig1", bound(5000, [1500, 500, 0, 0, 3500, 0, 0, 0]), 5.0),
+            ("mul1", bound(3000), 3.0)]
+    assert [e["values"]["memory_bound"] for e in mem["evidence"]] == [2.504, 2.333, 2.496]
+    assert mem["severity"] == "high"                                    # 30 of 70 µs
+
+    [cpu] = by["cpu_fallback"]
+    assert cpu["severity"] == "high" and cpu["evidence"][0]["values"]["share_pct"] == pct(80, 138)
+    assert "runs on the AI CPU (40.0 µs per iteration): nms (NonMaxSuppression)" in cpu["message"]
+
+    # idle between consecutive device tasks, from the truth: start − latest end before it
+    idle, busy = Fraction(0), Fraction(0)
+    for iteration in (1, 2):
+        tasks = sorted((t for t in prof.tasks if t.iteration == iteration), key=lambda t: t.start_ns)
+        busy += sum(Fraction(t.dur_ns, 1000) for t in tasks)
+        idle += sum(max(0, Fraction(t.start_ns - max(p.end_ns for p in tasks[:i]), 1000))
+                    for i, t in enumerate(tasks) if i)
+    [host] = by["host_bound"]
+    assert host["evidence"][0]["values"] == {"iterations": 2, "busy_us": us(busy / 2), "idle_us": us(idle / 2),
+                                             "idle_pct": pct(idle, busy)}
+    assert host["severity"] == ("high" if idle / busy >= Fraction(1, 2) else "medium") and idle / busy > 0.1
+
+    [hot] = by["acl_hotspot"]                     # only the application's own (acl level) calls
+    assert [e["key"]["name"] for e in hot["evidence"]] == ["aclmdlExecute"]
+    severities = [f["severity"] for f in findings]
+    assert severities == sorted(severities, key=("high", "medium", "info").index)
+
+
+def test_data_loss(tmp_path):
+    path = jobgen.write_job(tmp_path, small_job())
+    cut = faults.tail_cut(path, "hwts")
+    magic = faults.bad_magic(path, "acl_model")
+    [loss] = by_id(api.advise(path, fmt="json"))["data_loss"]
+    assert loss["severity"] == "medium"
+    streams = {item["key"]["stream"]: item["values"] for item in loss["evidence"] if item["table"] == "decode_count"}
+    assert streams == {
+        "AclModule.acl_model.0": {"kind": "acl", "records": magic["records_total"], "skipped": 1, "head_lost": 0,
+                                  "tail_lost": 0},
+        "hwts.data.0": {"kind": "hwts", "records": cut["records_after"], "skipped": 0, "head_lost": 0,
+                        "tail_lost": cut["bytes_lost"]}}
+    warnings = [item["values"]["message"] for item in loss["evidence"] if item["table"] == "notice"]
+    assert any(f"{cut['bytes_lost']} bytes of HWTS data lost at the tail" in w for w in warnings)
+    assert any("1 ACL record(s) skipped" in w for w in warnings)
+    assert loss["message"].startswith(f"The import skipped or lost data, or warned about it: 1 record(s) skipped "
+                                      f"and {cut['bytes_lost']} byte(s) lost in 2 stream(s); {len(warnings)} "
+                                      "warning(s).")
+
+
+def test_load_and_unload_outweigh_execute(tmp_path):
+    desc = small_job(acl_call_us={"svp_acl_mdl_load_from_file": 5000})
+    job, path = jobgen.build(desc), jobgen.write_job(tmp_path, desc)
+    [hot] = by_id(api.advise(path, fmt="json"))["acl_hotspot"]
+    setup = sum(Fraction(c["end_ns"] - c["start_ns"], 1000) for c in job.acl_calls
+                if c["name"] in ("svp_acl_mdl_load_from_file", "svp_acl_mdl_unload"))
+    execute = sum(Fraction(c["end_ns"] - c["start_ns"], 1000) for c in job.execute_calls())
+    assert setup > execute and hot["severity"] == "medium"
+    assert hot["evidence"][0]["key"] == {"name": "svp_acl_mdl_load_from_file"}
+    assert hot["message"].endswith(f" Model load and unload ({us(setup)} µs) outweigh execute ({us(execute)} µs): "
+                                   "load the model once, outside the timed loop, and reuse it for every execution.")
+
+
+def test_without_pmu_or_acl_data(tmp_path, msprof_cli):
+    """No PMU data: no memory_bound finding; no ACL data: no acl_hotspot — said on stderr, not an error."""
+    desc = jobgen.detection_network("mish", acl_api="off", aac_metrics="PipeUtilization")
+    path = jobgen.write_job(tmp_path, desc)
+    result = msprof_cli("advise", "-dir", path, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    ids = [f["id"] for f in json.loads(result.stdout)["findings"]]
+    assert ids == ["decomposed_activation", "cpu_fallback"]
+    assert "no PMU memory-bound data: memory_bound not checked" in result.stderr
+    assert "no ACL/API data: acl_hotspot not checked" in result.stderr
+
+
+def test_selection(networks, msprof_cli):
+    _, path = networks["mish"]
+    result = msprof_cli("advise", "-dir", path, "--format", "json", "--model-id", "1", "--iteration-id", "1")
+    assert result.returncode == 0, result.stderr
+    findings = by_id(json.loads(result.stdout)["findings"])
+    assert {e["key"]["iteration"] for e in findings["decomposed_activation"][0]["evidence"]} == {1}
+    assert "(iteration 1)" in findings["memory_bound"][0]["message"]
+    assert msprof_cli("advise", "-dir", path, "--model-id", "1", "--iteration-id", "9").returncode == 2
+    assert msprof_cli("advise", "-dir", path, "--model-id", "1").returncode == 2
+
+
+def test_activation_chains():
+    def layer(name, kind, ori=None):
+        return Layer(name, ori, kind, 1.0, None)
+
+    layers = [layer("c", "Conv"), layer("s", "Sigmoid"), layer("m", "Mul"),             # SiLU
+              layer("e", "Erf"), layer("a", "Add"), layer("m2", "Mul"),                 # GELU
+              layer("sp", "SoftPlus", "act1"), layer("t", "TanH", "act1"), layer("m3", "Mul", "act2"),  # 2 groups
+              layer("t2", "Tanh"), layer("a2", "Add"), layer("m4", "Mul"),              # GELU tanh tail
+              layer("hs", "HardSigmoid"), layer("m5", "Mul"), layer("x", "Sigmoid")]
+    found = [(name, [l.name for l in chain]) for name, chain in activation_chains(iter(layers))]
+    assert found == [("SiLU/Swish", ["s", "m"]), ("GELU", ["e", "a", "m2"]),
+                     ("GELU (tanh approximation)", ["t2", "a2", "m4"]), ("HardSwish", ["hs", "m5"])]
+    assert [[l.name for l in c] for _n, c in activation_chains([layer("sp", "Softplus", "x"),
+                                                                 layer("t", "Tanh", "x"),
+                                                                 layer("m", "Mul", "x")])] == [["sp", "t", "m"]]
+
+
+def test_rules_are_data(networks):
+    """A rule is one Rule object; find() runs any list of them."""
+    job, path = networks["leakyrelu"]
+    assert [rule.id for rule in RULES] == ["decomposed_activation", "memory_bound", "cpu_fallback",
+                                           "acl_hotspot", "host_bound", "data_loss"]
+
+    def slowest_layer(facts, selection):
+        from msprof.analysis.advise import Hit
+
+        [iteration] = facts.layer_iterations(selection)
+        top = max(facts.layers(iteration), key=lambda l: l.us)
+        yield Hit("info", 0.0, {"name": top.name, "us": top.us}, [])
+
+    [unit] = find_units(path)
+    ensure_databases(unit)
+    with opened(unit) as report:
+        findings = find(unit.layout.facts(report), Selection(),
+                        [Rule("slowest_layer", slowest_layer, "{name} takes {us} µs", "")])
+    conv1 = max((t for t in job.recorded_tasks(index_id=3)), key=lambda t: Fraction(t["duration_us"]))
+    assert findings == [{"id": "slowest_layer", "severity": "info",
+                         "message": f"{conv1['layer_name']} takes {us(conv1['duration_us'])} µs", "evidence": []}]
+
+
+def test_one_result_dir(networks, msprof_cli):
+    _, path = networks["mish"]
+    result = msprof_cli("advise", "-dir", path.parent.parent)            # holds both networks
+    assert result.returncode == 2 and "holds 2 result directories; name one of them" in result.stderr
+    assert msprof_cli("advise", "-dir", path.parent, "--format", "json").returncode == 0     # holds one
+
+
+def test_help_has_examples(msprof_cli):
+    for command in ("advise", "compare"):
+        result = msprof_cli(command, "--help")
+        assert result.returncode == 0 and "Example" in result.stdout and f"msprof {command} " in result.stdout
+        assert "9  performance regression" in result.stdout
+
+
+def test_prof_without_host_is_one_single_op_iteration(tmp_path, msprof_cli):
+    """No host data: no op names, no model executions; the device tasks are one iteration of ``single-op``,
+    streamed through the layer rules, and there is no iteration to select."""
+    desc = {"iterations": 2, "threads": [{"ops": [
+        {"name": "conv1", "type": "Conv2D", "dur_us": 20},
+        {"name": "nms", "type": "NonMaxSuppression", "task_type": "AI_CPU", "dur_us": 40}]}]}
+    path = pg.write_prof(tmp_path, desc)
+    shutil.rmtree(path / "host")
+    result = msprof_cli("advise", "-dir", path, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    findings = by_id(json.loads(result.stdout)["findings"])
+    assert sorted(findings) == ["cpu_fallback"]             # no PMU, no API data, nothing lost
+    [cpu] = findings["cpu_fallback"]
+    assert cpu["evidence"] == [{"table": "op_statistic", "key": {"model_name": "single-op", "op_name": "AI_CPU"},
+                                "values": {"op_type": "AI_CPU", "count_per_iteration": 2.0, "time_us": 80.0,
+                                           "share_pct": pct(80, 120)}}]
+    assert cpu["severity"] == "high"                        # 66.67 % of the device time
+    selected = msprof_cli("advise", "-dir", path, "--model-id", "1", "--iteration-id", "1")
+    assert selected.returncode == 2 and "no recorded iteration 1 of model 1" in selected.stderr
+
+
+def test_warnings_alone_and_no_iterations(tmp_path, msprof_cli):
+    """An import warning without lost records is information; without a step trace the device rules have
+    no iteration to read, and advise says so instead of failing."""
+    no_layers = jobgen.write_job(tmp_path / "a", small_job())
+    faults.missing_layer_info(no_layers)
+    [warned] = by_id(api.advise(no_layers, fmt="json"))["data_loss"]
+    assert warned["severity"] == "info" and [e["table"] for e in warned["evidence"]] == ["notice"]
+    assert "no layer.info" in warned["evidence"][0]["values"]["message"]
+    no_steps = jobgen.write_job(tmp_path / "b", small_job())
+    faults.missing_step_trace(no_steps)
+    result = msprof_cli("advise", "-dir", no_steps, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert [f["id"] for f in json.loads(result.stdout)["findings"]] == ["acl_hotspot"]
+    assert "no recorded iteration (step trace / model executions): the device rules have no task to read" \
+        in result.stderr

@@ -1,0 +1,450 @@
+"""msprof compare: every field of the JSON document, the table/csv views, the exit-9 gate both ways, a JOB
+pair (the Mish network and its LeakyReLU version) and a PROF pair, one-sided models/types/ops, missing data.
+
+Expected numbers come from the generators' truth (exact per-task durations and ACL call times), computed
+here with Fractions, independently of msprof."""
+import json
+import logging
+import shutil
+import sys
+from collections import defaultdict
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fixtures import profgen as pg  # noqa: E402
+from fixtures.board import jobgen  # noqa: E402
+from fixtures.networks import small_job, two_model_job  # noqa: E402
+
+from msprof import api  # noqa: E402
+from msprof.errors import RegressionError, UsageError  # noqa: E402
+
+KEYS = {
+    "models": ["model_name", "base_us", "new_us", "delta_us", "delta_pct"],
+    "op_types": ["op_type", "base_us", "new_us", "delta_us", "base_count", "new_count"],
+    "ops": ["op_name", "op_type", "base_us", "new_us", "delta_us"],
+    "apis": ["name", "base_count", "new_count", "base_avg_us", "new_avg_us", "delta_avg_us", "base_total_us",
+             "new_total_us"],
+}
+
+
+def r3(value) -> float:
+    return round(float(value), 3)
+
+
+# --- truth: what each section must hold, from the generators ------------------------------------------------
+def job_truth(job):
+    """Per model: mean busy µs per iteration; per type: (µs, count) per iteration; per layer name: (type, avg
+    µs); per ACL name: (count, total µs) — from the recorded tasks and calls."""
+    per_iteration = defaultdict(Fraction)
+    types, names = defaultdict(lambda: [Fraction(0), 0]), defaultdict(lambda: [None, Fraction(0), 0])
+    for task in job.tasks:
+        if task["recorded"]:
+            per_iteration[task["index_id"]] += Fraction(task["duration_us"])
+            types[task["layer_type"]][0] += Fraction(task["duration_us"])
+            types[task["layer_type"]][1] += 1
+            name = names[task["layer_name"]]
+            name[0] = task["layer_type"]
+            name[1] += Fraction(task["duration_us"])
+            name[2] += 1
+    iterations = len(per_iteration)
+    calls = defaultdict(lambda: [0, Fraction(0)])
+    for call in job.acl_calls:
+        if call["recorded"]:
+            calls[call["name"]][0] += 1
+            calls[call["name"]][1] += Fraction(call["end_ns"] - call["start_ns"], 1000)
+    return {"model": sum(per_iteration.values()) / iterations,
+            "types": {t: (us / iterations, count / iterations) for t, (us, count) in types.items()},
+            "ops": {n: (t, us / count) for n, (t, us, count) in names.items()}, "apis": dict(calls)}
+
+
+def prof_truth(prof):
+    per_iteration = defaultdict(Fraction)
+    types, names = defaultdict(lambda: [Fraction(0), 0]), defaultdict(lambda: [None, Fraction(0), 0])
+    for task in prof.tasks:
+        us = Fraction(task.dur_ns, 1000)
+        per_iteration[task.iteration] += us
+        types[task.op_type][0] += us
+        types[task.op_type][1] += 1
+        names[task.op_name][0] = task.op_type
+        names[task.op_name][1] += us
+        names[task.op_name][2] += 1
+    iterations = len(per_iteration)
+    calls = defaultdict(lambda: [0, Fraction(0)])
+    for call in prof.apis:
+        calls[call.name][0] += 1
+        calls[call.name][1] += Fraction(call.end - call.begin, 1000)
+    return {"model": sum(per_iteration.values()) / iterations,
+            "types": {t: (us / iterations, count / iterations) for t, (us, count) in types.items()},
+            "ops": {n: (t, us / count) for n, (t, us, count) in names.items()}, "apis": dict(calls)}
+
+
+def renamed(desc, name):
+    desc["models"][0]["name"] = name
+    return desc
+
+
+@pytest.fixture(scope="module")
+def job_pair(tmp_path_factory):
+    """The Mish network and its LeakyReLU version, both as model ``yolov3_tiny`` (the same .om name), and
+    the fixtures' own names (yolov3_tiny_mish / yolov3_tiny_leaky: matched by name, so one-sided)."""
+    parent = tmp_path_factory.mktemp("jobs")
+    out = {}
+    for variant in ("mish", "leakyrelu"):
+        same = renamed(jobgen.detection_network(variant), "yolov3_tiny")
+        out[variant] = (jobgen.build(same), jobgen.write_job(parent / variant, same))
+        own = jobgen.detection_network(variant)
+        out[variant + "_own"] = (jobgen.build(own), jobgen.write_job(parent / (variant + "_own"), own))
+    return out
+
+
+def field_rows(document, section, key):
+    return {row[KEYS[section][0]]: row for row in document[section]} if key is None else \
+        next(row for row in document[section] if row[KEYS[section][0]] == key)
+
+
+# --- JOB pair, through the CLI ------------------------------------------------------------------------------
+def test_job_pair_json_document_field_by_field(job_pair, msprof_cli):
+    (mish, mish_dir), (leaky, leaky_dir) = job_pair["mish"], job_pair["leakyrelu"]
+    result = msprof_cli("compare", mish_dir, leaky_dir, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert list(document) == ["base", "new", "models", "op_types", "ops", "apis"]
+    assert document["base"] == str(mish_dir) and document["new"] == str(leaky_dir)
+    for section, keys in KEYS.items():
+        assert all(list(row) == keys for row in document[section]), section
+    base, new = job_truth(mish), job_truth(leaky)
+
+    # models: 23145 µs of tasks per Mish execute (23.3 ms minus launch, return, pads and 54 gaps of 2 µs)
+    assert r3(base["model"]) == 23145.0 and r3(new["model"]) == 14111.0
+    delta = r3(r3(new["model"]) - r3(base["model"]))
+    assert document["models"] == [{"model_name": "yolov3_tiny", "base_us": r3(base["model"]),
+                                   "new_us": r3(new["model"]), "delta_us": delta,
+                                   "delta_pct": r3(delta / r3(base["model"]) * 100)}]
+    assert document["models"][0]["delta_pct"] == -39.032
+
+    # op types: Softplus only in the base (0 in the new), Convolution on both sides (LeakyReLU fused: +3 %)
+    softplus = field_rows(document, "op_types", "Softplus")
+    us, count = base["types"]["Softplus"]
+    assert softplus == {"op_type": "Softplus", "base_us": r3(us), "new_us": 0.0, "delta_us": r3(-r3(us)),
+                        "base_count": 11, "new_count": 0} and count == 11
+    conv = field_rows(document, "op_types", "Convolution")
+    (b_us, b_count), (n_us, n_count) = base["types"]["Convolution"], new["types"]["Convolution"]
+    assert conv == {"op_type": "Convolution", "base_us": r3(b_us), "new_us": r3(n_us),
+                    "delta_us": r3(r3(n_us) - r3(b_us)), "base_count": 13, "new_count": 13}
+    assert {row["op_type"] for row in document["op_types"]} == set(base["types"]) | set(new["types"])
+    assert [abs(row["delta_us"]) for row in document["op_types"]] == sorted(
+        (abs(row["delta_us"]) for row in document["op_types"]), reverse=True)
+
+    # ops: every layer name of either side (json is not cut by --top); conv1 on both, the Mish layers base only
+    assert len(document["ops"]) == len(set(base["ops"]) | set(new["ops"])) == 55
+    conv1 = field_rows(document, "ops", "conv1")
+    assert conv1 == {"op_name": "conv1", "op_type": "Convolution", "base_us": r3(base["ops"]["conv1"][1]),
+                     "new_us": r3(new["ops"]["conv1"][1]),
+                     "delta_us": r3(r3(new["ops"]["conv1"][1]) - r3(base["ops"]["conv1"][1]))}
+    softplus1 = field_rows(document, "ops", "conv1_mish_softplus")
+    assert softplus1 == {"op_name": "conv1_mish_softplus", "op_type": "Softplus",
+                         "base_us": r3(base["ops"]["conv1_mish_softplus"][1]), "new_us": None, "delta_us": None}
+    assert document["ops"][0]["op_name"] == "conv1_mish_softplus"      # the largest change first
+
+    # apis: execute 23.3 ms → 14.2 ms
+    count_b, total_b = base["apis"]["svp_acl_mdl_execute"]
+    count_n, total_n = new["apis"]["svp_acl_mdl_execute"]
+    execute = field_rows(document, "apis", "svp_acl_mdl_execute")
+    assert execute == {"name": "svp_acl_mdl_execute", "base_count": count_b, "new_count": count_n,
+                       "base_avg_us": r3(total_b / count_b), "new_avg_us": r3(total_n / count_n),
+                       "delta_avg_us": r3(r3(total_n / count_n) - r3(total_b / count_b)),
+                       "base_total_us": r3(total_b), "new_total_us": r3(total_n)}
+    assert execute["base_avg_us"] == 23300.0 and execute["new_avg_us"] == 14200.0 and execute["base_count"] == 3
+    assert {row["name"] for row in document["apis"]} == set(base["apis"])
+    assert document["apis"][0]["name"] == "svp_acl_mdl_execute"          # the largest total first
+
+
+def test_gate_exit_9_both_ways(job_pair, msprof_cli):
+    (mish, mish_dir), (leaky, leaky_dir) = job_pair["mish"], job_pair["leakyrelu"]
+    base, new = r3(job_truth(leaky)["model"]), r3(job_truth(mish)["model"])
+    growth = (new - base) / base * 100                      # Mish after LeakyReLU: +64.02 %
+    assert 64 < growth < 64.1
+    slower = msprof_cli("compare", leaky_dir, mish_dir, "--fail-if-slower", "50")
+    assert slower.returncode == 9
+    assert slower.stdout.startswith("yolov3_tiny: 14111.0 → 23145.0 µs per iteration, +64.0 %\n")  # data first
+    assert "performance regression: yolov3_tiny: 14111.0 → 23145.0 µs per iteration (+64.0 %, more than 50 %)" \
+        in slower.stderr
+    assert msprof_cli("compare", leaky_dir, mish_dir, "--fail-if-slower", "64.1").returncode == 0
+    faster = msprof_cli("compare", mish_dir, leaky_dir, "--fail-if-slower", "0", "--format", "json")
+    assert faster.returncode == 0 and json.loads(faster.stdout)["models"][0]["delta_pct"] < 0
+    with pytest.raises(RegressionError) as raised:        # the library raises what the CLI maps to exit 9
+        api.compare(leaky_dir, mish_dir, fmt="json", fail_if_slower=10)
+    assert raised.value.exit_code == 9 and "yolov3_tiny" in raised.value.message
+
+
+def test_table_view_verdict_first_and_top(job_pair, msprof_cli):
+    (_, mish_dir), (_, leaky_dir) = job_pair["mish"], job_pair["leakyrelu"]
+    result = msprof_cli("compare", mish_dir, leaky_dir, "--top", "3")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # (14111 − 23145) / 23145 = −39.03 %
+    assert lines[0] == "yolov3_tiny: 23145.0 → 14111.0 µs per iteration, −39.0 %"
+    titles = [line for line in lines if line and not line.startswith((" ", "-")) and ":" in line][1:]
+    assert [t.split(":")[0] for t in titles] == ["Models", "Op types", "Ops", "ACL/API calls"]
+    ops = lines.index("Ops: average duration (µs), the 3 largest changes of 55")
+    assert [line.split()[0] for line in lines[ops + 3:ops + 6]] == [
+        "conv1_mish_softplus", "conv1_mish_tanh", "conv1_mish_mul"]
+    assert lines[ops + 6] == ""
+
+
+def test_csv_view(job_pair, msprof_cli):
+    (_, mish_dir), (_, leaky_dir) = job_pair["mish"], job_pair["leakyrelu"]
+    result = msprof_cli("compare", mish_dir, leaky_dir, "--format", "csv", "--top", "2")
+    assert result.returncode == 0, result.stderr
+    sections = result.stdout.split("\n\n")
+    assert [s.splitlines()[0] for s in sections if s.strip()] == ["# models", "# op_types", "# ops", "# apis"]
+    models, ops = sections[0].splitlines(), sections[2].splitlines()
+    assert models[1:] == ["model_name,base_us,new_us,delta_us,delta_pct", "yolov3_tiny,23145.0,14111.0,-9034.0,-39.032"]
+    assert ops[1] == ",".join(KEYS["ops"]) and len(ops) == 4          # the 2 largest changes
+    assert ops[2] == "conv1_mish_softplus,Softplus,1836.21,N/A,N/A"
+
+
+def model_means(job):
+    """Per model name: the mean over its recorded iterations of the summed task durations."""
+    sums = defaultdict(Fraction)
+    for task in job.tasks:
+        if task["recorded"]:
+            sums[(task["model_name"], task["index_id"])] += Fraction(task["duration_us"])
+    means = defaultdict(list)
+    for (name, _index), total in sums.items():
+        means[name].append(total)
+    return {name: r3(sum(totals) / len(totals)) for name, totals in means.items()}
+
+
+def test_models_on_one_side_only(tmp_path, msprof_cli):
+    """Two models against one: ``tiny`` is matched by name, ``tiny_b`` is the base's only (null on the new
+    side) and the gate checks ``tiny`` only; with no common name at all, nothing is gated."""
+    two, one = two_model_job(), small_job()
+    two_dir, one_dir = jobgen.write_job(tmp_path / "two", two), jobgen.write_job(tmp_path / "one", one)
+    base, new = model_means(jobgen.build(two)), model_means(jobgen.build(one))
+    # docs/fixtures.md: conv1 100/110/120 µs by execution, pool 50, nms 200 (tiny_b: conv1 and pool only)
+    assert base == {"tiny": (350 + 360) / 2, "tiny_b": (150 + 160) / 2} and new == {"tiny": (350 + 360 + 370) / 3}
+    result = msprof_cli("compare", two_dir, one_dir, "--format", "json", "--fail-if-slower", "1.4")
+    assert result.returncode == 9 and "tiny_b" not in result.stderr          # (360 − 355) / 355 = 1.408 %
+    document = json.loads(result.stdout)
+    assert document["models"] == [
+        {"model_name": "tiny", "base_us": 355.0, "new_us": 360.0, "delta_us": 5.0, "delta_pct": 1.408},
+        {"model_name": "tiny_b", "base_us": 155.0, "new_us": None, "delta_us": None, "delta_pct": None}]
+    assert msprof_cli("compare", two_dir, one_dir, "--fail-if-slower", "1.41").returncode == 0
+    table = msprof_cli("compare", two_dir, one_dir)
+    assert table.stdout.splitlines()[0] == "tiny: 355.0 → 360.0 µs per iteration, +1.4 %"
+    nothing = msprof_cli("compare", one_dir, jobgen.write_job(tmp_path / "other", small_job(
+        models=[{"name": "x", "layers": [{"name": "l"}]}, {"name": "y", "id": 2, "layers": [{"name": "l"}]}])),
+        "--fail-if-slower", "0")
+    assert nothing.returncode == 0 and "nothing to check" in nothing.stderr
+    assert nothing.stdout.splitlines()[0] == ("no model in both collections (models are matched by name): "
+                                              "tiny (base only), x (new only), y (new only)")
+
+
+def test_one_model_each_under_two_names_is_compared(job_pair, msprof_cli):
+    """The fixtures' own names differ (yolov3_tiny_mish / yolov3_tiny_leaky): one model each side is the same
+    network converted again, so the two are compared, and gated."""
+    (mish, mish_dir), (leaky, leaky_dir) = job_pair["mish_own"], job_pair["leakyrelu_own"]
+    result = msprof_cli("compare", mish_dir, leaky_dir, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert ("models matched as the only one of each side: yolov3_tiny_mish (base) and yolov3_tiny_leaky (new)"
+            in result.stderr)
+    assert json.loads(result.stdout)["models"] == [
+        {"model_name": "yolov3_tiny_mish → yolov3_tiny_leaky", "base_us": 23145.0, "new_us": 14111.0,
+         "delta_us": -9034.0, "delta_pct": -39.032}]
+    slower = msprof_cli("compare", leaky_dir, mish_dir, "--fail-if-slower", "10")
+    assert slower.returncode == 9
+    assert slower.stdout.splitlines()[0] == ("yolov3_tiny_leaky → yolov3_tiny_mish: 14111.0 → 23145.0 µs per "
+                                             "iteration, +64.0 %")
+
+
+def test_collection_without_acl_or_pmu_data(tmp_path, msprof_cli):
+    """No ACL data on one side: apis is empty, not an error; no PMU data changes nothing compare reads."""
+    with_acl = jobgen.write_job(tmp_path / "a", renamed(jobgen.detection_network("leakyrelu"), "net"))
+    desc = renamed(jobgen.detection_network("leakyrelu", acl_api="off", aac_metrics="PipeUtilization"), "net")
+    without = jobgen.write_job(tmp_path / "b", desc)
+    assert not list((without / "data").glob("AclModule*")) and not list((without / "data").glob("AAcore*"))
+    result = msprof_cli("compare", with_acl, without, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["apis"] == [] and f"no ACL/API data in {without}: apis not compared" in result.stderr
+    assert document["models"][0]["delta_us"] == 0.0 and len(document["ops"]) == 22
+    table = msprof_cli("compare", without, with_acl)
+    assert table.returncode == 0 and "ACL/API calls: count, average and total (µs)\n(none)\n" in table.stdout
+
+
+def test_base_new_must_each_be_one_result_dir(job_pair, tmp_path, msprof_cli):
+    (_, mish_dir), (_, leaky_dir) = job_pair["mish"], job_pair["leakyrelu"]
+    parent = tmp_path / "two"
+    parent.mkdir()
+    for job in (mish_dir, leaky_dir):
+        shutil.copytree(job, parent / job.name, ignore=shutil.ignore_patterns("sqlite", "log", "timeline"))
+    result = msprof_cli("compare", parent, leaky_dir)
+    assert result.returncode == 2
+    assert f"{parent} holds 2 result directories; name one of them:" in result.stderr
+    assert str(parent / mish_dir.name) in result.stderr and str(parent / leaky_dir.name) in result.stderr
+    shutil.rmtree(parent / leaky_dir.name)          # a parent holding exactly one is that one
+    one = msprof_cli("compare", parent, leaky_dir, "--format", "json")
+    assert one.returncode == 0 and json.loads(one.stdout)["base"] == str(parent / mish_dir.name)
+    assert msprof_cli("compare", tmp_path / "missing", leaky_dir).returncode == 2
+    assert msprof_cli("compare", "bad;name", leaky_dir).returncode == 2
+    with pytest.raises(UsageError):
+        api.compare(mish_dir.parent.parent, leaky_dir)           # the four JOBs of job_pair
+
+
+# --- PROF pair, through the library -------------------------------------------------------------------------
+PROF_BASE = {"iterations": 2, "pmu": "PipeUtilization", "threads": [{"ops": [
+    {"name": "conv1", "type": "Conv2D", "block_dim": 8, "dur_us": [20, 22]},
+    {"name": "sig1", "type": "Sigmoid", "task_type": "AI_VECTOR_CORE", "dur_us": 5},
+    {"name": "mul1", "type": "Mul", "task_type": "AI_VECTOR_CORE", "dur_us": 3},
+    {"name": "nms", "type": "NonMaxSuppression", "task_type": "AI_CPU", "dur_us": 40}]}]}
+
+
+def prof_new():
+    """The same network, other op durations (conv1 slower, nms faster)."""
+    desc = json.loads(json.dumps(PROF_BASE))
+    ops = desc["threads"][0]["ops"]
+    ops[0]["dur_us"], ops[1]["dur_us"], ops[3]["dur_us"] = [30.5, 33], 4.02, 25
+    return desc
+
+
+def test_prof_pair(tmp_path, capsys):
+    base_dir, new_dir = pg.write_prof(tmp_path / "b", PROF_BASE), pg.write_prof(tmp_path / "n", prof_new())
+    base, new = prof_truth(pg.build(PROF_BASE)), prof_truth(pg.build(prof_new()))
+    document = api.compare(base_dir, new_dir, fmt="json")
+    assert json.loads(capsys.readouterr().out) == document
+    assert document["base"] == str(base_dir / "device_0") and document["new"] == str(new_dir / "device_0")
+    # (20 + 5 + 3 + 40 + 22 + 5 + 3 + 40) / 2 = 69 µs; (30.5 + 4.02 + 3 + 25 + 33 + 4.02 + 3 + 25) / 2 = 63.77
+    assert r3(base["model"]) == 69.0 and r3(new["model"]) == 63.77
+    assert document["models"] == [{"model_name": "resnet50", "base_us": 69.0, "new_us": 63.77,
+                                   "delta_us": -5.23, "delta_pct": r3(-5.23 / 69 * 100)}]
+    conv = field_rows(document, "op_types", "Conv2D")
+    assert conv == {"op_type": "Conv2D", "base_us": r3(base["types"]["Conv2D"][0]),
+                    "new_us": r3(new["types"]["Conv2D"][0]), "delta_us": r3(31.75 - 21), "base_count": 1,
+                    "new_count": 1}
+    assert [row["op_name"] for row in document["ops"]] == ["nms", "conv1", "sig1", "mul1"]
+    assert field_rows(document, "ops", "sig1") == {"op_name": "sig1", "op_type": "Sigmoid", "base_us": 5.0,
+                                                   "new_us": 4.02, "delta_us": -0.98}
+    execute = field_rows(document, "apis", "aclmdlExecute")
+    count, total = base["apis"]["aclmdlExecute"]
+    count_n, total_n = new["apis"]["aclmdlExecute"]
+    assert execute == {"name": "aclmdlExecute", "base_count": count, "new_count": count_n,
+                       "base_avg_us": r3(total / count), "new_avg_us": r3(total_n / count_n),
+                       "delta_avg_us": r3(r3(total_n / count_n) - r3(total / count)),
+                       "base_total_us": r3(total), "new_total_us": r3(total_n)}
+    assert {row["name"] for row in document["apis"]} == set(base["apis"]) == {
+        "aclmdlExecute", "ModelExecute", "launch", "KernelLaunch"}
+    with pytest.raises(RegressionError):                    # new → base: +8.2 %
+        api.compare(new_dir, base_dir, fmt="json", fail_if_slower=8)
+    api.compare(new_dir, base_dir, fmt="json", fail_if_slower=8.3)
+
+
+@pytest.fixture
+def notices():
+    """The messages msprof logs (to stderr in the CLI) while the test runs."""
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    handler = Keep(logging.DEBUG)
+    logging.getLogger("msprof").addHandler(handler)
+    yield records
+    logging.getLogger("msprof").removeHandler(handler)
+
+
+def test_prof_without_model_executions_is_single_op(tmp_path, notices):
+    """A PROF device without its host: no model execution is known, every device task is one iteration."""
+    base_dir, new_dir = pg.write_prof(tmp_path / "b", PROF_BASE), pg.write_prof(tmp_path / "n", prof_new())
+    for prof_dir in (base_dir, new_dir):
+        shutil.rmtree(prof_dir / "host")
+    document = api.compare(base_dir, new_dir, fmt="json")
+    assert document["models"] == [{"model_name": "single-op", "base_us": 138.0, "new_us": 127.54,
+                                   "delta_us": -10.46, "delta_pct": r3(-10.46 / 138 * 100)}]
+    assert document["apis"] == []
+    # without the host no op is known: tasks are named by their HWTS task type
+    assert {row["op_type"]: (row["base_count"], row["new_count"]) for row in document["op_types"]} == {
+        "AI_CORE": (2, 2), "AI_VECTOR_CORE": (4, 4), "AI_CPU": (2, 2)}
+    assert any(m.startswith("no ACL/API data in ") for m in notices)
+
+
+class CountingConnection:
+    """A connection whose cursors count the rows they hand to Python."""
+
+    def __init__(self, conn):
+        self.conn, self.rows = conn, 0
+
+    def execute(self, *args):
+        return CountingCursor(self, self.conn.execute(*args))
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+
+
+class CountingCursor:
+    def __init__(self, owner, cursor):
+        self.owner, self.cursor = owner, cursor
+
+    def _count(self, rows):
+        self.owner.rows += len(rows)
+        return rows
+
+    def __iter__(self):
+        for row in self.cursor:
+            self.owner.rows += 1
+            yield row
+
+    def fetchone(self):
+        row = self.cursor.fetchone()
+        self.owner.rows += row is not None
+        return row
+
+    def fetchall(self):
+        return self._count(self.cursor.fetchall())
+
+    def fetchmany(self, size=1):
+        return self._count(self.cursor.fetchmany(size))
+
+
+def test_compare_fetches_aggregates_not_tasks(tmp_path):
+    """Facts never hand Python one row per task: the rows compare reads from SQLite are about the number of
+    layers and iterations, whatever the number of tasks (a 1M-task compare is timed in docs/tutorial.md, "Speed")."""
+    from msprof.analysis.compare import Side
+    from msprof.api import ensure_databases
+    from msprof.layouts import find_units
+    from msprof.layouts.base import opened
+
+    layers = [{"name": f"l{i}", "type": ("Conv", "Mish")[i % 2], "task_id": i + 1, "duration_us": 1 + i % 3}
+              for i in range(40)]
+    job = jobgen.write_job(tmp_path, {"models": [{"name": "m", "executions": 50, "gap_us": 1, "layers": layers}]})
+    [unit] = find_units(job)
+    ensure_databases(unit)
+    with opened(unit) as report:
+        report.conn = counting = CountingConnection(report.conn)
+        side = Side.read(unit.layout.facts(report))
+    assert len(side.models["m"]) == 50 and len(side.ops) == 40
+    assert side.op_types["Mish"].us_per_iteration == sum(1 + i % 3 for i in range(1, 40, 2))
+    # 2000 tasks; read: 50 iteration sums, 40 layer groups, 40 layer names, a few models, APIs and counts
+    assert 130 < counting.rows < 200
+
+
+def test_output_dir_leaves_the_collections_alone(job_pair, tmp_path, msprof_cli):
+    (_, mish_dir), (_, leaky_dir) = job_pair["mish"], job_pair["leakyrelu"]
+    base, new = tmp_path / "base" / mish_dir.name, tmp_path / "new" / leaky_dir.name
+    for source, target in ((mish_dir, base), (leaky_dir, new)):
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns("sqlite", "log", "timeline"))
+    result = msprof_cli("compare", base, new, "--format", "json", "--output", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["models"][0]["delta_us"] == -9034.0
+    for collection in (base, new):
+        assert sorted(p.name for p in collection.iterdir()) == sorted(p.name for p in mish_dir.iterdir()
+                                                                      if p.name not in ("sqlite", "log", "timeline"))
+        assert (tmp_path / "out" / collection.name / "sqlite" / "msprof.db").is_file()
+    advise = msprof_cli("advise", "-dir", base, "--output", tmp_path / "out")
+    assert advise.returncode == 0 and "importing" not in advise.stderr        # the database under out/ is reused
