@@ -35,8 +35,8 @@ def _verbosity(ctx, param, value):
         configure(state["verbose"], state["quiet"])
 
 
-def command_options(func):
-    """The options every analysis command takes: -dir, --output, -v, -q."""
+def output_options(func):
+    """--output, -v, -q: what every analysis command takes."""
     func = click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_verbosity,
                         help="only errors on stderr")(func)
     func = click.option("-v", "--verbose", count=True, expose_value=False, callback=_verbosity,
@@ -44,11 +44,16 @@ def command_options(func):
     func = click.option("--output", type=click.Path(file_okay=False), callback=_path_arg, metavar="DIR",
                         help="write databases and results under DIR/<result dir name>/ instead of into the "
                              "collection (for a read-only one); freshness is still checked against its files")(func)
+    return func
+
+
+def command_options(func):
+    """The options of the commands that read one path: -dir, and output_options."""
     return click.option("-dir", "--dir", "--collection-dir", "collection_dir", callback=_path_arg,
                         type=click.Path(file_okay=False), metavar="DIR",
                         help="JOB or PROF_ directory, or a parent of several "
                              "(default: the current directory when it is one, else the newest JOB*/PROF_* in "
-                             "it)")(func)
+                             "it)")(output_options(func))
 
 
 # ids are 64-bit in the databases: a larger one is a usage error, not an overflow
@@ -223,12 +228,7 @@ def query_cmd(collection_dir, output, fmt, tables, wide, style):
 @cli.command("compare", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
 @click.argument("base", type=click.Path(file_okay=False), callback=_path_arg)
 @click.argument("new", type=click.Path(file_okay=False), callback=_path_arg)
-@click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_verbosity, help="only errors on stderr")
-@click.option("-v", "--verbose", count=True, expose_value=False, callback=_verbosity,
-              help="more detail on stderr; -vv also shows tracebacks")
-@click.option("--output", type=click.Path(file_okay=False), callback=_path_arg, metavar="DIR",
-              help="write the databases under DIR/<result dir name>/ instead of into the collections (for "
-                   "read-only ones)")
+@output_options
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
               help="ops: only the N largest changes in the table and csv views (json has all)")
