@@ -159,7 +159,8 @@ def export_timeline_cmd(collection_dir, output, model_id, iteration_id, check_al
 @export.command("summary", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
 @command_options
 @selection_options
-@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True,
+              help="file format of the summary files")
 def export_summary_cmd(collection_dir, output, model_id, iteration_id, fmt):
     """Summary tables into <result dir>/summary/ (JOB: op_summary, op_statistic, acl_statistic; PROF_:
     op_summary, op_statistic, task_time, api_statistic)."""
@@ -229,7 +230,8 @@ def query_cmd(collection_dir, output, fmt, tables, wide, style):
 @click.argument("base", type=click.Path(file_okay=False), callback=_path_arg)
 @click.argument("new", type=click.Path(file_okay=False), callback=_path_arg)
 @output_options
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
+              help="table (verdict first) for people; csv or json (the whole comparison) for scripts")
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
               help="ops: only the N largest changes in the table and csv views (json has all)")
 @click.option("--fail-if-slower", type=click.FloatRange(min=0), metavar="PCT",
@@ -253,7 +255,8 @@ def compare_cmd(base, new, output, fmt, top, fail_if_slower):
 @cli.command("advise", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
 @command_options
 @selection_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="table (short paragraphs, most important first) or json ({\"findings\": [...]})")
 def advise_cmd(collection_dir, output, model_id, iteration_id, fmt):
     """Findings: decomposed activations, memory-bound layers, CPU fallbacks, ACL hotspots, idle device, lost data.
 
