@@ -305,7 +305,15 @@ class Source:
     row's start (ns, the merge key), and ``write(rows, writer, lanes)`` formats them into the writer.
 
     A source of a timeline that can be split (``Timeline.split``) also takes ``window`` = (0 or 1, split):
-    its rows before (0) or from (1) the split point."""
+    its rows before (0) or from (1) the split point.
+
+    ``backwards`` counts the rows left out for ending before they start; ``noun`` and ``owner`` name the
+    slices and what they sit on in the warnings (``overlap_level``: how loud an overlap is, a warning where
+    the data are corrupt)."""
+
+    noun, owner = "event", "thread"
+    overlap_level = logging.WARNING
+    backwards = 0
 
     def batches(self, window=None) -> Iterator[list]:
         raise NotImplementedError
@@ -319,6 +327,12 @@ class Source:
     def finish(self, base: str, lanes: Lanes) -> None:
         """After the last row: warnings about what was left out or moved to overlap lanes (``base``: the
         timeline's name)."""
+        if self.backwards:
+            log.warning("%s: %d %s(s) end before they start (corrupt data): left out of the timeline",
+                        base, self.backwards, self.noun)
+        if lanes.moved:
+            log.log(self.overlap_level, "%s: %d %s(s) partially overlap another of their %s: shown on "
+                    "'(overlap)' threads", base, lanes.moved, self.noun, self.owner)
 
 
 @dataclass

@@ -111,6 +111,8 @@ class _TaskSources:
 class TaskSource(Source):
     """The tasks of one model (or of none), with the execute call and HostToDevice flow of each iteration."""
 
+    noun, owner = "task", "stream (corrupt data)"
+
     def __init__(self, report, model: Optional[dict], iteration_id: Optional[int]):
         self.report, self.model, self.iteration_id = report, model, iteration_id
         self.clock = Clock(report)
@@ -254,17 +256,14 @@ class TaskSource(Source):
         unpaired = self.tasks - self.fetched
         if unpaired:
             log.info("%s: %d unpaired task record(s) have no time and are not in the timeline", base, unpaired)
-        if self.backwards:
-            log.warning("%s: %d task(s) end before they start (corrupt data): left out of the timeline",
-                        base, self.backwards)
-        if lanes.moved:
-            log.warning("%s: %d task(s) partially overlap another task of their stream (corrupt data): "
-                        "shown on '(overlap)' threads", base, lanes.moved)
+        super().finish(base, lanes)
         log.info("%s: %d HostToDevice flow(s)", base, self.flows)
 
 
 class AclSource(Source):
     """Every ACL call of the collection (process "AscendCL" per pid, thread per tid)."""
+
+    noun, owner = "ACL call", "thread"
 
     def __init__(self, report):
         self.report = report
@@ -310,13 +309,6 @@ class AclSource(Source):
         writer.body.write("".join(out))
         writer.count = count
 
-    def finish(self, base: str, lanes) -> None:
-        if self.backwards:
-            log.warning("%s: %d ACL call(s) end before they start (corrupt data): left out of the timeline",
-                        base, self.backwards)
-        if lanes.moved:
-            log.warning("%s: %d ACL call(s) partially overlap another call of their thread: shown on "
-                        "'(overlap)' threads", base, lanes.moved)
 
 
 def _acl_sources(report) -> List[Source]:

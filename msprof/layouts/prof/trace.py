@@ -12,6 +12,7 @@ sources for the one trace writer (msprof.trace):
 Times are µs relative to the collection start (the host's CLOCK_MONOTONIC_RAW at clockMonotonicRaw).
 """
 import itertools
+import logging
 from typing import Dict, Iterator, List
 
 from msprof.decode.api_event import LEVELS
@@ -72,6 +73,9 @@ def _host_pid(report) -> int:
 
 class HostSource(Source):
     """The host's API calls, in start order (enclosing calls first)."""
+
+    noun, owner = "host API call", "thread"
+    overlap_level = logging.INFO          # calls of a thread overlapping is normal host data
 
     def __init__(self, report, selection: Selection):
         self.report, self.selection = report, selection
@@ -140,15 +144,6 @@ class HostSource(Source):
         found = self.calls.get((thread, begin))
         return found[0] if found is not None and found[1] == writer.slice_index else None
 
-    def finish(self, base: str, lanes) -> None:
-        from msprof.console import log
-
-        if self.backwards:
-            log.warning("%s: %d host API call(s) end before they begin (corrupt data): left out of the timeline",
-                        base, self.backwards)
-        if lanes.moved:
-            log.info("%s: %d host API call(s) partially overlap another call of their thread: shown on "
-                     "'(overlap)' threads", base, lanes.moved)
 
 
 class _CallTexts(dict):
@@ -178,6 +173,8 @@ class _CallTexts(dict):
 
 class TaskSource(Source):
     """The device's tasks in start order, with the HostToDevice flow of each launched once per execution."""
+
+    noun, owner = "task", "stream (corrupt data)"
 
     FIELDS = ("stream_id", "task_id", "op_name", "kernel_name", "hw_type", "task_type", "op_type", "model_id",
               "iteration", "start_ns", "end_ns", "thread", "launches", "exec_n", "track_ts", "call_begin")
@@ -253,10 +250,5 @@ class TaskSource(Source):
     def finish(self, base: str, lanes) -> None:
         from msprof.console import log
 
-        if self.backwards:
-            log.warning("%s: %d task(s) end before they start (corrupt data): left out of the timeline",
-                        base, self.backwards)
-        if lanes.moved:
-            log.warning("%s: %d task(s) partially overlap another task of their stream (corrupt data): shown "
-                        "on '(overlap)' threads", base, lanes.moved)
+        super().finish(base, lanes)
         log.info("%s: %d HostToDevice flow(s)", base, self.flows)
