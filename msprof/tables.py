@@ -11,6 +11,7 @@ PROF column the reference analyser rounds with SQLite's round(), are rounded by 
 (exact integer arithmetic, or the same SQLite function: a renderer cannot round a ratio of integers
 exactly from its float); a column the reference rounds with Python's round() is rounded here, by its kind.
 """
+import operator
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator, List, Optional, Sequence
 
@@ -124,21 +125,18 @@ class Table:
 
     def select(self, first: int, last: int) -> "Table":
         """The same table with only columns [first, last) (all of them varying)."""
-        batches = ([self.expand(row)[first:last] for row in batch] for batch in self.batches)
+        varying = [i for i, c in enumerate(self.columns) if c.varies]
+        if not all(self.columns[i].varies for i in range(first, last)):
+            raise ValueError("select() takes varying columns only")
+        # positions of the selected columns in a batch row (which holds the varying columns only)
+        pick = operator.itemgetter(*[varying.index(i) for i in range(first, last)])
+        if last - first == 1:
+            batches = ([(pick(row),) for row in batch] for batch in self.batches)
+        else:
+            batches = (list(map(pick, batch)) for batch in self.batches)
         total = None if self.total is None else self.total[first:last]
         columns = [Column(c.name, c.kind) for c in self.columns[first:last]]
         return replace(self, columns=columns, batches=batches, total=total)
-
-    def materialize(self, limit: Optional[int] = None) -> "Table":
-        """The same table with its rows in one list (at most ``limit``): for small tables and terminal views."""
-        rows = []
-        limit = None if self.facts else limit
-        for batch in self.batches:
-            rows.extend(batch)
-            if limit is not None and len(rows) >= limit:
-                del rows[limit:]
-                break
-        return replace(self, batches=[rows])
 
 
 def batches(cursor, size: int = 1024) -> Iterator[list]:

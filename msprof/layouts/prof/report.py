@@ -171,9 +171,11 @@ class ProfReport(Report):
                 f" ({whole} + :offset_ns) % 2 = 1) THEN 1 ELSE 0 END))")
 
     # --- op_summary (docs/prof-format.md §5) -------------------------------------------------------------
-    def op_summary(self, selection: Selection = Selection(), part: Optional[Tuple[int, int]] = None) -> Table:
+    def op_summary(self, selection: Selection = Selection(), part: Optional[Tuple[int, int]] = None,
+                   pmu: bool = True) -> Table:
         """The op_summary rows in start order; ``part`` (k, n): only the k-th of n ranges of start times (two
-        processes write one file), each range starting with the wait since the row before it."""
+        processes write one file), each range starting with the wait since the row before it. ``pmu=False``:
+        without the PMU columns (show: their join and formulas are most of the cost)."""
         columns = [Column("Device_id", constant=str(self.device_id)), Column("Model ID", INT),
                    Column("Task ID", INT), Column("Stream ID", INT), Column("Op Name"), Column("OP Type"),
                    Column("OP State"), Column("Task Type"), Column("Task Start Time(us)", EPOCH_US),
@@ -190,12 +192,13 @@ class ProfReport(Report):
         if self.is_stars:
             columns.append(Column("Context ID", constant=None))
         inner = ""
-        if self.metrics:
-            rounded = self.metrics.python_rounded()
+        metrics = self.metrics if pmu else None
+        if metrics:
+            rounded = metrics.python_rounded()
             columns += [Column(name, ROUND3 if python else NUMBER)
-                        for name, python in zip(self.metrics.names, rounded)]
-            select += self.metrics.sql("aicore2", "(end_ns - start_ns)", self.aic_mhz, self.ai_core_num)
-            inner = ", " + ", ".join(self.metrics.inner())
+                        for name, python in zip(metrics.names, rounded)]
+            select += metrics.sql("aicore2", "(end_ns - start_ns)", self.aic_mhz, self.ai_core_num)
+            inner = ", " + ", ".join(metrics.inner())
         where, args = self._where(selection)
         args["device"] = str(self.device_id)
         skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
@@ -211,7 +214,7 @@ class ProfReport(Report):
             previous = self.conn.execute(f"SELECT start_ns, end_ns - start_ns FROM ({before}) WHERE {included}"
                                          " LIMIT 1", args).fetchone()
         sql = (f"SELECT {', '.join(select)}, end_ns - start_ns FROM (SELECT *{inner} FROM"
-               f" ({self._tasks(fields, self.metrics is not None, span)}) WHERE {included} LIMIT -1 OFFSET 0)")
+               f" ({self._tasks(fields, metrics is not None, span)}) WHERE {included} LIMIT -1 OFFSET 0)")
         return Table("op_summary", "op_summary", columns, _with_wait(self.conn.execute(sql, args), 9, previous))
 
     def _part_bounds(self, k: int, n: int) -> Tuple[int, int]:
