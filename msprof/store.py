@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -47,8 +48,14 @@ def base_meta() -> Dict[str, object]:
     return {"tool_version": __version__, "schema_version": str(SCHEMA_VERSION)}
 
 
+def readonly_uri(path: Path) -> str:
+    """The SQLite URI that opens ``path`` read-only: percent-encoded, since "#", "?" and "%" are URI
+    syntax and a directory named "runs #2" is an ordinary name."""
+    return f"file:{urllib.parse.quote(str(path))}?mode=ro"
+
+
 def open_readonly(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(readonly_uri(path), uri=True)
     conn.row_factory = None
     return conn
 

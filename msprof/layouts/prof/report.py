@@ -10,6 +10,7 @@ its PMU record; the tables select from it.
 import sqlite3
 from typing import Dict, Iterator, List, Optional, Tuple
 
+from msprof import store
 from msprof.decode.api_event import LEVELS
 from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.schema import HOST
@@ -34,7 +35,7 @@ class ProfReport(Report):
         super().__init__(unit)
         host = unit.databases[0].path if len(unit.databases) > 1 else None
         if host is not None and host.is_file():
-            self.conn.execute("ATTACH DATABASE ? AS host", (f"file:{host}?mode=ro",))
+            self.conn.execute("ATTACH DATABASE ? AS host", (store.readonly_uri(host),))
             self.has_host = True
             self.schemas = ("host", "main")
         else:
