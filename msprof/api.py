@@ -6,10 +6,12 @@ Each takes a path — a result directory, a PROF_ directory, or a parent of seve
 of the collection itself (which may be read-only).
 """
 import contextlib
+import shlex
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional
 
+from msprof import progress
 from msprof.console import log, notice, result_log
 from msprof.layouts import find_units
 from msprof.layouts.base import Database, Selection, Unit, opened
@@ -34,7 +36,8 @@ def working(unit: Unit, command: str):
 def _build(database: Database, spare_cores: bool) -> Path:
     with result_log(database.path.parent.parent, "import"):
         remove_stale(database.path.parent)
-        path = database.build(database.path, spare_cores)
+        with progress.step(f"importing {database.source_dir.name}"):
+            path = database.build(database.path, spare_cores)
     notice(f"imported {database.source_dir} -> {path}")
     return path
 
@@ -44,7 +47,10 @@ def build_databases(databases: List[Database]) -> List[Path]:
     host and its device build side by side); one alone may use a worker process of its own."""
     if len(databases) > 1 and several_cores():
         with process_pool(2) as pool:
-            return list(pool.map(_build, databases, [False] * len(databases)))
+            futures = [pool.submit(_build, database, False) for database in databases]
+            with progress.step(f"importing {len(databases)} databases", len(databases)) as shown:
+                progress.wait(futures, shown)
+            return [future.result() for future in futures]
     return [_build(database, True) for database in databases]
 
 
@@ -85,8 +91,9 @@ def import_collection(path: Path, output: Optional[Path] = None) -> List[Path]:
 
 # --- exports ---------------------------------------------------------------------------------------------
 def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selection(),
-                   output: Optional[Path] = None) -> List[Path]:
-    """Write the summary files of every unit into <unit>/summary/ (importing first when needed)."""
+                   output: Optional[Path] = None, hint: bool = False) -> List[Path]:
+    """Write the summary files of every unit into <unit>/summary/ (importing first when needed).
+    ``hint``: end by saying what to run next (the CLI's manner)."""
     from msprof.summary import write_summary
 
     selection.check()
@@ -96,13 +103,16 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
             files = unit.layout.summary_files(report, selection)
             written += write_summary(report, files, fmt, unit.out / "summary")
     _announce(written)
+    if hint and written:
+        _next_steps(path, output)
     return written
 
 
 def export_timeline(path: Path, selection: Selection = Selection(), check_all: bool = False,
-                    output: Optional[Path] = None) -> List[Path]:
+                    output: Optional[Path] = None, hint: bool = False) -> List[Path]:
     """Write the Chrome traces of every unit into <unit>/timeline/ (importing first when needed).
-    ``check_all``: validate every file before it is renamed into place, whatever its size."""
+    ``check_all``: validate every file before it is renamed into place, whatever its size. ``hint``: end
+    by saying how to look at them."""
     from msprof.trace import write_timelines
 
     selection.check()
@@ -111,6 +121,8 @@ def export_timeline(path: Path, selection: Selection = Selection(), check_all: b
         with reading(unit, "export timeline") as report:
             written += write_timelines(report, selection, check_all)
     _announce(written)
+    if hint:
+        _view_hint(written)
     return written
 
 
@@ -175,10 +187,16 @@ def compare(base: Path, new: Path, fmt: str = "table", top: Optional[int] = 20,
         with reading(unit, "compare"):        # imported when needed; what an import lost, said again
             pass
     if several_cores():         # the two sides' aggregates side by side (a PROF side of 1M tasks: ~5 s)
-        with process_pool(2) as pool:
-            sides = list(pool.map(read_side, units))
+        with process_pool(2) as pool, progress.step("comparing", 2) as shown:
+            futures = [pool.submit(read_side, unit) for unit in units]
+            progress.wait(futures, shown)
+            sides = [future.result() for future in futures]
     else:
-        sides = [read_side(unit) for unit in units]
+        with progress.step("comparing", 2) as shown:
+            sides = []
+            for unit in units:
+                sides.append(read_side(unit))
+                shown.advance()
     document = compare_sides(*sides)
     print_comparison(document, fmt, top)
     check_gate(document, fail_if_slower)
@@ -200,10 +218,11 @@ def advise(path: Path, fmt: str = "table", selection: Selection = Selection(),
     return findings
 
 
-def demo(output: Path) -> None:
-    """Copy the bundled sample JOB into ``output`` and run import, export and show on it."""
+def demo(output: Path, kind: str = "JOB") -> None:
+    """Copy the bundled sample of ``kind`` ("JOB" or "PROF_") into ``output`` and run import, export and
+    show on it."""
     bundled = Path(__file__).parent / "demo_data"
-    jobs = sorted(p for p in bundled.iterdir() if p.is_dir() and p.name.startswith("JOB")) if bundled.is_dir() else []
+    jobs = sorted(p for p in bundled.iterdir() if p.is_dir() and p.name.startswith(kind)) if bundled.is_dir() else []
     if not jobs:
         from msprof.errors import MsprofError
 
@@ -214,9 +233,26 @@ def demo(output: Path) -> None:
         if not target.exists():
             with naming_errors(target):
                 shutil.copytree(job, target)
-        notice(f"sample JOB copied to {target}")
-        analyse(target)
+        notice(f"sample {kind.rstrip('_')} copied to {target}")
+        written = analyse(target)
         show(target)
+        _view_hint([p for p in written if p.parent.name == "timeline"])
+        _next_steps(target, None)
+
+
+def _view_hint(timelines: List[Path]) -> None:
+    """How to look at Chrome traces: the first (largest task timeline first) and how many more."""
+    if not timelines:
+        return
+    first = max(timelines, key=lambda p: (p.name.startswith("task_time"), p.stat().st_size))
+    more = f" (and the {len(timelines) - 1} other file(s) beside it)" if len(timelines) > 1 else ""
+    notice(f"view: open {shlex.quote(str(first))}{more} in https://ui.perfetto.dev or chrome://tracing")
+
+
+def _next_steps(path: Path, output: Optional[Path]) -> None:
+    where = f"-dir {shlex.quote(str(path))}" + (f" --output {shlex.quote(str(output))}" if output else "")
+    notice(f"next: msprof show {where}   (the tables in the terminal)")
+    notice(f"      msprof advise {where}   (where the time goes and what to do about it)")
 
 
 def _announce(paths: List[Path]) -> None:

@@ -153,7 +153,7 @@ def export_timeline_cmd(collection_dir, output, model_id, iteration_id, check_al
     from msprof import api
 
     api.export_timeline(resolve_dir(collection_dir), selection(model_id, iteration_id), check_all=check_all,
-                        output=output)
+                        output=output, hint=True)
 
 
 @export.command("summary", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
@@ -167,7 +167,7 @@ def export_summary_cmd(collection_dir, output, model_id, iteration_id, fmt):
     from msprof import api
 
     api.export_summary(resolve_dir(collection_dir), fmt=fmt, selection=selection(model_id, iteration_id),
-                       output=output)
+                       output=output, hint=True)
 
 
 def _styles():
@@ -275,12 +275,15 @@ def advise_cmd(collection_dir, output, model_id, iteration_id, fmt):
 
 @cli.command("demo", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
 @click.option("--output", default="msprof-demo", show_default=True, callback=_path_arg,
-              help="where to copy the bundled sample JOB")
-def demo_cmd(output):
-    """Copy a bundled sample JOB (a detection network on SS928) and run import, export and show on it."""
+              help="where to copy the bundled sample")
+@click.option("--prof", is_flag=True,
+              help="the bundled Ascend PROF_ directory (what torch_npu or pyACL write) instead of the SS928 JOB")
+def demo_cmd(output, prof):
+    """Copy a bundled sample (an SS928 JOB of a detection network, or with --prof an Ascend PROF_
+    directory) and run import, export and show on it."""
     from msprof import api
 
-    api.demo(output)
+    api.demo(output, "PROF_" if prof else "JOB")
 
 
 def _is_disk_full(exc: Exception) -> bool:

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from msprof import progress
 from msprof.paths import one_line
 
 log = logging.getLogger("msprof")
@@ -27,7 +28,7 @@ def configure(verbosity: int = 0, quiet: bool = False) -> None:
     global _stderr_handler
     if _stderr_handler is not None:
         log.removeHandler(_stderr_handler)
-    _stderr_handler = logging.StreamHandler(sys.stderr)
+    _stderr_handler = _StderrHandler(sys.stderr)
     _stderr_handler.setFormatter(_StderrFormatter())
     if quiet:
         level = logging.ERROR
@@ -39,6 +40,7 @@ def configure(verbosity: int = 0, quiet: bool = False) -> None:
         level = NOTICE
     _stderr_handler.setLevel(level)
     log.addHandler(_stderr_handler)
+    progress.enable(level <= NOTICE and progress.wanted())
 
 
 # Between INFO and WARNING: what a user sees by default ("wrote X", "using JOB…").
@@ -48,6 +50,12 @@ logging.addLevelName(NOTICE, "NOTICE")
 
 def notice(message: str, *args) -> None:
     log.log(NOTICE, message, *args)
+
+
+class _StderrHandler(logging.StreamHandler):
+    def emit(self, record):
+        progress.clear()           # the message gets the line the progress bar was drawn on
+        super().emit(record)
 
 
 class _StderrFormatter(logging.Formatter):

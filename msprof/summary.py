@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import List, NamedTuple, Optional, Tuple
 
+from msprof import progress
 from msprof.outputs import atomic_open, naming_errors, output_dir, remove_stale, temporary
 from msprof.console import log
 from msprof.renderers import FORMATS
@@ -34,7 +35,11 @@ def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path) -
             len(files) > 1 or files[0].parts > 1):
         written = _write_in_workers(report.unit, files, fmt, directory)
     else:
-        written = [write_file(report, f, fmt, directory) for f in files]
+        written = []
+        with progress.step("writing summaries", sum(f.weight for f in files)) as shown:
+            for f in files:
+                written.append(write_file(report, f, fmt, directory))
+                shown.advance(f.weight)
     for path in written:
         log.info("wrote %s", path)
     return written
@@ -118,6 +123,9 @@ def _write_in_workers(unit, files: List[SummaryFile], fmt: str, directory: Path)
         with process_pool(WORKERS, initializer=_open_worker_report, initargs=(unit,)) as pool:
             futures = [pool.submit(_write_batch, [(files[jobs[j][0]], jobs[j][1]) for j in batch], fmt,
                                    str(directory)) for batch in batches]
+            weights = [sum(jobs[j][2] for j in batch) for batch in batches]
+            with progress.step("writing summaries", sum(weights)) as shown:
+                progress.wait(futures, shown, weights)
             for batch, future in zip(batches, futures):
                 for j, path in zip(batch, future.result()):
                     results[j] = Path(path)

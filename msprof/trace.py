@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, Hashable, Iterator, List, Optional, Tuple
 
-from msprof import __version__
+from msprof import __version__, progress
 from msprof.outputs import atomic_path, naming_errors, output_dir, remove_stale, temporary
 from msprof.console import log
 from msprof.layouts.base import Selection
@@ -358,8 +358,10 @@ def write_timeline(report, timeline: Timeline, directory: Path, check_all: bool 
     sources = []
     try:
         sources = [(source, Lanes(tids)) for source in timeline.sources(report)]
-        if sources:
-            _merge(sources, writer, window)
+        events = timeline.events // (2 if window is not None else 1)
+        with progress.step(f"writing {writer.base}", events or None, "events") as shown:
+            if sources:
+                _merge(sources, writer, window, shown)
         written = writer.finish()
     except BaseException:
         writer.close()
@@ -370,13 +372,14 @@ def write_timeline(report, timeline: Timeline, directory: Path, check_all: bool 
     return written
 
 
-def _merge(sources: List[Tuple[Source, Lanes]], writer: "Writer", window) -> None:
+def _merge(sources: List[Tuple[Source, Lanes]], writer: "Writer", window, shown: progress.Step) -> None:
     (primary, lanes), others = sources[0], [_Drain(*s, window) for s in sources[1:]]
     for rows in (primary.batches(window) if window is not None else primary.batches()):
         until = primary.start(rows[-1])
         for other in others:
             other.write_until(until, writer)
         primary.write(rows, writer, lanes)
+        shown.advance(len(rows))
     for other in others:
         other.write_until(None, writer)
 
@@ -435,6 +438,8 @@ def write_timelines(report, selection: Selection = Selection(), check_all: bool 
                 written[i] = write_timeline(report, timeline, directory, check_all,
                                             None if split is None else (0, split))
         if future is not None:
+            with progress.step("writing timelines (second process)") as shown:
+                progress.wait([future], shown)
             paths, messages = future.result()
             for level, message in messages:
                 log.log(level, "%s", message)

@@ -497,18 +497,20 @@ def test_fault_missing_files_and_corruption(tmp_path):
 # ------------------------------------------------------------------------------------------
 # demo data
 # ------------------------------------------------------------------------------------------
-def test_demo_data_is_current(tmp_path):
+@pytest.mark.parametrize("kind", ["JOB", "PROF_"])
+def test_demo_data_is_current(kind, tmp_path):
+    """The bundled samples (`msprof demo`, `msprof demo --prof`) are what fixtures/make_demo.py writes."""
     demo = ROOT / "msprof" / "demo_data"
-    jobs = [p for p in demo.iterdir() if p.name.startswith("JOB")]
-    assert len(jobs) == 1
-    size = sum(p.stat().st_size for p in jobs[0].rglob("*") if p.is_file())
+    samples = [p for p in demo.iterdir() if p.name.startswith(kind)]
+    assert len(samples) == 1
+    size = sum(p.stat().st_size for p in samples[0].rglob("*") if p.is_file())
     assert size < 200 * 1024
     subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_demo.py"), "--out",
                     str(tmp_path)], check=True, capture_output=True)
-    fresh = tmp_path / jobs[0].name
-    files = sorted(p.relative_to(jobs[0]) for p in jobs[0].rglob("*") if p.is_file())
+    fresh = tmp_path / samples[0].name
+    files = sorted(p.relative_to(samples[0]) for p in samples[0].rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
-    assert all((jobs[0] / f).read_bytes() == (fresh / f).read_bytes() for f in files)
+    assert all((samples[0] / f).read_bytes() == (fresh / f).read_bytes() for f in files)
 
 
 def test_extra_calls_flags_done_files_and_custom_events(tmp_path):

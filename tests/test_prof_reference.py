@@ -26,6 +26,7 @@ from test_profgen import SCENARIOS as SMOKE_SCENARIOS  # noqa: E402
 from test_profgen import (MULTI, assert_rows_equal, expected_api_statistic, expected_op_statistic,  # noqa: E402
                           expected_op_summary, expected_op_summary_header, expected_task_time)
 
+from fixtures import make_demo  # noqa: E402
 from msprof import api  # noqa: E402
 
 SCENARIOS = {
@@ -47,6 +48,7 @@ SCENARIOS = {
                        {"thread": 22, "level": 5000, "name": "MemcpyAsync",
                         "begin_ns": 10 ** 12 + 950_000, "end_ns": 10 ** 12 + 950_777}],
     },
+    "demo_sample": make_demo.prof_description(),     # what `msprof demo --prof` shows
     "chip_v3_arith_dev1": dict(MULTI, platform_version="2", pmu="ArithmeticUtilization", device_id=1,
                                hwts_freq_mhz=100, ai_core_num=4),
 }

@@ -22,6 +22,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import click
 
+from msprof import progress
 from msprof.analysis.facts import Facts, Layer, LayerIteration
 from msprof.console import notice
 from msprof.layouts.base import Selection
@@ -334,13 +335,22 @@ def find(facts: Facts, selection: Selection = Selection(), rules: List[Rule] = R
         notice(f"{facts.label}: no recorded iteration (step trace / model executions): the device rules have "
                "no task to read")
     ranked = []
-    for order, rule in enumerate(rules):
-        for hit in rule.check(facts, selection):
-            ranked.append((SEVERITIES.index(hit.severity), -hit.impact, order, {
-                "id": rule.id, "severity": hit.severity, "message": rule.message.format(**hit.fields),
-                "evidence": hit.evidence}))
+    with progress.step("advise", len(rules)) as shown:
+        for order, rule in enumerate(rules):
+            shown.phase(f"advise: {rule.id}")
+            ranked += _ranked(rule, order, facts, selection)
+            shown.advance()
     ranked.sort(key=lambda item: item[:3])
     return [finding for *_order, finding in ranked]
+
+
+def _ranked(rule: Rule, order: int, facts: Facts, selection: Selection) -> list:
+    ranked = []
+    for hit in rule.check(facts, selection):
+        ranked.append((SEVERITIES.index(hit.severity), -hit.impact, order, {
+            "id": rule.id, "severity": hit.severity, "message": rule.message.format(**hit.fields),
+            "evidence": hit.evidence}))
+    return ranked
 
 
 # --- views ---------------------------------------------------------------------------------------------------

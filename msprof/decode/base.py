@@ -14,10 +14,12 @@ file and offset where it happened. ``load_streams`` is the only loop over stream
 decoder → inserts, then the counts and warnings of the stream.
 """
 import functools
+import os
 import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
+from msprof import progress
 from msprof.decode.blocks import Layout, insert_blocks, rows_per_statement
 from msprof.decode.slices import LineStream, SliceStream, StreamFiles
 
@@ -150,30 +152,45 @@ def load_streams(conn, streams: Sequence[StreamFiles], make: Callable[[StreamFil
     counts and warn (``notices.warn``) about lost bytes and skipped records, naming file and offset.
     Returns the decoders (their state, e.g. unpaired counts, for the caller)."""
     decoders = []
-    for item in streams:
-        decoder = make(item)
-        if getattr(decoder, "lines", False):
-            stream = LineStream(item.files, decoder.label)
-        else:
-            stream = SliceStream(item.files, decoder.record_size, decoder.label, decoder.looks_aligned)
-        tally = Tally(decoder.record_size)
-        records = 0
-        for chunk in stream.chunks():
-            for out in decoder.decode(chunk, tally):
-                out.insert(conn)
-            records += len(chunk) // decoder.record_size
-            tally.base += len(chunk)
-        for out in decoder.finish(tally):
-            out.insert(conn)
-        for message in stream.loss_messages():
-            notices.warn(message)
-        for reason, n in tally.counts.items():
-            if reason not in tally.quiet:
-                notices.warn(f"{stream.where(tally.first[reason])}: {n} {decoder.label} record(s) skipped ({reason})")
-        for message in decoder.messages(stream.where):
-            notices.warn(message)
-        counts[stream_name(item)] = StreamCount(stream_name(item), item.kind, len(stream.files), stream.total_bytes,
-                                                records, tally.total, stream.head_lost, stream.tail_lost,
-                                                stream.digests)
-        decoders.append(decoder)
+    with progress.step("importing", _size(streams)) as shown:
+        for item in streams:
+            decoders.append(_load_stream(conn, item, make, notices, counts, shown))
     return decoders
+
+
+def _size(streams: Sequence[StreamFiles]) -> int:
+    try:
+        return sum(os.path.getsize(path) for item in streams for path in item.files)
+    except OSError:           # said with its name where the stream is opened
+        return 0
+
+
+def _load_stream(conn, item: StreamFiles, make: Callable[[StreamFiles], Decoder], notices,
+                 counts: Dict[str, StreamCount], shown: progress.Step) -> Decoder:
+    decoder = make(item)
+    shown.phase(f"importing {stream_name(item)}")
+    if getattr(decoder, "lines", False):
+        stream = LineStream(item.files, decoder.label)
+    else:
+        stream = SliceStream(item.files, decoder.record_size, decoder.label, decoder.looks_aligned)
+    tally = Tally(decoder.record_size)
+    records = 0
+    for chunk in stream.chunks():
+        for out in decoder.decode(chunk, tally):
+            out.insert(conn)
+        records += len(chunk) // decoder.record_size
+        tally.base += len(chunk)
+        shown.advance(len(chunk))
+    for out in decoder.finish(tally):
+        out.insert(conn)
+    for message in stream.loss_messages():
+        notices.warn(message)
+    for reason, n in tally.counts.items():
+        if reason not in tally.quiet:
+            notices.warn(f"{stream.where(tally.first[reason])}: {n} {decoder.label} record(s) skipped ({reason})")
+    for message in decoder.messages(stream.where):
+        notices.warn(message)
+    counts[stream_name(item)] = StreamCount(stream_name(item), item.kind, len(stream.files), stream.total_bytes,
+                                            records, tally.total, stream.head_lost, stream.tail_lost,
+                                            stream.digests)
+    return decoder

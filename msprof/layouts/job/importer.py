@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from msprof import metrics, store
+from msprof import metrics, progress, store
 from msprof.collection import ResultDir, data_files, read_result_dir, require_hwts_frequency
 from msprof.console import log
 from msprof.decode import step_trace, textinfo
@@ -150,8 +150,10 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
                                                                           _task_rows(piece, placer, mhz))]),
                              notices, counts)
         untimed = sum(d.unpaired for d in tasks)
+        progress.phase("indexing tasks")
         SCHEMA.create_indexes(db, ["task", "layer"])  # while the worker may still be busy
         phase("model, step trace, HWTS + index")
+        progress.phase("merging PMU and ACL")
         for name in side:
             workers.merge(db, name, counts, notices)
             phase(f"{name} load / merge")
@@ -165,6 +167,7 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
             conn.execute("UPDATE task SET dur_us = (SELECT p.total_cycles / ? FROM pmu p WHERE p.stream_id ="
                          " task.stream_id AND p.task_id = task.task_id AND p.exec_n = task.exec_n)"
                          " WHERE dur_us IS NULL", (result.aic_mhz,))
+        progress.phase("recording the raw files' digests")
         store.record_sources(db, result.path, counts, notices, files + result.metadata_files, _meta(result))
         phase("bookkeeping")
     total_records = sum(c.records for c in counts.values())
