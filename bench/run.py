@@ -12,10 +12,12 @@ When ../shared/reference exists it also times the reference analyser's import + 
 equivalent PROF data against msprof's, and prints the ratio.
 """
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,23 +57,72 @@ def generate(tasks: int, out: Path) -> Path:
     return job
 
 
-def run_measured(args, cwd=None):
-    """Run one command; return (wall s, peak RSS MB of that process, exit code).
+# Every measured command is started by a small helper process (``--spawner``), never by this one. On Linux
+# exec records the old address space's high-water RSS into the new program's maxrss, and a child forked or
+# vforked from this process starts in (a copy of) our address space: after generating 1M tasks here, wait4
+# reported our ~1.2 GB peak for every step. The spawner is a fresh, small interpreter (exec gives it a new
+# address space even when this process is already large), so the peaks wait4 reports are the command's own.
+_spawner = None
 
-    Dirty pages left by the previous step (hundreds of MB at 1M tasks) are flushed first, untimed:
-    otherwise their write-back lands in the middle of the next step's measurement."""
+
+def spawner_main() -> int:
+    """The spawner's loop: one JSON request per line on stdin, one JSON answer per line on stdout."""
+    for line in sys.stdin:
+        request = json.loads(line)
+        print(json.dumps(run_here(request["args"], request.get("cwd"))), flush=True)
+    return 0
+
+
+def run_here(args, cwd=None) -> dict:
+    # Dirty pages left by the previous step (hundreds of MB at 1M tasks) are flushed first, untimed:
+    # otherwise their write-back lands in the middle of the next step's measurement.
     os.sync()
-    started = time.monotonic()
-    proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    stderr = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
-    if proc.returncode != 0:
-        print(f"    FAILED ({proc.returncode}): {' '.join(map(str, args))}\n{stderr[-2000:]}")
+    # stderr goes to a file, not a pipe: a command writing more than a pipe holds would block until waited for
+    with tempfile.TemporaryFile() as err:
+        started = time.monotonic()
+        proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(max(0, err.seek(0, os.SEEK_END) - 2000))
+        tail = err.read().decode(errors="replace")
     # ru_maxrss is in KiB on Linux
-    return wall, usage.ru_maxrss / 1024, proc.returncode
+    return {"wall": wall, "maxrss_mb": usage.ru_maxrss / 1024, "code": proc.returncode, "stderr_tail": tail}
+
+
+def start_spawner() -> None:
+    global _spawner
+    if _spawner is not None and _spawner.poll() is None:
+        return
+    # The children import msprof and fixtures from this tree (PYTHONPATH), and run in ROOT because
+    # ``python -m`` puts the working directory first on sys.path (another checkout's msprof must not win).
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    _spawner = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--spawner"], cwd=ROOT,
+                                env=dict(os.environ, PYTHONPATH=path), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+
+
+def stop_spawner() -> None:
+    global _spawner
+    if _spawner is not None:
+        _spawner.stdin.close()      # end of its input: the spawner's loop ends
+        _spawner.wait()
+        _spawner.stdout.close()
+        _spawner = None
+
+
+def run_measured(args, cwd=None):
+    """Run one command through the spawner; return (wall s, peak RSS MB of that command alone, exit code)."""
+    start_spawner()
+    _spawner.stdin.write(json.dumps({"args": [str(a) for a in args], "cwd": str(cwd) if cwd else None}) + "\n")
+    _spawner.stdin.flush()
+    answer = _spawner.stdout.readline()
+    if not answer:
+        raise RuntimeError("the bench's spawner process died")
+    reply = json.loads(answer)
+    if reply["code"] != 0:
+        print(f"    FAILED ({reply['code']}): {' '.join(map(str, args))}\n{reply['stderr_tail']}")
+    return reply["wall"], reply["maxrss_mb"], reply["code"]
 
 
 def dir_size(path: Path) -> int:
@@ -226,7 +277,18 @@ def main() -> int:
     parser.add_argument("--reference-tasks", type=int, default=20000)
     parser.add_argument("--quick", action="store_true", help="smoke mode: no reference comparison")
     parser.add_argument("--repeat", type=int, default=1, help="runs per step (the median is reported)")
+    parser.add_argument("--spawner", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.spawner:
+        return spawner_main()
+    start_spawner()
+    try:
+        return bench(options)
+    finally:
+        stop_spawner()
+
+
+def bench(options) -> int:
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; "

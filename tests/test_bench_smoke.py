@@ -1,6 +1,10 @@
 """The benchmark's smoke size (CI runs no real benchmark): bench/run.py works end to end and reports
-the generator's record count and the files each step wrote."""
+the generator's record count and the files each step wrote; and the peak RSS it reports is the measured
+command's own."""
+import importlib.util
+import os
 import re
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -8,12 +12,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_bench_smoke_size(tmp_path):
-    sys.path.insert(0, str(ROOT / "bench"))
+def load_bench():
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_peak_rss_is_the_commands_own():
+    """Measured from a bench process that has grown to 300 MB, `python -c pass` reports its own few MB."""
+    bench = load_bench()
+    grown = bytearray(300 << 20)
+    grown[::4096] = b"\x01" * (len(grown) // 4096)     # touch every page: they count only once written
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 >= 300
+    # the premise: a child started from this process directly reports (at least) our peak
+    direct = subprocess.Popen([sys.executable, "-c", "pass"])
+    assert os.wait4(direct.pid, 0)[2].ru_maxrss / 1024 >= 300
+    direct.returncode = 0
     try:
-        import run as bench
+        wall, rss, code = bench.run_measured([sys.executable, "-c", "pass"])
     finally:
-        sys.path.remove(str(ROOT / "bench"))
+        bench.stop_spawner()
+    del grown
+    assert code == 0
+    assert 0 < rss < 100
+
+
+def test_bench_smoke_size(tmp_path):
+    bench = load_bench()
     from fixtures.board import jobgen
 
     truth = jobgen.build(bench.job_description(2000))
