@@ -132,18 +132,19 @@ def spawner_main() -> int:
     """The spawner's loop: one JSON request per line on stdin, one JSON answer per line on stdout."""
     for line in sys.stdin:
         request = json.loads(line)
-        print(json.dumps(run_here(request["args"], request.get("cwd"))), flush=True)
+        print(json.dumps(run_here(request["args"], request.get("cwd"), request.get("env"))), flush=True)
     return 0
 
 
-def run_here(args, cwd=None) -> dict:
+def run_here(args, cwd=None, env=None) -> dict:
     # Dirty pages left by the previous step (hundreds of MB at 1M tasks) are flushed first, untimed:
     # otherwise their write-back lands in the middle of the next step's measurement.
     os.sync()
     # stderr goes to a file, not a pipe: a command writing more than a pipe holds would block until waited for
     with tempfile.TemporaryFile() as err:
         started = time.monotonic()
-        proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(args, cwd=cwd, env=dict(os.environ, **env) if env else None,
+                                stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.monotonic() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -174,10 +175,12 @@ def stop_spawner() -> None:
         _spawner = None
 
 
-def run_measured(args, cwd=None):
-    """Run one command through the spawner; return (wall s, peak RSS MB of that command alone, exit code)."""
+def run_measured(args, cwd=None, env=None):
+    """Run one command through the spawner (``env``: variables to add); return (wall s, peak RSS MB of that
+    command alone, exit code)."""
     start_spawner()
-    _spawner.stdin.write(json.dumps({"args": [str(a) for a in args], "cwd": str(cwd) if cwd else None}) + "\n")
+    request = {"args": [str(a) for a in args], "cwd": str(cwd) if cwd else None, "env": env}
+    _spawner.stdin.write(json.dumps(request) + "\n")
     _spawner.stdin.flush()
     answer = _spawner.stdout.readline()
     if not answer:
@@ -369,11 +372,13 @@ def reference_ratio(tasks: int, out: Path) -> None:
     for copy in ("ref", "ours"):
         shutil.copytree(prof, work / copy / prof.name, ignore=shutil.ignore_patterns(*OUTPUT_DIRS))
     times = {}
-    for tool, program in (("reference", [script]), ("msprof", ["-m", "msprof", "-q"])):
+    # the reference runs as tests/reference_runner.py runs it: writing no __pycache__ into its read-only tree
+    for tool, copy, program, env in (("reference", "ref", [script], {"PYTHONDONTWRITEBYTECODE": "1"}),
+                                     ("msprof", "ours", ["-m", "msprof", "-q"], None)):
         times[tool] = 0.0
         for command in (["import"], ["export", "summary"]):
-            target = work / ("ref" if tool == "reference" else "ours") / prof.name
-            wall, _, code = run_measured([sys.executable, *program, *command, "-dir", target])
+            wall, _, code = run_measured([sys.executable, *program, *command, "-dir", work / copy / prof.name],
+                                         env=env)
             times[tool] += wall
             if code:
                 print(f"{tool} failed on the PROF_ data; ratio not available")
