@@ -143,8 +143,9 @@ def run_here(args, cwd=None, env=None) -> dict:
     # stderr goes to a file, not a pipe: a command writing more than a pipe holds would block until waited for
     with tempfile.TemporaryFile() as err:
         started = time.monotonic()
+        # stdin is not inherited: it is the spawner's request stream
         proc = subprocess.Popen(args, cwd=cwd, env=dict(os.environ, **env) if env else None,
-                                stdout=subprocess.DEVNULL, stderr=err)
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.monotonic() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -332,18 +333,18 @@ def print_prof_targets(results) -> None:
         return
     smallest = min(results, key=lambda r: r["tasks"])
     peak = max(peak_rss(result) for result in results)
+    wall = pipeline_wall(largest)
     print(f"\nPROF_ targets at {largest['tasks']:,} tasks (median of the runs):")
-    print(f"  import + summary + timeline <= 20 s        {pipeline_wall(largest):6.2f} s          "
-          f"{VERDICT[pipeline_wall(largest) <= 20]}")
-    print(f"  peak RSS <= 500 MB at every size           {peak:6.0f} MB         {VERDICT[peak <= 500]}")
+    print(f"  {'import + summary + timeline <= 20 s':43}{wall:6.2f} s          {VERDICT[wall <= 20]}")
+    print(f"  {'peak RSS <= 500 MB at every size':43}{peak:6.0f} MB         {VERDICT[peak <= 500]}")
     per_size = ", ".join(f"{r['tasks']:,}: {peak_rss(r):.0f} MB" for r in sorted(results, key=lambda r: r["tasks"]))
     if smallest is largest:
-        print(f"  peak RSS flat across sizes                 (one size run: {per_size})")
+        print(f"  {'peak RSS flat across sizes':43}(one size run: {per_size})")
     else:
         flat = peak_rss(largest) <= FLAT_RSS * peak_rss(smallest)
-        print(f"  peak RSS flat (largest <= {FLAT_RSS}x smallest)     {per_size}  {VERDICT[flat]}")
-    name, size = largest_timeline(largest) if largest["timeline_files"] else ("(none)", 0)
-    print(f"  no timeline file over 200 MB               {size / 1e6:6.1f} MB ({name})  "
+        print(f"  {f'peak RSS flat (largest <= {FLAT_RSS}x smallest)':43}{per_size}  {VERDICT[flat]}")
+    name, size = largest_timeline(largest) if largest["timeline_files"] else ("none written", 0)
+    print(f"  {'no timeline file over 200 MB':43}{size / 1e6:6.1f} MB ({name})  "
           f"{VERDICT[bool(largest['timeline_files']) and size <= 200e6]}")
 
 
