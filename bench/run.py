@@ -106,7 +106,7 @@ def generate_here(kind: str, tasks: int, out: Path) -> None:
 
 def generate(kind: str, tasks: int, out: Path) -> Path:
     """The cached data of that size, generated first if needed. Generation runs in its own process, so this
-    one stays small (the generators hold everything in memory: ~2 GB for a 1M-task PROF_) and the
+    one stays small (the generators hold everything in memory: about 2 GB for a 1M-task PROF_) and the
     generator's time and peak RSS can be reported."""
     found = cached(kind, tasks, out)
     if found:
@@ -122,8 +122,8 @@ def generate(kind: str, tasks: int, out: Path) -> Path:
 
 # Every measured command is started by a small helper process (``--spawner``), never by this one. On Linux
 # exec records the old address space's high-water RSS into the new program's maxrss, and a child forked or
-# vforked from this process starts in (a copy of) our address space: after generating 1M tasks here, wait4
-# reported our ~1.2 GB peak for every step. The spawner is a fresh, small interpreter (exec gives it a new
+# vforked from this process starts in (a copy of) our address space: when this process generated 1M tasks
+# itself, wait4 reported its ~1.2 GB peak for every step. The spawner is a fresh, small interpreter (exec gives it a new
 # address space even when this process is already large), so the peaks wait4 reports are the command's own.
 _spawner = None
 
