@@ -123,8 +123,9 @@ def generate(kind: str, tasks: int, out: Path) -> Path:
 # Every measured command is started by a small helper process (``--spawner``), never by this one. On Linux
 # exec records the old address space's high-water RSS into the new program's maxrss, and a child forked or
 # vforked from this process starts in (a copy of) our address space: when this process generated 1M tasks
-# itself, wait4 reported its ~1.2 GB peak for every step. The spawner is a fresh, small interpreter (exec gives it a new
-# address space even when this process is already large), so the peaks wait4 reports are the command's own.
+# itself, wait4 reported its ~1.2 GB peak for every step. The spawner is a fresh, small interpreter (exec
+# gives it a new address space even when this process is already large), so the peaks wait4 reports are
+# the command's own.
 _spawner = None
 
 
@@ -403,10 +404,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000,1000000", help='comma list of JOB task counts ("": none)')
     parser.add_argument("--prof-sizes", default=None,
-                        help=f'comma list of PROF_ task counts ("": none; default {DEFAULT_PROF_SIZES}, none with --quick)')
+                        help=f'comma list of PROF_ task counts ("": none; default {DEFAULT_PROF_SIZES}, '
+                             'none with --quick)')
     parser.add_argument("--out", default=str(ROOT / "bench" / "out"), help="where generated data is cached")
     parser.add_argument("--no-reference", action="store_true")
-    parser.add_argument("--reference-tasks", type=int, default=250_000, help="PROF_ tasks of the reference comparison")
+    parser.add_argument("--reference-tasks", type=int, default=250_000,
+                        help="PROF_ tasks of the reference comparison")
     parser.add_argument("--quick", action="store_true",
                         help="smoke mode: no reference comparison, no PROF_ series unless --prof-sizes is given")
     parser.add_argument("--repeat", type=int, default=1, help="runs per step (the median is reported)")
@@ -429,7 +432,9 @@ def bench(options) -> int:
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
     repeat = max(1, options.repeat)
-    prof_sizes = options.prof_sizes if options.prof_sizes is not None else ("" if options.quick else DEFAULT_PROF_SIZES)
+    prof_sizes = options.prof_sizes
+    if prof_sizes is None:
+        prof_sizes = "" if options.quick else DEFAULT_PROF_SIZES
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; "
           f"calibration workload {calibration():.2f} s (see docs/performance.md)")
     failed = False
