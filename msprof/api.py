@@ -6,6 +6,7 @@ Each takes a path — a result directory, a PROF_ directory, or a parent of seve
 of the collection itself (which may be read-only).
 """
 import contextlib
+import os
 import shlex
 import shutil
 from pathlib import Path
@@ -169,7 +170,7 @@ def _sections(units: List[Unit], command: str, tables, view):
 
     for unit in units:
         with reading(unit, command) as report:
-            yield Section(unit.label, str(unit.path), unit.layout.name, selected(tables(unit, report), view),
+            yield Section(unit.label, os.path.abspath(unit.path), unit.layout.name, selected(tables(unit, report), view),
                           report.quality())
 
 

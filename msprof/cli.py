@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from msprof import __version__
+from msprof import __version__, outputs
 from msprof.console import configure, log
 from msprof.outputs import restrict_umask
 from msprof.errors import EXIT_CODES, MsprofError
@@ -25,6 +25,13 @@ def _path_arg(ctx, param, value):
     if value is None:
         return None
     return check_path_argument(value, "/".join(param.opts))
+
+
+def _output_arg(ctx, param, value):
+    path = _path_arg(ctx, param, value)
+    if path is not None:
+        outputs.output_given = True     # a write refused under it: the advice is another --output
+    return path
 
 
 def _verbosity(ctx, param, value):
@@ -41,7 +48,7 @@ def output_options(func):
                         help="only errors on stderr")(func)
     func = click.option("-v", "--verbose", count=True, expose_value=False, callback=_verbosity,
                         help="more detail on stderr; -vv also shows tracebacks")(func)
-    func = click.option("--output", type=click.Path(file_okay=False), callback=_path_arg, metavar="DIR",
+    func = click.option("--output", type=click.Path(file_okay=False), callback=_output_arg, metavar="DIR",
                         help="write databases and results under DIR/<result dir name>/ instead of into the "
                              "collection (for a read-only one); freshness is still checked against its files")(func)
     return func

@@ -97,6 +97,9 @@ def _open_log(path: Path):
         raise
 
 
+_unwritable: set = set()
+
+
 @contextlib.contextmanager
 def result_log(result_dir: Path, command: str):
     """Append every message logged inside the block to <result_dir>/log/msprof.log."""
@@ -110,7 +113,9 @@ def result_log(result_dir: Path, command: str):
     except (OSError, MsprofError) as exc:  # a read-only collection can still be analysed (elsewhere)
         reason = "a symbolic link" if getattr(exc, "errno", None) == errno.ELOOP else getattr(
             exc, "strerror", None) or getattr(exc, "message", str(exc))
-        log.warning("not writing the log %s: %s", path, reason)
+        # said once per run: a command enters a result dir's log several times (import, then export)
+        log.log(logging.DEBUG if path in _unwritable else logging.WARNING, "not writing the log %s: %s", path, reason)
+        _unwritable.add(path)
         yield
         return
     handler = logging.StreamHandler(stream)

@@ -55,24 +55,45 @@ def output_dir(path: Path) -> Path:
         try:
             info = os.lstat(path)
         except FileNotFoundError:
-            os.makedirs(path.parent, exist_ok=True)
             try:
+                os.makedirs(path.parent, exist_ok=True)
                 os.mkdir(path, 0o777)
                 return path
             except FileExistsError:
                 info = os.lstat(path)
+            except PermissionError as exc:
+                exc.filename = str(_nearest_existing(path))    # the directory that refused, not the one meant
+                raise
+        except PermissionError as exc:
+            exc.filename = str(_nearest_existing(path))
+            raise
     if stat.S_ISLNK(info.st_mode):
         raise OutputError(f"{path} is a symbolic link: msprof does not write through links in a collection "
-                          "(remove it, or write elsewhere with --output DIR)")
+                          f"(remove it, or {elsewhere()})")
     if not stat.S_ISDIR(info.st_mode):
-        raise OutputError(f"{path} exists and is not a directory (remove it, or write elsewhere with --output DIR)")
+        raise OutputError(f"{path} exists and is not a directory (remove it, or {elsewhere()})")
+    return path
+
+
+def _nearest_existing(path: Path) -> Path:
+    """The closest of ``path`` and its parents that this user can see exists."""
+    for candidate in (path, *path.parents):
+        try:
+            os.lstat(candidate)
+            return candidate
+        except OSError:
+            continue
     return path
 
 
 def temporary(directory: Path, name: str) -> Path:
     """A new empty temporary file for ``name`` in ``directory`` (readable like a result: see file_mode)."""
-    with naming_errors(Path(directory) / name):
-        fd, path = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", suffix=".tmp", dir=directory)
+    with naming_errors(Path(directory)):
+        try:
+            fd, path = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", suffix=".tmp", dir=directory)
+        except OSError as exc:
+            exc.filename = str(directory)     # the directory refused a file: name it, not a random temporary
+            raise
         os.fchmod(fd, file_mode())
         os.close(fd)
     return Path(path)
@@ -111,15 +132,23 @@ def naming_errors(path: Path):
         if exc.errno in _DISK_FULL:
             raise DiskSpaceError(f"not enough disk space to write {path}: {exc.strerror}") from None
         if exc.errno in _NOT_WRITABLE:
-            raise OutputError(f"cannot write {path}: {exc.strerror} (write the results elsewhere with "
-                              "--output DIR)") from None
+            # the path that failed (a parent directory msprof had to create, say) rather than the one meant
+            raise OutputError(f"cannot write {exc.filename or path}: {exc.strerror} ({elsewhere()})") from None
         raise
     except sqlite3.OperationalError as exc:     # SQLite says it in words
         if "disk is full" in str(exc):
             raise DiskSpaceError(f"not enough disk space to write {path}: {exc}") from None
         if "readonly" in str(exc) or "unable to open" in str(exc):
-            raise OutputError(f"cannot write {path}: {exc} (write the results elsewhere with --output DIR)") from None
+            raise OutputError(f"cannot write {path}: {exc} ({elsewhere()})") from None
         raise
+
+
+# Set when the user named an output directory already (--output): then the way out is another one.
+output_given = False
+
+
+def elsewhere() -> str:
+    return "choose another --output DIR" if output_given else "write the results elsewhere with --output DIR"
 
 
 def remove_stale(directory: Path) -> int:

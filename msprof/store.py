@@ -196,7 +196,11 @@ def stale(path: Path, source_dir: Path, files, layout: str) -> Optional[str]:
     """None while the database at ``path`` was built by this msprof for ``layout`` from exactly ``files``
     (compared by size, and by content hash where only the mtime changed), else why it must be rebuilt."""
     path = Path(path)
-    if not path.is_file():
+    try:
+        present = path.is_file()
+    except OSError:           # a directory this user may not enter: the build that follows names it
+        present = False
+    if not present:
         return "no database yet"
     try:
         with contextlib.closing(open_readonly(path)) as conn:

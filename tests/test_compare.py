@@ -136,6 +136,7 @@ def test_job_pair_json_document_field_by_field(job_pair, msprof_cli):
     (b_us, b_count), (n_us, n_count) = base["types"]["Convolution"], new["types"]["Convolution"]
     assert conv == {"op_type": "Convolution", "base_us": r3(b_us), "new_us": r3(n_us),
                     "delta_us": r3(r3(n_us) - r3(b_us)), "base_count": 13, "new_count": 13}
+    assert b_count == n_count == 13
     assert {row["op_type"] for row in document["op_types"]} == set(base["types"]) | set(new["types"])
     assert [abs(row["delta_us"]) for row in document["op_types"]] == sorted(
         (abs(row["delta_us"]) for row in document["op_types"]), reverse=True)
@@ -249,7 +250,7 @@ def test_models_on_one_side_only(tmp_path, msprof_cli):
 def test_one_model_each_under_two_names_is_compared(job_pair, msprof_cli):
     """The fixtures' own names differ (yolov3_tiny_mish / yolov3_tiny_leaky): one model each side is the same
     network converted again, so the two are compared, and gated."""
-    (mish, mish_dir), (leaky, leaky_dir) = job_pair["mish_own"], job_pair["leakyrelu_own"]
+    (_, mish_dir), (_, leaky_dir) = job_pair["mish_own"], job_pair["leakyrelu_own"]
     result = msprof_cli("compare", mish_dir, leaky_dir, "--format", "json")
     assert result.returncode == 0, result.stderr
     assert ("models matched as the only one of each side: yolov3_tiny_mish (base) and yolov3_tiny_leaky (new)"

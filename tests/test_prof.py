@@ -237,6 +237,8 @@ def test_json_format_and_show(tmp_path, capsys):
     assert [(r["op_type"], r["count"], r["total_time_us"]) for r in statistic["rows"]] == [
         (t["OP Type"], int(t["Count"]), t["Total Time(us)"]) for t in truth[:2]]
     assert unit["tables"]["op_summary"]["row_count"] == len(pg.build(MULTI).tasks)
+    assert statistic["context"] == {"device_id": 0, "model_id": None, "iteration_id": None}
+    assert unit["path"] == str(prof_dir / "device_0")
 
 
 # ---------------------------------------------------------------------------------------------- timeline

@@ -329,3 +329,30 @@ def test_a_read_only_collection_says_so_and_output_writes_elsewhere(user, shared
     assert proc.returncode == 0 and "importing" not in proc.stderr
     demo = as_user(user, "demo", "--output", shared / "ro")
     assert demo.returncode == 7 and str(shared / "ro") in demo.stderr and "Traceback" not in demo.stderr
+
+
+@pytest.mark.parametrize("locked_mode", [0o755, 0o750])
+def test_a_refused_write_names_what_refused_it_once(user, shared, locked_mode):
+    """The directory that refused the write is named (not a temporary's or a planned file's name), the log
+    warning is said once however often the command enters the result dir, and under --output the advice
+    is another --output — also when the user may not even enter the directory (0750: was an internal
+    error from the freshness check)."""
+    job = jobgen.write_job(shared / "ro", small_job())
+    proc = subprocess.run([sys.executable, "-m", "msprof", "-q", "export", "timeline", "-dir", job],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr             # as root: timeline/ exists, owned by root
+    for path in [shared / "ro", *((shared / "ro").rglob("*"))]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    proc = as_user(user, "export", "timeline", "-dir", job)
+    assert proc.returncode == 7
+    assert proc.stderr.splitlines()[-1] == (f"msprof: error: cannot write {job / 'timeline'}: Permission denied"
+                                            " (write the results elsewhere with --output DIR)")
+    proc = as_user(user, "export", "summary", "-dir", job)         # imports first, then exports: two visits
+    assert proc.returncode == 7 and proc.stderr.count("not writing the log") == 1, proc.stderr
+    locked = shared / "locked"                                       # root's: the user cannot create in it
+    locked.mkdir()
+    locked.chmod(locked_mode)
+    proc = as_user(user, "export", "summary", "-dir", job, "--output", locked / "mine")
+    assert proc.returncode == 7, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (f"msprof: error: cannot write {locked}: Permission denied"
+                                            " (choose another --output DIR)")

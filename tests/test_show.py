@@ -126,6 +126,8 @@ def test_json_is_one_document_with_a_stable_schema(job, msprof_cli):
     assert list(doc) == [job.name]
     unit = doc[job.name]
     assert unit["path"] == str(job) and unit["layout"] == "JOB" and unit["data_quality"] is None
+    relative = msprof_cli("show", "-dir", job.name, "--format", "json", cwd=job.parent)
+    assert json.loads(relative.stdout)[job.name]["path"] == str(job)          # absolute, whatever -dir was
     assert list(unit["tables"]) == ["op_summary", "op_statistic", "acl_statistic", "frequency"]
     summary = unit["tables"]["op_summary"]
     assert summary["context"] == {"model_id": 1, "model_name": "tiny", "iteration_id": 3}

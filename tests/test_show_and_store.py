@@ -1,5 +1,4 @@
 """show / query output, selection options, database freshness and atomic rebuilds."""
-import json
 import os
 import sqlite3
 
