@@ -12,7 +12,6 @@ import json
 import os
 import secrets
 import shlex
-import sys
 import time
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -20,14 +19,14 @@ from typing import List, Optional, Tuple
 import click
 from click.shell_completion import CompletionItem
 
-from msprof import __version__
+from msprof import __version__, progress
 from msprof.outputs import atomic_open
 from msprof.collect import acljson
 from msprof.collect.board import Board, q
 from msprof.collect.config import BoardConfig, load_config
 from msprof.collect.project import inside, walk
 from msprof.collect.pull import Unpullable, check_local_space, list_jobs, local_state, manifest, pull_job
-from msprof.console import NOTICE, log, notice
+from msprof.console import log, notice
 from msprof.errors import EXIT_CODES, DiskSpaceError, MsprofError, RemoteError, UsageError
 from msprof.paths import check_path_argument
 
@@ -158,21 +157,11 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).astimezone().isoformat(timespec="seconds")
 
 
-def _show_progress() -> bool:
-    try:
-        return sys.stderr.isatty() and log.isEnabledFor(NOTICE) and any(
-            getattr(h, "stream", None) is sys.stderr and h.level <= NOTICE for h in log.handlers)
-    except (AttributeError, ValueError):
-        return False
-
-
 @contextlib.contextmanager
 def _progress(total: int, label: str):
-    if total > 0 and _show_progress():
-        with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
-            yield bar.update
-    else:
-        yield None
+    """The transfer's progress line (msprof.progress: a terminal only, after a second), fed in bytes."""
+    with progress.step(label, total or None, "bytes") as shown:
+        yield shown.advance
 
 
 class Collector:
