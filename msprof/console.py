@@ -114,7 +114,8 @@ def result_log(result_dir: Path, command: str):
         reason = "a symbolic link" if getattr(exc, "errno", None) == errno.ELOOP else getattr(
             exc, "strerror", None) or getattr(exc, "message", str(exc))
         # said once per run: a command enters a result dir's log several times (import, then export)
-        log.log(logging.DEBUG if path in _unwritable else logging.WARNING, "not writing the log %s: %s", path, reason)
+        level = logging.DEBUG if path in _unwritable else logging.WARNING
+        log.log(level, "not writing the log %s: %s", path, reason)
         _unwritable.add(path)
         yield
         return

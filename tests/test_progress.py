@@ -143,7 +143,8 @@ def test_demo_prof_runs_the_bundled_prof_sample(tmp_path, msprof_cli):
     with open(device / "summary" / "op_statistic.csv", newline="") as handle:
         row = next(r for r in csv.DictReader(handle) if r["OP Type"] == "Conv2D")
     assert (row["Count"], row["Total Time(us)"], row["Avg Time(us)"]) == (
-        str(len(convs) * desc["iterations"]), f"{sum(convs) * desc['iterations']:.1f}", f"{sum(convs) / len(convs):.1f}")
+        str(len(convs) * desc["iterations"]), f"{sum(convs) * desc['iterations']:.1f}",
+        f"{sum(convs) / len(convs):.1f}")
     assert "Op statistic (device 0)" in proc.stdout and "API statistic (host)" in proc.stdout
     said = hints(proc.stderr)
     assert said["show"] == [["msprof", "show", "-dir", str(prof)]]
