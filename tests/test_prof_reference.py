@@ -49,6 +49,8 @@ SCENARIOS = {
                         "begin_ns": 10 ** 12 + 950_000, "end_ns": 10 ** 12 + 950_777}],
     },
     "demo_sample": make_demo.prof_description(),     # what `msprof demo --prof` shows
+    # aicore.data with its reserved head bytes clear (no 0x6BD3, no log type): every PMU column still there
+    "hwts_pipe_reserved_zero": dict(MULTI, platform_version="1", pmu="PipeUtilization", pmu_reserved="zero"),
     "chip_v3_arith_dev1": dict(MULTI, platform_version="2", pmu="ArithmeticUtilization", device_id=1,
                                hwts_freq_mhz=100, ai_core_num=4),
 }
