@@ -113,3 +113,20 @@ def test_every_renderer_writes_every_row_and_the_total_last(name):
         assert lines[0].split() == ["Name", "Device", "Count", "Time(us)", "Wait(us)", "Start(us)", "Shape"]
         body = [line.split() for line in lines[2:]]
         assert body == EXPECTED
+
+
+@pytest.mark.parametrize("constant_at", [[], [0], [2], [0, 3], [1, 2], [0, 1, 2, 3]])
+def test_rows_fill_in_constant_columns_wherever_they_are(constant_at):
+    """Batches carry the varying columns only; rows() puts each constant back in its place (and turns the
+    lists some reports yield into tuples)."""
+    columns = [Column(f"c{i}", TEXT, constant=f"K{i}") if i in constant_at else Column(f"c{i}", TEXT)
+               for i in range(4)]
+    varying = [i for i in range(4) if i not in constant_at]
+    batch = [[f"v{r}.{i}" for i in varying] for r in range(3)]
+    rows = list(Table("t", "t", columns, [batch, batch[:1]]).rows())
+    expected = [tuple(f"K{i}" if i in constant_at else f"v{r}.{i}" for i in range(4)) for r in (0, 1, 2, 0)]
+    assert rows == expected
+
+
+def test_rows_of_a_single_constant_column():
+    assert list(Table("t", "t", [Column("only", constant=None)], [[(), ()]]).rows()) == [(None,), (None,)]
