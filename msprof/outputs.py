@@ -55,18 +55,12 @@ def output_dir(path: Path) -> Path:
         try:
             info = os.lstat(path)
         except FileNotFoundError:
+            os.makedirs(path.parent, exist_ok=True)
             try:
-                os.makedirs(path.parent, exist_ok=True)
                 os.mkdir(path, 0o777)
                 return path
             except FileExistsError:
                 info = os.lstat(path)
-            except PermissionError as exc:
-                exc.filename = str(_nearest_existing(path))    # the directory that refused, not the one meant
-                raise
-        except PermissionError as exc:
-            exc.filename = str(_nearest_existing(path))
-            raise
     if stat.S_ISLNK(info.st_mode):
         raise OutputError(f"{path} is a symbolic link: msprof does not write through links in a collection "
                           f"(remove it, or {elsewhere()})")
@@ -89,11 +83,7 @@ def _nearest_existing(path: Path) -> Path:
 def temporary(directory: Path, name: str) -> Path:
     """A new empty temporary file for ``name`` in ``directory`` (readable like a result: see file_mode)."""
     with naming_errors(Path(directory)):
-        try:
-            fd, path = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", suffix=".tmp", dir=directory)
-        except OSError as exc:
-            exc.filename = str(directory)     # the directory refused a file: name it, not a random temporary
-            raise
+        fd, path = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", suffix=".tmp", dir=directory)
         os.fchmod(fd, file_mode())
         os.close(fd)
     return Path(path)
@@ -132,8 +122,11 @@ def naming_errors(path: Path):
         if exc.errno in _DISK_FULL:
             raise DiskSpaceError(f"not enough disk space to write {path}: {exc.strerror}") from None
         if exc.errno in _NOT_WRITABLE:
-            # the path that failed (a parent directory msprof had to create, say) rather than the one meant
-            raise OutputError(f"cannot write {exc.filename or path}: {exc.strerror} ({elsewhere()})") from None
+            # what refused: the nearest existing of the path that failed and its parents (the directory
+            # that would not take a new file or subdirectory, or could not be entered), not a missing
+            # path, a random temporary's name or the file that was meant
+            refused = _nearest_existing(Path(exc.filename) if isinstance(exc.filename, str) else Path(path))
+            raise OutputError(f"cannot write {refused}: {exc.strerror} ({elsewhere()})") from None
         raise
     except sqlite3.OperationalError as exc:     # SQLite says it in words
         if "disk is full" in str(exc):
