@@ -48,10 +48,8 @@ def build_databases(databases: List[Database]) -> List[Path]:
     host and its device build side by side); one alone may use a worker process of its own."""
     if len(databases) > 1 and several_cores():
         with process_pool(2) as pool:
-            futures = [pool.submit(_build, database, False) for database in databases]
-            with progress.step(f"importing {len(databases)} databases", len(databases)) as shown:
-                progress.wait(futures, shown)
-            return [future.result() for future in futures]
+            return progress.pool_map(pool, f"importing {len(databases)} databases", _build, databases,
+                                     [False] * len(databases))
     return [_build(database, True) for database in databases]
 
 
@@ -189,10 +187,8 @@ def compare(base: Path, new: Path, fmt: str = "table", top: Optional[int] = 20,
         with reading(unit, "compare"):        # imported when needed; what an import lost, said again
             pass
     if several_cores():         # the two sides' aggregates side by side (a PROF side of 1M tasks: ~5 s)
-        with process_pool(2) as pool, progress.step("comparing", 2) as shown:
-            futures = [pool.submit(read_side, unit) for unit in units]
-            progress.wait(futures, shown)
-            sides = [future.result() for future in futures]
+        with process_pool(2) as pool:
+            sides = progress.pool_map(pool, "comparing", read_side, units)
     else:
         with progress.step("comparing", 2) as shown:
             sides = []

@@ -14,8 +14,8 @@ file and offset where it happened. ``load_streams`` is the only loop over stream
 decoder → inserts, then the counts and warnings of the stream.
 """
 import functools
-import os
 import itertools
+import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
