@@ -428,6 +428,19 @@ def main() -> int:
         stop_spawner()
 
 
+def run_series(bench_one, task_sizes, out: Path, repeat: int, print_judged) -> bool:
+    """One series (JOB or PROF_): each size measured and printed, then the scaling and the targets judged
+    by ``print_judged``; True when a step failed."""
+    results = []
+    for tasks in task_sizes:
+        results.append(bench_one(tasks, out, repeat))
+        print_result(results[-1])
+    if results:
+        print_scaling(results)
+        print_judged(results)
+    return any(r["code"] for result in results for r in result["rows"])
+
+
 def bench(options) -> int:
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -437,27 +450,10 @@ def bench(options) -> int:
         prof_sizes = "" if options.quick else DEFAULT_PROF_SIZES
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; "
           f"calibration workload {calibration():.2f} s (see docs/performance.md)")
-    failed = False
-    results = []
-    for tasks in sizes(options.sizes):
-        result = bench_job(tasks, out, repeat)
-        print_result(result)
-        failed |= any(r["code"] for r in result["rows"])
-        results.append(result)
-    if results:
-        print_scaling(results)
-        print_targets(results)
-    prof_results = []
+    failed = run_series(bench_job, sizes(options.sizes), out, repeat, print_targets)
     if sizes(prof_sizes):
         print(f"\nPROF_ series: {PROF_SHAPE}")
-    for tasks in sizes(prof_sizes):
-        result = bench_prof(tasks, out, repeat)
-        print_result(result)
-        failed |= any(r["code"] for r in result["rows"])
-        prof_results.append(result)
-    if prof_results:
-        print_scaling(prof_results)
-        print_prof_targets(prof_results)
+    failed |= run_series(bench_prof, sizes(prof_sizes), out, repeat, print_prof_targets)
     print(f"\ncalibration workload at the end: {calibration():.2f} s")
     if not (options.no_reference or options.quick):
         reference_ratio(options.reference_tasks, out)
