@@ -44,13 +44,31 @@ def _build(database: Database, spare_cores: bool) -> Path:
 
 
 def build_databases(databases: List[Database]) -> List[Path]:
-    """(Re)build databases: two at a time in two processes when there are several and a second core (a PROF
-    host and its device build side by side); one alone may use a worker process of its own."""
+    """(Re)build databases: two at a time in two processes when there are several of some size and a second
+    core (a PROF host and its device side by side). When one holds nearly all the raw data (a static graph's
+    device: the host has little to say), the small ones are built first and the large one alone, which may
+    then use a worker process of its own."""
     if len(databases) > 1 and several_cores():
-        with process_pool(2) as pool:
-            return progress.pool_map(pool, f"importing {len(databases)} databases", _build, databases,
-                                     [False] * len(databases))
+        sizes = [_raw_bytes(d) for d in databases]
+        largest = max(range(len(databases)), key=sizes.__getitem__)
+        if sum(sizes) - sizes[largest] > sizes[largest] // 8:
+            with process_pool(2) as pool:
+                return progress.pool_map(pool, f"importing {len(databases)} databases", _build, databases,
+                                         [False] * len(databases))
+        paths = [_build(d, False) if i != largest else None for i, d in enumerate(databases)]
+        paths[largest] = _build(databases[largest], True)
+        return paths
     return [_build(database, True) for database in databases]
+
+
+def _raw_bytes(database: Database) -> int:
+    total = 0
+    for path in database.sources():
+        try:
+            total += path.stat().st_size
+        except OSError:           # said with its name when the import opens it
+            pass
+    return total
 
 
 def ensure_databases(unit: Unit) -> List[Path]:

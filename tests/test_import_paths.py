@@ -81,6 +81,38 @@ def test_worker_processes_load_the_same_database(tmp_path, monkeypatch, scenario
     assert {"task", "pmu", "layer"} <= indexed
 
 
+def test_prof_device_worker_loads_the_same_database(tmp_path, monkeypatch):
+    """A PROF_ device's aicore.data loaded by a worker process and merged gives the database the inline
+    load gives (the same check as for a JOB above), with the PMU index kept."""
+    from fixtures import profgen
+    from msprof.layouts.prof import importer as prof_importer
+
+    prof = profgen.write_prof(tmp_path, dict(profgen_multi(), pmu="PipeUtilization", pmu_reserved="zero"))
+    device = prof / "device_0"
+
+    def device_tables():
+        prof_importer.import_result_dir(device, "device", spare_cores=True)
+        with sqlite3.connect(device / "sqlite" / "msprof.db") as conn:
+            names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+            return {n: conn.execute(f"SELECT * FROM [{n}] ORDER BY rowid").fetchall() for n in names if n != "meta"}
+
+    inline = device_tables()
+    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
+    parallel = device_tables()
+    assert parallel == inline
+    assert (len(inline["task"]), len(inline["pmu"])) == (12, 10)   # 2 iterations of 6 ops; the AI_CPU op has no PMU
+    assert not [p for p in (device / "sqlite").iterdir() if p.name.startswith(".part")]
+    with sqlite3.connect(device / "sqlite" / "msprof.db") as conn:
+        indexed = {t for (t,) in conn.execute("SELECT tbl_name FROM sqlite_master WHERE type = 'index'")}
+    assert {"task", "pmu"} <= indexed
+
+
+def profgen_multi() -> dict:
+    from test_profgen import MULTI
+
+    return dict(MULTI)
+
+
 def test_bad_pmu_and_acl_records_are_skipped_and_counted(tmp_path):
     job = make(tmp_path, "bad PMU and ACL magic")
     clean = tables(make(tmp_path / "clean", "clean"))

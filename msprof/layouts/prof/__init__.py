@@ -9,6 +9,7 @@ from typing import Dict, List, Optional
 from msprof.console import notice
 from msprof.layouts.base import Database, Layout, Selection, Unit, out_dir
 from msprof.summary import SummaryFile
+from msprof.workers import several_cores
 
 _DEVICE = re.compile(r"^device_(\d+)$")
 
@@ -130,7 +131,7 @@ class ProfLayout(Layout):
 def _import(path: Path, role: str, target: Path, spare_cores: bool = True) -> Path:
     from msprof.layouts.prof.importer import import_result_dir
 
-    return import_result_dir(path, role, target)
+    return import_result_dir(path, role, target, spare_cores and several_cores())
 
 
 def show_tables(report, selection: Selection) -> list:

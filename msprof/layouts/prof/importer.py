@@ -35,7 +35,7 @@ NODE_INFO_LAYOUT = Layout("node_info", NODE_BASIC_INFO.layout.record_format, NOD
 NOT_EXECUTIONS = ("ModelLoad", "ModelUnload")
 
 
-def import_host(result: ResultDir, target: Path) -> Path:
+def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> Path:
     started = time.monotonic()
     notices = Notices()
     for message in result.warnings:
@@ -162,7 +162,8 @@ def _model_executions(conn) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- device
-def import_device(result: ResultDir, target: Path) -> Path:
+def import_device(result: ResultDir, target: Path, spare_cores: bool = False) -> Path:
+    """``spare_cores``: aicore.data may be loaded by a worker process while this one loads the task logs."""
     started = time.monotonic()
     notices = Notices()
     for message in result.warnings:
@@ -175,7 +176,8 @@ def import_device(result: ResultDir, target: Path) -> Path:
     if streams.get("hwts") or streams.get("stars"):
         require_hwts_frequency(result, "device task")
     counts: Dict[str, StreamCount] = {}
-    with store.build(target, DEVICE) as db:
+    side = {"pmu": ("pmu", _load_pmu, streams.get("pmu", []))}
+    with store.build(target, DEVICE) as db, store.SideLoads(target, DEVICE, side, spare_cores) as workers:
         conn = db.conn
         events = event_ids(result.sample, ASCEND.counters, notices)
         db["pmu_event"].insert_all([{"slot": i, "event_id": e} for i, e in enumerate(events)])
@@ -184,7 +186,8 @@ def import_device(result: ResultDir, target: Path) -> Path:
                      notices, counts)
         load_streams(conn, streams.get("stars", []), lambda item: StarsDecoder(), notices, counts)
         _pair_stars(conn, notices)
-        load_streams(conn, streams.get("pmu", []), lambda item: PmuDecoder(ASCEND), notices, counts)
+        DEVICE.create_indexes(db, ["task"])      # while the worker may still be busy
+        workers.merge(db, "pmu", counts, notices)
         if not streams.get("hwts") and not streams.get("stars"):
             notices.notice(f"no device task data (hwts.data / stars_soc.data) in {result.path / 'data'}: "
                            "op_summary, op_statistic and task_time are skipped")
@@ -195,6 +198,10 @@ def import_device(result: ResultDir, target: Path) -> Path:
                              _meta(result, "device"))
     log.info("imported %s in %.2f s", result.path, time.monotonic() - started)
     return target
+
+
+def _load_pmu(conn, streams, counts, notices) -> None:
+    load_streams(conn, streams, lambda item: PmuDecoder(ASCEND), notices, counts)
 
 
 def _task_rows(piece) -> list:
@@ -246,9 +253,9 @@ def _meta(result: ResultDir, role: str) -> dict:
             "sample": result.sample, "imported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def import_result_dir(result_dir: Path, role: str, target: Optional[Path] = None) -> Path:
+def import_result_dir(result_dir: Path, role: str, target: Optional[Path] = None, spare_cores: bool = False) -> Path:
     """Rebuild the database of a PROF host/ (``role`` "host") or device_N/ directory (``target``, default its
-    sqlite/msprof.db)."""
+    sqlite/msprof.db). ``spare_cores``: the device import may use a worker process."""
     result = read_result_dir(result_dir)
     target = Path(target) if target else store.db_path(result.path)
-    return (import_host if role == "host" else import_device)(result, target)
+    return (import_host if role == "host" else import_device)(result, target, spare_cores)
