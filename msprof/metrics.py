@@ -100,6 +100,27 @@ def rounded_ratio(numerator: str, denominator: str, decimals: int = 4) -> str:
             f" / {float(scale)!r}")
 
 
+def py_round_sql(x: str, digits: int) -> str:
+    """SQL for Python's round(x, digits) of a REAL (or 0) ``x``, exactly, at a third of the cost of calling
+    Python (the connection's ``py_round``) for each value.
+
+    Python rounds the exact binary value, half to even. For 0 < x < 10^6:
+    * away from a tie — x × 10^digits more than 1e-6 from a half, which its double arithmetic cannot get
+      wrong — the result is the nearest integer to x × 10^digits over 10^digits;
+    * at a tie, which a double can hold only as an odd multiple of 2^-(digits+1) (then x × 10^digits is
+      exact and ends in .5), it is the even one of its two neighbours.
+    Anything else (near a tie but not on it, negative or large values) is left to ``py_round``. ``x`` is
+    evaluated several times: pass a column."""
+    scale = float(10 ** digits)
+    y = f"{x} * {scale!r}"
+    half = f"{x} * {float(2 ** (digits + 1))!r}"
+    return (f"(CASE WHEN {x} > 0 AND {x} < 1e6 AND abs({y} - CAST({y} AS INTEGER) - 0.5) > 1e-6"
+            f" THEN CAST({y} + 0.5 AS INTEGER) / {scale!r}"
+            f" WHEN {x} > 0 AND {x} < 1e6 AND {half} = CAST({half} AS INTEGER)"
+            f" THEN (CAST({y} AS INTEGER) + CAST({y} AS INTEGER) % 2) / {scale!r}"
+            f" WHEN {x} = 0 THEN {x} ELSE py_round({x}, {digits}) END)")
+
+
 # Ratios are fractions of total cycles; Memory Bound's ratios share the divisor, so it is the ratio
 # of the raw counters (N/A when the divisor is 0).
 _FORMULAS = {
@@ -207,17 +228,11 @@ class AscendMetrics:
         return f"r{self.slot_of[event]}"
 
     def inner(self) -> List[str]:
-        """Columns computed once per task for the columns below: the ratio of each counter to the cycles
-        (``r<slot>``), and each ratio column's rounded value (``m<k>``), which later columns reuse. Over a row
-        with ``total_cycles`` and the counters ``c<slot>``."""
-        def raw(slot: int) -> str:
-            return f"CASE WHEN total_cycles THEN CAST(c{slot} AS REAL) / total_cycles ELSE 0.0 END"
-
-        out = [f"{raw(slot)} AS r{slot}" for slot in sorted(set(self.slot_of.values()))]
-        for k, (_name, kind, args) in enumerate(self.columns):
-            if kind == "ratio":    # (a column cannot use its siblings' names: the ratio again)
-                out.append("round(" + " + ".join(["0.0"] + [raw(self.slot_of[e]) for e in args]) + f", 3) AS m{k}")
-        return out
+        """Columns computed once per task for the columns below: each ratio column's rounded value
+        (``m<k>``), which later columns reuse. Over a row with ``total_cycles``, the counters ``c<slot>`` and
+        their ratios to the cycles (``counter_ratios``)."""
+        return [f"round({' + '.join(['0.0'] + [self.ratio(e) for e in args])}, 3) AS m{k}"
+                for k, (_name, kind, args) in enumerate(self.columns) if kind == "ratio"]
 
     def sql(self, aicore_time: str, dur_ns: str, aic_mhz: Optional[float], core_num: Optional[int]) -> List[str]:
         """One SQL expression per column, over a row holding the ``inner`` columns. ``aicore_time``: the
@@ -257,6 +272,13 @@ class AscendMetrics:
             done[name] = expr
             out.append(f"CASE WHEN total_cycles IS NULL THEN NULL ELSE {expr} END")
         return out
+
+
+def counter_ratios(pmu: str = "") -> List[str]:
+    """The ratio of each counter of a PMU row (alias ``pmu``) to its total cycles, as columns ``r0``…``r7``
+    (0.0 without cycles): what ``AscendMetrics.inner`` and ``sql`` read."""
+    return [f"CASE WHEN {pmu}total_cycles THEN CAST({pmu}c{i} AS REAL) / {pmu}total_cycles ELSE 0.0 END AS r{i}"
+            for i in range(8)]
 
 
 def aicore_time_sql(cycles: str, block_num: str, aic_mhz: Optional[float], core_num: Optional[int]) -> str:

@@ -24,7 +24,7 @@ from msprof.decode.dicts import HashDecoder, TypeInfoDecoder  # noqa: E402
 from msprof.decode.stars import stars_ids  # noqa: E402
 from msprof.errors import UsageError  # noqa: E402
 from msprof.layouts.base import Selection  # noqa: E402
-from msprof.metrics import AscendMetrics, aicore_time_sql  # noqa: E402
+from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios  # noqa: E402
 from msprof.show import View  # noqa: E402
 from msprof.trace import TASK_PID_BASE  # noqa: E402
 from msprof.tracecheck import check_trace  # noqa: E402
@@ -83,8 +83,8 @@ def metric_values(metrics, cycles, counters, aic_mhz, block_num, core_num, dur_n
     conn.execute("INSERT INTO p VALUES (1, ?, %s)" % ", ".join("?" * 8), [cycles] + list(counters))
     aicore = "py_round(%s, 2)" % aicore_time_sql("total_cycles", str(block_num), aic_mhz, core_num)
     exprs = metrics.sql(aicore, repr(float(dur_ns)), aic_mhz, core_num)
-    row = conn.execute("SELECT %s FROM (SELECT *, %s FROM p)" % (", ".join(exprs), ", ".join(metrics.inner()))
-                       ).fetchone()
+    row = conn.execute("SELECT %s FROM (SELECT *, %s FROM (SELECT *, %s FROM p))" % (
+        ", ".join(exprs), ", ".join(metrics.inner()), ", ".join(counter_ratios()))).fetchone()
     return [round(v, 3) if python else v for v, python in zip(row, metrics.python_rounded())]
 
 
@@ -338,3 +338,31 @@ def test_common_data_loss_still_gives_a_timeline(tmp_path, msprof_cli, missing):
     assert check_trace(trace) == []
     assert len([e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == TASK_PID_BASE]) == len(
         pg.build(MULTI).tasks)
+
+
+def test_py_round_sql_is_pythons_round():
+    """The SQL form of Python's round (the aicore time's 2 decimals) gives the very double round() gives:
+    at exact ties (odd multiples of 1/8 and 1/16: half to even), one ulp either side of a decimal tie,
+    for values that must fall back to Python (negative, large, 2.675 just below its tie), and at random."""
+    import random
+    import struct
+
+    from msprof.metrics import py_round_sql
+
+    def ulps(x, k):
+        return struct.unpack("<d", struct.pack("<q", struct.unpack("<q", struct.pack("<d", x))[0] + k))[0]
+
+    rng = random.Random(11)
+    values = [0, 0.0, -0.0, None, 2.675, 2.665, 0.125, 0.375, 0.0625, 0.0005, 1e6, 999999.875, -2.5, -0.0625, 1e20]
+    values += [k / 16 for k in range(4000)] + [k / 8 for k in range(4000)]
+    values += [ulps(rng.randint(0, 10 ** 6) / 1000 + 0.0005, rng.choice([-1, 0, 1])) for _ in range(20000)]
+    values += [ulps(rng.randint(0, 10 ** 5) / 100 + 0.005, rng.choice([-1, 0, 1])) for _ in range(20000)]
+    values += [rng.random() * rng.choice([1e-3, 1, 100, 1e5, 2e6]) for _ in range(20000)]
+    conn = sqlite3.connect(":memory:")
+    conn.create_function("py_round", 2, lambda v, d: None if v is None else round(v, d))
+    conn.execute("CREATE TABLE t (x)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(v,) for v in values])
+    for digits in (2, 3):
+        got = [v for (v,) in conn.execute(f"SELECT {py_round_sql('x', digits)} FROM t ORDER BY rowid")]
+        want = [None if v is None else round(v, digits) for v in values]
+        assert [(repr(g), type(g)) for g in got] == [(repr(w), type(w)) for w in want]

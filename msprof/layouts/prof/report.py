@@ -14,7 +14,7 @@ from msprof import store
 from msprof.decode.api_event import LEVELS
 from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.schema import HOST
-from msprof.metrics import AscendMetrics, aicore_time_sql
+from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, py_round_sql
 from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, Column, Table, batches
 
 UNKNOWN_MODEL = 4294967295
@@ -115,14 +115,14 @@ class ProfReport(Report):
     def _tasks(self, fields, pmu: bool = False, span: str = "", order: str = "") -> str:
         """Timed device tasks in start order (``order`` "DESC": backwards) with ``fields`` (TASK_FIELDS): their
         host launch and op (when an op task launched them) and times as the reference computes them; with
-        ``pmu``, also their PMU record (total_cycles, c0…c7) and aicore time (``aicore2``). ``span``: a
-        condition on t.start_syscnt."""
+        ``pmu``, also their PMU record (total_cycles, c0…c7, each counter's ratio to the cycles ``r0``…``r7``)
+        and aicore time before its rounding (``aicore_raw``). ``span``: a condition on t.start_syscnt."""
         columns = [f"{self.TASK_FIELDS[f]} AS {f}" for f in dict.fromkeys(tuple(fields) + self.SELECTED)]
         join = ""
         if pmu:
             aicore = aicore_time_sql("p.total_cycles", "(o.block_dim & 65535)", self.aic_mhz, self.ai_core_num)
-            columns += [self._pmu_columns(), f"CASE WHEN p.seq IS NULL THEN NULL ELSE py_round({aicore}, 2) END"
-                                             " AS aicore2"]
+            columns += [self._pmu_columns(), f"CASE WHEN p.seq IS NULL THEN NULL ELSE {aicore} END AS aicore_raw"]
+            columns += counter_ratios("p.")
             join = "LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
         return f"""
             SELECT {", ".join(columns)}
@@ -199,7 +199,8 @@ class ProfReport(Report):
             columns += [Column(name, ROUND3 if python else NUMBER)
                         for name, python in zip(metrics.names, rounded)]
             select += metrics.sql("aicore2", "(end_ns - start_ns)", self.aic_mhz, self.ai_core_num)
-            inner = ", " + ", ".join(metrics.inner())
+            # the reference rounds aicore time with Python's round before anything uses it
+            inner = ", " + ", ".join(metrics.inner() + [f"{py_round_sql('aicore_raw', 2)} AS aicore2"])
         where, args = self._where(selection)
         args["device"] = str(self.device_id)
         skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
