@@ -114,8 +114,10 @@ class ProfLayout(Layout):
         label = report.unit.label
         if report.has_tasks:
             tasks = report.count("task")
-            files.append(SummaryFile("op_summary" + suffix, "op_summary", (selection,), tasks * 3, parts=2))
-            files.append(SummaryFile("op_statistic" + suffix, "op_statistic", (selection,), tasks))
+            # weights ~ the cost of each file (op_summary 3, task_time 1, op_statistic 1/2 per task, measured):
+            # two processes then finish together; op_summary in four parts evens out the end
+            files.append(SummaryFile("op_summary" + suffix, "op_summary", (selection,), tasks * 3, parts=4))
+            files.append(SummaryFile("op_statistic" + suffix, "op_statistic", (selection,), tasks // 2))
             if selection.everything:
                 files.append(SummaryFile("task_time", "task_time", (), tasks))
         else:
