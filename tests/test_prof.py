@@ -366,3 +366,23 @@ def test_py_round_sql_is_pythons_round():
         got = [v for (v,) in conn.execute(f"SELECT {py_round_sql('x', digits)} FROM t ORDER BY rowid")]
         want = [None if v is None else round(v, digits) for v in values]
         assert [(repr(g), type(g)) for g in got] == [(repr(w), type(w)) for w in want]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_prof_summary_written_by_two_processes_is_identical(tmp_path, monkeypatch, fmt):
+    """Two processes writing the files, op_summary cut into parts by start time (each part's first wait
+    taken from the row before it) and joined, write byte for byte what one process writes."""
+    from msprof import summary as summary_writer
+    from msprof import workers
+
+    prof = pg.write_prof(tmp_path, dict(MULTI, iterations=7, pmu="PipeUtilization"))
+    inline = api.export_summary(prof, fmt=fmt)
+    expected = {p.relative_to(prof): p.read_bytes() for p in inline}
+    monkeypatch.setattr(summary_writer, "PARALLEL_MIN_ROWS", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    parallel = api.export_summary(prof, fmt=fmt)
+    assert [p.relative_to(prof) for p in parallel] == list(expected)      # same files, same order
+    assert {p.relative_to(prof): p.read_bytes() for p in parallel} == expected
+    rows = expected[Path("device_0/summary/op_summary." + fmt)].decode()
+    assert (rows.count("\n") - 1 if fmt == "csv" else rows.count('"Op Name"')) == 7 * 6   # 7 iterations of 6 ops
+    assert not [p for p in (prof / "device_0" / "summary").iterdir() if p.name.startswith(".")]
