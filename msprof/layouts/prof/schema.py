@@ -44,8 +44,12 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 15000"),
     ("node_info", ["thread", "ts", "info_id"]),
 ])
+# Lookups by (stream, task, occurrence) come in time order, where the occurrence (launch rank, execution
+# number) grows slowly and the task id cycles: with the occurrence first, consecutive lookups land on
+# neighbouring index pages instead of one page per op id. A 1M-task op_summary read 1.3 s less from the
+# file (system time 1.28 -> 0.2 s) with SQLite's default 2 MB cache.
 HOST_LATE_INDEXES = [
-    ("launch", ["device_id", "stream_id", "task_id", "occ"]),
+    ("launch", ["device_id", "occ", "stream_id", "task_id"]),
     ("launch_count", ["device_id", "stream_id", "task_id"]),
 ]
 
@@ -59,7 +63,7 @@ DEVICE = Schema("PROF device", dict(BOOKKEEPING, **{
     "pmu_event": TableDef({"slot": int, "event_id": int}, "slot"),
 }), indexes=[
     ("task", ["start_syscnt"]),
-    ("pmu", ["stream_id", "task_id", "exec_n"]),
+    ("pmu", ["exec_n", "stream_id", "task_id"]),     # occurrence first: see HOST_LATE_INDEXES
 ])
 
 TASK_COLUMNS = ("stream_id", "task_id", "task_type", "start_syscnt", "end_syscnt", "exec_n")
