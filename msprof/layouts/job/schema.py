@@ -35,7 +35,9 @@ SCHEMA = Schema("JOB", dict(BOOKKEEPING, **{
                    "index_id": int, "layer_id": int}, "seq"),
 }), indexes=[
     ("task", ["model_id", "index_id", "at_syscnt"]),
-    ("pmu", ["stream_id", "task_id", "exec_n"]),
+    # exec_n first: an iteration's lookups share one exec_n, so they read neighbouring index pages (with
+    # (stream, task, exec_n) each landed on its own page: 1M-task summary 6.8 s, 2.6 s of it in read())
+    ("pmu", ["exec_n", "stream_id", "task_id"]),
     ("layer", ["model_id", "layer_id"]),
 ])
 
