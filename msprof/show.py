@@ -193,8 +193,9 @@ class CsvPrinter(Printer):
         if self.header is not None and header != self.header:
             self.write("\n")
         buffer = io.StringIO()
+        # a table under the same header continues the one before: a later part of one csv
         CsvRenderer().write(replace(table, columns=columns, batches=_chunks(rows, 1024), total=total), buffer,
-                            header=header != self.header)
+                            part=1 if header == self.header else None)
         self.header = header
         self.write(buffer.getvalue())
 

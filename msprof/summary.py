@@ -3,11 +3,13 @@
 A layout's report lists the files to write (``SummaryFile``: a name, the report table that fills it, a
 weight ~ its rows, and into how many row ranges its table can be cut); each is rendered straight from SQL
 into a temporary file renamed into place. When the files add up to many rows and a second core is free,
-two processes share the work, largest first, in batches small enough to even out; a csv file that can be
-cut (a PROF op_summary of a million rows) is written as parts by both, then joined. The order of the
-returned paths is the order of the list, either way.
+two processes share the work, largest first, in batches small enough to even out; a file that can be
+cut (a PROF op_summary of a million rows) is written as parts by both, then joined by its renderer. Files made by one pass
+over the rows (a PROF op_summary and task_time: one query) are written together, a batch of each in turn.
+The order of the returned paths is the order of the list, either way.
 """
-import shutil
+import contextlib
+import itertools
 from pathlib import Path
 from typing import List, NamedTuple, Optional, Tuple
 
@@ -24,10 +26,15 @@ WORKERS = 2
 
 class SummaryFile(NamedTuple):
     name: str            # file name without extension
-    table: str           # the report method that makes its Table
+    table: str           # the report method that makes its Table (with ``also``: a list, one per name)
     args: tuple = ()
     weight: int = 1      # about its rows
     parts: int = 1       # row ranges its table can be cut into (the method takes part=(k, n))
+    also: Tuple[str, ...] = ()     # more files the same pass over the rows fills
+
+    @property
+    def names(self) -> Tuple[str, ...]:
+        return (self.name,) + self.also
 
 
 def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
@@ -38,42 +45,62 @@ def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path) -
         written = []
         with progress.step("writing summaries", sum(f.weight for f in files)) as shown:
             for f in files:
-                written.append(write_file(report, f, fmt, directory))
+                written += write_file(report, f, fmt, directory)
                 shown.advance(f.weight)
     for path in written:
         log.info("wrote %s", path)
     return written
 
 
-def write_file(report, summary_file: SummaryFile, fmt: str, directory: Path) -> Path:
+def write_file(report, summary_file: SummaryFile, fmt: str, directory: Path) -> List[Path]:
     renderer = FORMATS[fmt]()
-    table = getattr(report, summary_file.table)(*summary_file.args)
-    path = Path(directory) / (summary_file.name + renderer.extension)
-    with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
-        renderer.write(table, handle)
-    return path
+    paths = [Path(directory) / (name + renderer.extension) for name in summary_file.names]
+    tables = _tables(report, summary_file)
+    with contextlib.ExitStack() as stack:
+        handles = [stack.enter_context(atomic_open(path, "w", encoding="utf-8", newline="")) for path in paths]
+        _render(renderer, tables, handles)
+    return paths
 
 
-def _write_part(report, summary_file: SummaryFile, part: Tuple[int, int], directory: Path) -> Path:
-    """Rows of range ``part`` of a csv file into a temporary beside it (the header in the first only)."""
-    renderer = FORMATS["csv"]()
-    table = getattr(report, summary_file.table)(*summary_file.args, part=part)
-    path = temporary(output_dir(directory), f"{summary_file.name}.part{part[0]}")
+def _write_part(report, summary_file: SummaryFile, fmt: str, part: Tuple[int, int],
+                directory: Path) -> List[Path]:
+    """Rows of range ``part`` (k, n) of the files into temporaries beside them, for ``_join``."""
+    tables = _tables(report, summary_file, part)
+    paths = [temporary(output_dir(directory), f"{name}.part{part[0]}") for name in summary_file.names]
     try:
-        with naming_errors(path), open(path, "w", encoding="utf-8", newline="") as handle:
-            renderer.write(table, handle, header=part[0] == 0)
+        with contextlib.ExitStack() as stack:
+            handles = []
+            for path in paths:
+                stack.enter_context(naming_errors(path))
+                handles.append(stack.enter_context(open(path, "w", encoding="utf-8", newline="")))
+            _render(FORMATS[fmt](), tables, handles, part[0])
     except BaseException:
-        path.unlink()
+        for path in paths:
+            path.unlink(missing_ok=True)
         raise
-    return path
+    return paths
 
 
-def _join(parts: List[Path], target: Path) -> Path:
+def _tables(report, summary_file: SummaryFile, part: Optional[Tuple[int, int]] = None) -> list:
+    made = getattr(report, summary_file.table)(*summary_file.args, **({"part": part} if part else {}))
+    return made if summary_file.also else [made]
+
+
+def _render(renderer, tables: list, handles: list, part: Optional[int] = None) -> None:
+    """Each table into its stream, a batch of each in turn (tables of one pass hold no more than that)."""
+    sinks = [renderer.sink(table, handle, part) for table, handle in zip(tables, handles)]
+    for step in itertools.zip_longest(*(table.batches for table in tables)):
+        for sink, batch in zip(sinks, step):
+            if batch is not None:
+                sink.rows(batch)
+    for sink in sinks:
+        sink.close()
+
+
+def _join(renderer, parts: List[Path], target: Path) -> Path:
     try:
         with atomic_open(target, "wb") as out:
-            for path in parts:
-                with open(path, "rb") as handle:
-                    shutil.copyfileobj(handle, out, 1 << 20)
+            renderer.join(parts, out)
     finally:
         for path in parts:
             path.unlink(missing_ok=True)
@@ -89,20 +116,22 @@ def _open_worker_report(unit) -> None:
     _worker_report = unit.open()
 
 
-def _write_batch(jobs: List[Tuple[SummaryFile, Optional[Tuple[int, int]]]], fmt: str, directory: str) -> List[str]:
+def _write_batch(jobs: List[Tuple[SummaryFile, Optional[Tuple[int, int]]]], fmt: str,
+                 directory: str) -> List[List[str]]:
     out = []
     for summary_file, part in jobs:
         if part is None:
-            out.append(str(write_file(_worker_report, summary_file, fmt, Path(directory))))
+            paths = write_file(_worker_report, summary_file, fmt, Path(directory))
         else:
-            out.append(str(_write_part(_worker_report, summary_file, part, Path(directory))))
+            paths = _write_part(_worker_report, summary_file, fmt, part, Path(directory))
+        out.append([str(path) for path in paths])
     return out
 
 
 def _write_in_workers(unit, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
     jobs = []                             # (file index, part or None, weight)
     for i, f in enumerate(files):
-        n = f.parts if fmt == "csv" else 1
+        n = f.parts
         if n > 1:
             jobs += [(i, (k, n), f.weight // n) for k in range(n)]
         else:
@@ -118,7 +147,7 @@ def _write_in_workers(unit, files: List[SummaryFile], fmt: str, directory: Path)
         batches[-1].append(j)
         load += jobs[j][2]
     log.info("writing %d file(s) in %d processes", len(files), WORKERS)
-    results: List[Optional[Path]] = [None] * len(jobs)
+    results: List[List[Path]] = [[] for _ in jobs]       # per job, a path per name
     try:
         with process_pool(WORKERS, initializer=_open_worker_report, initargs=(unit,)) as pool:
             futures = [pool.submit(_write_batch, [(files[jobs[j][0]], jobs[j][1]) for j in batch], fmt,
@@ -127,11 +156,11 @@ def _write_in_workers(unit, files: List[SummaryFile], fmt: str, directory: Path)
             with progress.step("writing summaries", sum(weights)) as shown:
                 progress.wait(futures, shown, weights)
             for batch, future in zip(batches, futures):
-                for j, path in zip(batch, future.result()):
-                    results[j] = Path(path)
+                for j, paths in zip(batch, future.result()):
+                    results[j] = [Path(path) for path in paths]
     except BaseException:                  # the pool is stopped: remove what its workers left
-        for path in results:
-            if path is not None and path.name.endswith(".tmp"):
+        for path in itertools.chain.from_iterable(results):
+            if path.name.endswith(".tmp"):
                 path.unlink(missing_ok=True)
         remove_stale(directory)
         raise
@@ -139,5 +168,10 @@ def _write_in_workers(unit, files: List[SummaryFile], fmt: str, directory: Path)
     for i, f in enumerate(files):
         mine = [results[j] for j, job in enumerate(jobs) if job[0] == i]
         split = any(job[1] is not None for job in jobs if job[0] == i)
-        written.append(_join(mine, Path(directory) / (f.name + FORMATS[fmt].extension)) if split else mine[0])
+        if split:
+            renderer = FORMATS[fmt]()
+            written += [_join(renderer, [paths[k] for paths in mine], Path(directory) / (name + renderer.extension))
+                        for k, name in enumerate(f.names)]
+        else:
+            written += mine[0]
     return written

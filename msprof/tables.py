@@ -11,6 +11,7 @@ PROF column the reference analyser rounds with SQLite's round(), are rounded by 
 (exact integer arithmetic, or the same SQLite function: a renderer cannot round a ratio of integers
 exactly from its float); a column the reference rounds with Python's round() is rounded here, by its kind.
 """
+import collections
 import operator
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence
@@ -161,6 +162,33 @@ def batches(cursor, size: int = 1024) -> Iterator[list]:
         if not rows:
             return
         yield rows
+
+
+def lockstep(source: Iterable[tuple], n: int) -> List[Iterator[list]]:
+    """n streams of batches out of one source of n-tuples of batches (tables filled by one query). Read them
+    in turn, one batch of each, as msprof.summary does: then none holds more than the batch not yet read."""
+    source = iter(source)
+    waiting: List[collections.deque] = [collections.deque() for _ in range(n)]
+
+    def stream(queue: collections.deque) -> Iterator[list]:
+        while True:
+            if not queue:
+                step = next(source, None)
+                if step is None:
+                    return
+                for each, batch in zip(waiting, step):
+                    each.append(batch)
+            yield queue.popleft()
+
+    return [stream(queue) for queue in waiting]
+
+
+def signed_zeros(texts: List[str], values, text: Callable[[object], str] = str) -> List[str]:
+    """Texts a renderer took from a memo of value → ``text(value)``, with each zero written as it is:
+    -0.0 == 0.0, so the memo gives both the text of whichever came first."""
+    if "0.0" in texts or "-0.0" in texts:
+        return [text(v) if t in ("0.0", "-0.0") else t for t, v in zip(texts, values)]
+    return texts
 
 
 def columns(spec: Sequence[tuple]) -> List[Column]:

@@ -130,3 +130,98 @@ def test_rows_fill_in_constant_columns_wherever_they_are(constant_at):
 
 def test_rows_of_a_single_constant_column():
     assert list(Table("t", "t", [Column("only", constant=None)], [[(), ()]]).rows()) == [(None,), (None,)]
+
+
+FILE_FORMATS = sorted(name for name, cls in FORMATS.items() if cls.sink is not Renderer.sink)
+# columns of every kind, and values a memo of value → text could confuse: 0, 0.0 and -0.0 (equal as dict
+# keys, three texts), True (== 1), nan (!= itself), N/A
+MIXED_COLUMNS = [Column("f", NUMBER), Column("r", ROUND3), Column("i", INT), Column("t", TEXT),
+                 Column("e", EPOCH_US), Column("m", NUMBER), Column("k", constant="K")]
+MIXED_VALUES = {"f": [0.0, -0.0, 0.0001, -0.0001, 1.5, 0.125, None, 2.0005, 1e16, float("nan")],
+                "r": [0.0, -0.0, 0.0001, -0.0001, 0.0625, -0.0625, None, 2.0005],
+                "i": [0, 5, None, -3], "t": ['a,"b"', "é", None, "x", "0.0", "-0.0"],
+                "e": [1700000000000012800, None, 5, -1500], "m": [0, 0.0, -0.0, 1, 1.0, True, None]}
+
+
+def mixed_rows(n: int, seed: int = 7) -> list:
+    rng = random.Random(seed)
+    return [tuple(rng.choice(MIXED_VALUES[c.name]) for c in MIXED_COLUMNS if c.varies) for _ in range(n)]
+
+
+def mixed_total(seed: int) -> tuple:
+    """A total row: every column, the constant one too (as reports give it)."""
+    values = iter(mixed_rows(1, seed)[0])
+    return tuple(next(values) if c.varies else c.constant for c in MIXED_COLUMNS)
+
+
+def expected_text(name: str, rows: list, total=None) -> str:
+    """What the format must write, from the standard library: csv.writer over each kind's text, json.dumps
+    over each kind's JSON value (indent=1)."""
+    full = [tuple(c.constant if not c.varies else next(values) for c in MIXED_COLUMNS)
+            for values in map(iter, rows)] + ([total] if total else [])
+    if name == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow([c.name for c in MIXED_COLUMNS])
+        writer.writerows([[c.kind.text(v) for c, v in zip(MIXED_COLUMNS, row)] for row in full])
+        return buffer.getvalue()
+    import json
+
+    objects = [{c.name: "N/A" if v is None else c.kind.json(v) for c, v in zip(MIXED_COLUMNS, row)} for row in full]
+    return json.dumps(objects, indent=1, ensure_ascii=False) + "\n"
+
+
+@pytest.mark.parametrize("name", FILE_FORMATS)
+def test_file_formats_write_what_the_standard_library_writes(name):
+    """Texts come from memos by column (they repeat); none may confuse 0 with 0.0 or -0.0, 1 with True."""
+    rows = mixed_rows(600)
+    total = mixed_total(8)
+    text = FORMATS[name]().render(Table("m", "m", MIXED_COLUMNS, [rows[:250], [], rows[250:]], total))
+    assert text == expected_text(name, rows, total)
+    import math
+
+    zeros = {math.copysign(1, v) for v, in [r[:1] for r in rows] if v == 0}
+    assert zeros == {1.0, -1.0} and {type(r[-1]) for r in rows} >= {int, float, bool}   # the data tries it
+
+
+@pytest.mark.parametrize("name", FILE_FORMATS)
+@pytest.mark.parametrize("cuts", [[0, 40, 40, 100], [0, 0, 100], [0, 100, 100], [0, 0, 0], [0, 1, 2, 100]])
+def test_a_file_written_in_parts_and_joined_is_the_whole_file(name, cuts, tmp_path):
+    """Two processes write one file as parts (any of them may be empty); the renderer's join makes the
+    file one process writes. A total row, if any, comes with the last part."""
+    rows = mixed_rows(cuts[-1])
+    total = mixed_total(9)
+    renderer = FORMATS[name]()
+    parts = []
+    for k, (lo, hi) in enumerate(zip(cuts, cuts[1:])):
+        path = tmp_path / f"part{k}"
+        last = hi == cuts[-1] and k == len(cuts) - 2
+        with open(path, "w", encoding="utf-8", newline="") as out:
+            renderer.write(Table("m", "m", MIXED_COLUMNS, [rows[lo:hi]], total if last else None), out, part=k)
+        parts.append(path)
+    with open(tmp_path / "joined", "wb") as out:
+        renderer.join(parts, out)
+    assert (tmp_path / "joined").read_bytes().decode() == expected_text(name, rows, total)
+
+
+def test_lockstep_streams_hold_only_the_batch_not_yet_read():
+    """Tables filled by one query: each stream gives its own batches in order; read in turn, the source is
+    pulled one step at a time (nothing piles up), and all streams end with it."""
+    from msprof.tables import lockstep
+
+    pulled = []
+
+    def source():
+        for k in range(4):
+            pulled.append(k)
+            yield [f"a{k}"], [f"b{k}", f"b{k}'"]
+
+    a, b = lockstep(source(), 2)
+    seen = []
+    for batch_a, batch_b in zip(a, b):
+        seen.append((batch_a, batch_b, list(pulled)))
+    assert seen == [(["a0"], ["b0", "b0'"], [0]), (["a1"], ["b1", "b1'"], [0, 1]),
+                    (["a2"], ["b2", "b2'"], [0, 1, 2]), (["a3"], ["b3", "b3'"], [0, 1, 2, 3])]
+    assert list(a) == [] and list(b) == []
+    a, b = lockstep(source(), 2)                 # read one stream to its end: the other still has all
+    assert list(a) == [["a0"], ["a1"], ["a2"], ["a3"]] and len(list(b)) == 4

@@ -2,10 +2,10 @@
 is quoted too (RFC 4180). Built column by column with C-level map/join instead of csv.writer's per-field
 work: half the cost on a million-row table, where formatting floats was the largest part."""
 import itertools
-from typing import List, TextIO
+from typing import List, Optional, TextIO
 
-from msprof.renderers.base import Renderer, register
-from msprof.tables import EPOCH_US, NA, Column, Table, _Plain
+from msprof.renderers.base import Renderer, Sink, register
+from msprof.tables import EPOCH_US, NA, Column, Table, _Plain, signed_zeros
 
 
 @register
@@ -13,21 +13,32 @@ class CsvRenderer(Renderer):
     name = "csv"
     extension = ".csv"
 
-    def write(self, table: Table, out: TextIO, header: bool = True) -> None:
-        """``header=False``: the rows only (a later part of a file written in parts)."""
+    def sink(self, table: Table, out: TextIO, part: Optional[int] = None) -> Sink:
+        return _CsvSink(table, out, header=not part)       # the header line in the first part only
+
+
+class _CsvSink(Sink):
+    def __init__(self, table: Table, out: TextIO, header: bool):
+        self.table, self.out = table, out
         columns = table.columns
-        single = len(columns) == 1
+        self.single = len(columns) == 1
         if header:
-            out.write(_lines([_texts([c.name for c in columns])], single))
-        constants = {i: column_texts(c, [c.constant])[0] for i, c in enumerate(columns) if not c.varies}
-        for batch in table.batches:
-            if batch:
-                values = iter(zip(*batch))
-                texts = [[constants[i]] * len(batch) if i in constants else column_texts(column, next(values))
-                         for i, column in enumerate(columns)]
-                out.write(_lines(zip(*texts), single))
-        if table.total is not None:
-            out.write(_lines([[column_texts(c, [v])[0] for c, v in zip(columns, table.total)]], single))
+            out.write(_lines([_texts([c.name for c in columns])], self.single))
+        self.constants = {i: column_texts(c, [c.constant])[0] for i, c in enumerate(columns) if not c.varies}
+
+    def rows(self, batch: list) -> None:
+        if batch:
+            constants = self.constants
+            values = iter(zip(*batch))
+            texts = [[constants[i]] * len(batch) if i in constants else column_texts(column, next(values))
+                     for i, column in enumerate(self.table.columns)]
+            self.out.write(_lines(zip(*texts), self.single))
+
+    def close(self) -> None:
+        total = self.table.total
+        if total is not None:
+            self.out.write(_lines([[column_texts(c, [v])[0] for c, v in zip(self.table.columns, total)]],
+                                  self.single))
 
 
 def _lines(rows, single: bool) -> str:
@@ -44,7 +55,7 @@ def column_texts(column: Column, values) -> List[str]:
         return _texts(values)
     if kind is EPOCH_US and None not in values:
         return list(map("%d.%03d".__mod__, map(divmod, values, itertools.repeat(1000))))
-    texts = list(map(_memo(kind).__getitem__, values))
+    texts = signed_zeros(list(map(_memo(kind).__getitem__, values)), values, kind.text)
     return list(map(_quoted, texts)) if _needs_quotes("".join(texts)) else texts
 
 
@@ -109,7 +120,7 @@ def _texts(column) -> List[str]:
     if types <= {int, str}:
         texts = list(map(str, column))
     elif types <= {float, str}:
-        texts = list(map(_FLOAT_TEXTS.__getitem__, column))
+        texts = signed_zeros(list(map(_FLOAT_TEXTS.__getitem__, column)), column)
     else:
         return [_quoted(str(value)) for value in column]
     if str in types and _needs_quotes("".join(texts)):      # (numbers never need quotes)

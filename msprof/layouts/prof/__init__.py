@@ -114,12 +114,14 @@ class ProfLayout(Layout):
         label = report.unit.label
         if report.has_tasks:
             tasks = report.count("task")
-            # weights ~ the cost of each file (op_summary 3, task_time 1, op_statistic 1/2 per task, measured):
-            # two processes then finish together; op_summary in four parts evens out the end
-            files.append(SummaryFile("op_summary" + suffix, "op_summary", (selection,), tasks * 3, parts=4))
-            files.append(SummaryFile("op_statistic" + suffix, "op_statistic", (selection,), tasks // 2))
+            # weights ~ the cost of each file (op_summary 3, op_summary with task_time 3.6, op_statistic 1/2 per
+            # task, measured): two processes then finish together; the parts even out the end
             if selection.everything:
-                files.append(SummaryFile("task_time", "task_time", (), tasks))
+                files.append(SummaryFile("op_summary", "op_summary_and_task_time", (), tasks * 36 // 10, parts=4,
+                                         also=("task_time",)))
+            else:
+                files.append(SummaryFile("op_summary" + suffix, "op_summary", (selection,), tasks * 3, parts=4))
+            files.append(SummaryFile("op_statistic" + suffix, "op_statistic", (selection,), tasks // 2))
         else:
             notice(f"{label}: no device task data: op_summary, op_statistic and task_time skipped")
         if report.has_api:

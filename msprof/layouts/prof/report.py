@@ -8,6 +8,8 @@ device task with its launch (msprof.layouts.prof.associate), times in the refere
 its PMU record; the tables select from it.
 """
 import sqlite3
+from itertools import compress
+from operator import itemgetter
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from msprof import store
@@ -15,11 +17,12 @@ from msprof.decode.api_event import LEVELS
 from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.schema import HOST
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, py_round_sql
-from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, Column, Table, batches
+from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, Column, Table, batches, lockstep
 
 UNKNOWN_MODEL = 4294967295
 NOT_IN_OP_SUMMARY = ("WRITE_BACK", "INVALID")
 HWTS_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE", 3: "WRITE_BACK"}
+TASK_TIME_FIELDS = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id", "task_id", "start_ns", "end_ns")
 TENSOR_COLUMNS = ["Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
                   "Output Formats"]
 
@@ -171,12 +174,37 @@ class ProfReport(Report):
         return (f"({whole} + :offset_ns + (CASE WHEN {ns} - {whole} > 0.5 OR ({ns} - {whole} = 0.5 AND"
                 f" ({whole} + :offset_ns) % 2 = 1) THEN 1 ELSE 0 END))")
 
-    # --- op_summary (docs/prof-format.md §5) -------------------------------------------------------------
+    # --- op_summary (docs/prof-format.md §5) and task_time (§8) -------------------------------------------
     def op_summary(self, selection: Selection = Selection(), part: Optional[Tuple[int, int]] = None,
                    pmu: bool = True) -> Table:
         """The op_summary rows in start order; ``part`` (k, n): only the k-th of n ranges of start times (two
         processes write one file), each range starting with the wait since the row before it. ``pmu=False``:
         without the PMU columns (show: their join and formulas are most of the cost)."""
+        columns, sql, args, previous = self._op_summary_query(selection, part, pmu)
+        rows = _with_wait(batches(self.conn.execute(sql, args)), 9, previous)
+        return Table("op_summary", "op_summary", columns, rows)
+
+    def op_summary_and_task_time(self, part: Optional[Tuple[int, int]] = None) -> List[Table]:
+        """op_summary (everything) and task_time from one pass over the tasks: task_time has every timed
+        task, op_summary those it includes, both in start order (a second query cost 1.8 µs per task, this
+        0.7). The two tables' batches come in step: read one batch of each in turn (msprof.summary)."""
+        columns, sql, args, previous = self._op_summary_query(Selection(), part, True, task_time=True)
+        width = len([c for c in columns if c.varies]) + 1           # op_summary's values and its duration
+        included, ours, theirs = itemgetter(width), itemgetter(slice(width)), itemgetter(slice(width + 1, None))
+
+        def split():
+            for batch in batches(self.conn.execute(sql, args)):
+                yield list(map(ours, compress(batch, map(included, batch)))), list(map(theirs, batch))
+
+        op_rows, task_rows = lockstep(split(), 2)
+        return [Table("op_summary", "op_summary", columns, _with_wait(op_rows, 9, previous)),
+                Table("task_time", "task_time", self._task_time_columns(), task_rows)]
+
+    def _op_summary_query(self, selection: Selection, part: Optional[Tuple[int, int]], pmu: bool,
+                          task_time: bool = False):
+        """(columns, SQL, its parameters, the (start, duration) of the row before the part or None) of
+        op_summary; each row ends with the duration that ``_with_wait`` takes. ``task_time``: every timed
+        task instead, each followed by whether op_summary includes it (1/0) and its task_time values."""
         columns = [Column("Device_id", constant=str(self.device_id)), Column("Model ID", INT),
                    Column("Task ID", INT), Column("Stream ID", INT), Column("Op Name"), Column("OP Type"),
                    Column("OP State"), Column("Task Type"), Column("Task Start Time(us)", EPOCH_US),
@@ -201,6 +229,7 @@ class ProfReport(Report):
             select += metrics.sql("aicore2", "(end_ns - start_ns)", self.aic_mhz, self.ai_core_num)
             # the reference rounds aicore time with Python's round before anything uses it
             inner = ", " + ", ".join(metrics.inner() + [f"{py_round_sql('aicore_raw', 2)} AS aicore2"])
+        select.append("end_ns - start_ns")
         where, args = self._where(selection)
         args["device"] = str(self.device_id)
         skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
@@ -215,9 +244,15 @@ class ProfReport(Report):
             before = self._tasks(("task_type", "start_ns", "end_ns"), False, "AND t.start_syscnt < :lo", "DESC")
             previous = self.conn.execute(f"SELECT start_ns, end_ns - start_ns FROM ({before}) WHERE {included}"
                                          " LIMIT 1", args).fetchone()
-        sql = (f"SELECT {', '.join(select)}, end_ns - start_ns FROM (SELECT *{inner} FROM"
-               f" ({self._tasks(fields, metrics is not None, span)}) WHERE {included} LIMIT -1 OFFSET 0)")
-        return Table("op_summary", "op_summary", columns, _with_wait(self.conn.execute(sql, args), 9, previous))
+        if task_time:
+            select += [f"CASE WHEN {included} THEN 1 ELSE 0 END"] + self._task_time_select()
+            fields += TASK_TIME_FIELDS
+            inner += ", start_ns + (end_ns - start_ns) AS stop_ns"
+            tasks, filtered = self._tasks(fields, metrics is not None, span), ""
+        else:
+            tasks, filtered = self._tasks(fields, metrics is not None, span), f" WHERE {included}"
+        sql = (f"SELECT {', '.join(select)} FROM (SELECT *{inner} FROM ({tasks}){filtered} LIMIT -1 OFFSET 0)")
+        return columns, sql, args, previous
 
     def _part_bounds(self, k: int, n: int) -> Tuple[int, int]:
         """Start counters splitting the timed tasks into n ranges of about equal size: range k."""
@@ -263,21 +298,19 @@ class ProfReport(Report):
                                               "Ratio(%)")]
         return Table("op_statistic", "op_statistic", columns, [rows])
 
-    # --- task_time (docs/prof-format.md §8) ---------------------------------------------------------------
-    def task_time(self) -> Table:
-        fields = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id", "task_id", "start_ns", "end_ns")
+    # --- task_time (docs/prof-format.md §8): written with op_summary (op_summary_and_task_time) ------------
+    def _task_time_columns(self) -> List[Column]:
+        return [Column("Device_id", constant=str(self.device_id)), Column("kernel_name"), Column("kernel_type"),
+                Column("stream_id", INT), Column("task_id", INT), Column("task_time(us)", ROUND3),
+                Column("task_start(us)", EPOCH_US), Column("task_stop(us)", EPOCH_US)]
+
+    def _task_time_select(self) -> List[str]:
+        """task_time's values over a row of TASK_TIME_FIELDS and ``stop_ns``, the stop time as the reference
+        has it: start + duration, in floats."""
         type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
-        sql = (f"SELECT coalesce(kernel_name, op_name), CASE WHEN task_type != 'UNKNOWN' THEN task_type"
-               f" ELSE CASE hw_type {type_names} ELSE CAST(hw_type AS TEXT) END END, stream_id, task_id,"
-               f" (end_ns - start_ns) / 1000.0, {self._epoch_ns('start_ns')},"
-               f" {self._epoch_ns('stop_ns')} FROM (SELECT *, start_ns + (end_ns - start_ns) AS stop_ns FROM"
-               f" ({self._tasks(fields)}) LIMIT -1 OFFSET 0)")
-        args = dict(self.params, device=str(self.device_id))
-        columns = [Column("Device_id", constant=str(self.device_id)), Column("kernel_name"), Column("kernel_type"),
-                   Column("stream_id", INT),
-                   Column("task_id", INT), Column("task_time(us)", ROUND3), Column("task_start(us)", EPOCH_US),
-                   Column("task_stop(us)", EPOCH_US)]
-        return Table("task_time", "task_time", columns, batches(self.conn.execute(sql, args)))
+        return ["coalesce(kernel_name, op_name)", f"CASE WHEN task_type != 'UNKNOWN' THEN task_type ELSE CASE"
+                f" hw_type {type_names} ELSE CAST(hw_type AS TEXT) END END", "stream_id", "task_id",
+                "(end_ns - start_ns) / 1000.0", self._epoch_ns("start_ns"), self._epoch_ns("stop_ns")]
 
     # --- api_statistic (docs/prof-format.md §7) -------------------------------------------------------------
     def api_statistic(self) -> Table:
@@ -315,12 +348,12 @@ class ProfReport(Report):
         return delta / self.host_cpu_mhz if self.host_cpu_mhz else delta * 1000000 / 1000000000
 
 
-def _with_wait(cursor, at: int, previous: Optional[tuple] = None) -> Iterator[list]:
+def _with_wait(batched, at: int, previous: Optional[tuple] = None) -> Iterator[list]:
     """Fill column ``at`` (it holds start_ns) with the wait since the previous row ended, the row's last
     column holding its duration (which is dropped): 0 for the first row, else max(start − previous start −
     previous duration, 0) in µs, in start order whatever the stream (what the reference does).
     ``previous``: (start, duration) of the row before the first (a later part of the table)."""
-    for batch in batches(cursor):
+    for batch in batched:
         out = []
         for row in batch:
             row = list(row)
