@@ -302,6 +302,29 @@ def _interrupted(signum, frame):
     raise KeyboardInterrupt
 
 
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """An exception raised because a Ctrl-C/TERM landed inside code that wraps what it catches (Python
+    turns a KeyboardInterrupt in a class body's __set_name__ into a RuntimeError): an interrupt, not a bug."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _internal_error(exc: Exception, verbose: int) -> None:
+    """Exit for an exception that is no user error: a full disk (6), else an internal error (1)."""
+    if isinstance(exc, (OSError, sqlite3.OperationalError)) and _is_disk_full(exc):
+        log.error("not enough disk space: %s", exc)
+        sys.exit(6)
+    if verbose >= 2:
+        raise exc
+    log.error("internal error: %s: %s (run with -vv for details)", type(exc).__name__, exc)
+    sys.exit(1)
+
+
 def main(argv=None):
     """Console-script entry: run the click program and turn errors into exit codes, never tracebacks."""
     args = sys.argv[1:] if argv is None else argv
@@ -333,19 +356,11 @@ def main(argv=None):
         sys.exit(exc.exit_code)
     except (BrokenPipeError, _PipeClosed):
         _quiet_broken_pipe()
-    except (OSError, sqlite3.OperationalError) as exc:
-        if _is_disk_full(exc):
-            log.error("not enough disk space: %s", exc)
-            sys.exit(6)
-        if verbose >= 2:
-            raise
-        log.error("internal error: %s: %s (run with -vv for details)", type(exc).__name__, exc)
-        sys.exit(1)
-    except Exception as exc:  # an internal bug: one line, details only with -vv
-        if verbose >= 2:
-            raise
-        log.error("internal error: %s: %s (run with -vv for details)", type(exc).__name__, exc)
-        sys.exit(1)
+    except Exception as exc:
+        if not _caused_by_interrupt(exc):
+            _internal_error(exc, verbose)
+        click.echo("msprof: interrupted", err=True)
+        sys.exit(130)
     try:
         sys.stdout.flush()
     except BrokenPipeError:

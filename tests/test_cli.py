@@ -82,6 +82,31 @@ def test_a_closed_pipe_ends_quietly(job):
     assert "Error" not in status.stderr and "Exception" not in status.stderr
 
 
+@pytest.mark.parametrize("wrapped", [True, False])
+def test_an_interrupt_wrapped_by_python_is_an_interrupt(monkeypatch, capsys, wrapped):
+    """A Ctrl-C that lands in a class body's __set_name__ reaches msprof as RuntimeError("Error calling
+    __set_name__ ...") caused by the KeyboardInterrupt (seen once in the start-up test above): exit 130,
+    "interrupted", like any Ctrl-C. A RuntimeError of msprof's own stays an internal error (1)."""
+    from msprof import api, cli
+
+    def query(*args, **kwargs):
+        if wrapped:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as interrupt:
+                raise RuntimeError("Error calling __set_name__ on 'Field' instance") from interrupt
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(api, "query", query)
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["-q", "query", "-dir", "."])
+    err = capsys.readouterr().err
+    if wrapped:
+        assert ended.value.code == 130 and "msprof: interrupted" in err and "internal error" not in err
+    else:
+        assert ended.value.code == 1 and "internal error: RuntimeError: a bug" in err
+
+
 def test_an_early_ctrl_c_prints_no_traceback_from_msprof():
     """Ctrl-C at any moment of start-up: from msprof's first line on it ends quietly with 130. (A signal
     in the interpreter's own first milliseconds, while it loads site-packages, is Python's to report:
