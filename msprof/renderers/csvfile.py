@@ -55,12 +55,15 @@ def column_texts(column: Column, values) -> List[str]:
         return _texts(values)
     if kind is EPOCH_US and None not in values:
         return list(map("%d.%03d".__mod__, map(divmod, values, itertools.repeat(1000))))
-    texts = signed_zeros(list(map(_memo(kind).__getitem__, values)), values, kind.text)
+    if set(map(type, values)) <= {float, type(None)}:
+        texts = signed_zeros(list(map(_memo(kind).__getitem__, values)), values, kind.text)
+    else:   # 0, 0.0 and False are one dict key, with three texts (a first wait is the int 0, later ones 0.0)
+        texts = list(map(kind.text, values))
     return list(map(_quoted, texts)) if _needs_quotes("".join(texts)) else texts
 
 
 class _KindTexts(dict):
-    """Memo of value → text for one kind: report columns repeat values heavily (durations, ratios)."""
+    """Memo of float → text for one kind: report columns repeat values heavily (durations, ratios)."""
 
     LIMIT = 1 << 16
 
