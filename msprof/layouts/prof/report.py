@@ -350,9 +350,9 @@ class ProfReport(Report):
 
 
 def _with_wait(batched, at: int, previous: Optional[tuple] = None) -> Iterator[list]:
-    """Batches of rows with column ``at`` (it holds start_ns) filled with the wait since the previous row ended, the row's last
-    column holding its duration (which is dropped): 0 for the first row, else max(start − previous start −
-    previous duration, 0) in µs, in start order whatever the stream (what the reference does).
+    """The batches with column ``at`` (it holds start_ns) filled with the wait since the previous row ended,
+    the row's last column holding its duration (which is dropped): 0 for the first row, else max(start −
+    previous start − previous duration, 0) in µs, in start order whatever the stream (as the reference).
     ``previous``: (start, duration) of the row before the first (a later part of the table)."""
     for batch in batched:
         out = []
