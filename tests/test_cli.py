@@ -110,7 +110,8 @@ def test_an_interrupt_wrapped_by_python_is_an_interrupt(monkeypatch, capsys, wra
 def test_an_early_ctrl_c_prints_no_traceback_from_msprof():
     """Ctrl-C at any moment of start-up: from msprof's first line on it ends quietly with 130. (A signal
     in the interpreter's own first milliseconds, while it loads site-packages, is Python's to report:
-    those tracebacks hold no msprof frame.)"""
+    those tracebacks hold no msprof frame; Python 3.13 may also say "Could not import runpy module" and exit
+    1 when the signal lands before ``-m`` can run anything.)"""
     import signal
     import time
 
@@ -124,6 +125,6 @@ def test_an_early_ctrl_c_prints_no_traceback_from_msprof():
         _, err = proc.communicate(timeout=30)
         if "Traceback" in err and str(ROOT / "msprof") in err:     # a frame of msprof's own code
             ours.append((step * 4, err[-500:]))
-        elif "Traceback" not in err:
+        elif "Traceback" not in err and not err.startswith("Could not import runpy module"):
             assert proc.returncode in (130, 2, -signal.SIGINT), (step, proc.returncode, err)
     assert ours == []
