@@ -146,8 +146,9 @@ _FORMULAS = {
 #   cube_usage    100 · cycles·1000 / (f · C · duration ns); 0 when ratio column args[0] is 0
 #   fops          Σ ratio·cycles·weight over args ((event, weight) pairs)
 #   counter       a counter as it is (event sets msprof has no formulas for)
-# Every float column is rounded to 3 decimals the way the reference rounds it: SQLite's round() in SQL,
-# except memory_bound and cube_utilization, which it rounds with Python's round() (the renderer does).
+# How each is printed is its column kind's (msprof.tables): the reference rounds memory_bound,
+# cube_utilization and aicore_time with Python's round() (ROUND3), every other float with SQLite's
+# round(x, 3) (SQLITE_ROUND3); cycles and counters are integers.
 PIPE_UTILIZATION = [
     ("aicore_time(us)", "aicore_time", ()),
     ("total_cycles", "cycles", ()),
@@ -190,13 +191,17 @@ ASCEND_METRIC_SETS = {
     "PipeUtilization": lambda platform: PIPE_UTILIZATION,
     "ArithmeticUtilization": lambda platform: _arithmetic(VECTOR_WEIGHTS.get(platform, DEFAULT_VECTOR_WEIGHTS)),
 }
-# columns the renderer rounds (Python's round, 3 decimals); every other float column is rounded in SQL
-PYTHON_ROUNDED = ("memory_bound", "cube_usage")
+# the kinds printed as Python rounds (ROUND3); integers: INT; every other: SQLITE_ROUND3
+PYTHON_ROUNDED = ("aicore_time", "memory_bound", "cube_usage")
+INTEGERS = ("cycles", "counter")
 
 
 class AscendMetrics:
     """The op_summary PMU columns of one device, from sample.json's metric set and its event slot order, as
-    SQL over a PMU row ``p`` and the task's block dim and duration.
+    SQL over a PMU row and the task's aicore time and duration, in three steps: ``inner`` over a task row
+    with the PMU record (``total_cycles``, counters ``c<slot>`` and their ratios ``r<slot>``:
+    ``counter_ratios``), ``outer`` over that (what several columns or a kind's guard read more than once),
+    ``columns`` over that. NULL (N/A) for a task without a PMU record.
 
     A known set is used only when every event it needs was recorded; otherwise the columns are aicore_time,
     total_cycles and the raw counters named by event id."""
@@ -221,24 +226,35 @@ class AscendMetrics:
     def names(self) -> List[str]:
         return [c[0] for c in self.columns]
 
-    def python_rounded(self) -> List[bool]:
-        return [kind in PYTHON_ROUNDED for _n, kind, _a in self.columns]
-
     def ratio(self, event: int) -> str:
         return f"r{self.slot_of[event]}"
 
-    def inner(self) -> List[str]:
-        """Columns computed once per task for the columns below: each ratio column's rounded value
-        (``m<k>``), which later columns reuse. Over a row with ``total_cycles``, the counters ``c<slot>`` and
-        their ratios to the cycles (``counter_ratios``)."""
-        return [f"round({' + '.join(['0.0'] + [self.ratio(e) for e in args])}, 3) AS m{k}"
-                for k, (_name, kind, args) in enumerate(self.columns) if kind == "ratio"]
+    def inner(self, pmu: str = "") -> List[str]:
+        """The ratio columns memory_bound and cube_utilization read, rounded as printed (``m<k>``), over the
+        PMU row ``pmu`` (beside ``counter_ratios``, whose columns they cannot name)."""
+        divided = {c for _n, kind, args in self.columns if kind in ("memory_bound", "cube_usage") for c in args}
+        return [f"round({' + '.join(['0.0'] + [ratio_sql(self.slot_of[e], pmu) for e in args])}, 3) AS m{k}"
+                for k, (name, kind, args) in enumerate(self.columns) if kind == "ratio" and name in divided]
 
-    def sql(self, aicore_time: str, dur_ns: str, aic_mhz: Optional[float], core_num: Optional[int]) -> List[str]:
-        """One SQL expression per column, over a row holding the ``inner`` columns. ``aicore_time``: the
-        expression of the task's aicore time (already rounded to 2 decimals); ``dur_ns``: of its duration.
-        NULL (N/A) for a task without a PMU record."""
-        done: Dict[str, str] = {}
+    def outer(self, dur_ns: str, aic_mhz: Optional[float], core_num: Optional[int]) -> List[str]:
+        """The columns a kind prints from several references (``x<k>``): memory_bound, cube_utilization."""
+        rounded = {name: f"m{k}" for k, (name, kind, _a) in enumerate(self.columns) if kind == "ratio"}
+        out = []
+        for k, (name, kind, args) in enumerate(self.columns):
+            if kind == "memory_bound":
+                top = f"max({', '.join(rounded[c] for c in args[1:])})"
+                out.append(f"CASE WHEN {top} THEN {rounded[args[0]]} / {top} ELSE 0 END AS x{k}")
+            elif kind == "cube_usage":
+                if not core_num or not aic_mhz:
+                    out.append(f"0 AS x{k}")
+                else:
+                    out.append(f"CASE WHEN {rounded[args[0]]} AND total_cycles AND {dur_ns} THEN total_cycles /"
+                               f" ({float(aic_mhz)!r} * {int(core_num)} * {dur_ns}) * 1000 * 100 ELSE 0 END AS x{k}")
+        return out
+
+    def column_sql(self, aicore_time: str) -> List[Tuple[str, str, str]]:
+        """(name, how it is printed: "python"/"sqlite"/"int", SQL) per column, over a row holding the inner
+        and outer columns; ``aicore_time``: the column of the task's aicore time (rounded to 2 decimals)."""
         out = []
         for k, (name, kind, args) in enumerate(self.columns):
             if kind == "aicore_time":
@@ -248,37 +264,31 @@ class AscendMetrics:
             elif kind == "counter":
                 expr = f"c{self.slot_of[args[0]]}"
             elif kind == "ratio":
-                expr = f"m{k}"
+                expr = " + ".join(self.ratio(e) for e in args)
             elif kind == "pipe_time":
-                expr = f"round({aicore_time} * {self.ratio(args[0])}, 3)"
+                expr = f"{aicore_time} * {self.ratio(args[0])}"
             elif kind == "miss_rate":
                 a, b = args
-                expr = (f"CASE WHEN c{self.slot_of[a]} THEN round({self.ratio(b)} / {self.ratio(a)}, 3)"
-                        f" ELSE round({self.ratio(b)}, 3) END")
-            elif kind == "memory_bound":
-                top = f"max({', '.join(done[c] for c in args[1:])})"
-                expr = f"CASE WHEN {top} THEN {done[args[0]]} / {top} ELSE 0 END"
-            elif kind == "cube_usage":
-                if not core_num or not aic_mhz:
-                    expr = "0"
-                else:
-                    expr = (f"CASE WHEN {done[args[0]]} AND total_cycles AND {dur_ns} THEN total_cycles /"
-                            f" ({float(aic_mhz)!r} * {int(core_num)} * {dur_ns}) * 1000 * 100 ELSE 0 END")
+                expr = f"CASE WHEN c{self.slot_of[a]} THEN {self.ratio(b)} / {self.ratio(a)} ELSE {self.ratio(b)} END"
+            elif kind in ("memory_bound", "cube_usage"):
+                expr = f"x{k}"
             elif kind == "fops":
-                expr = "round(" + " + ".join(["0.0"] + [f"{self.ratio(e)} * total_cycles * {w!r}"
-                                                         for e, w in args]) + ", 3)"
+                expr = " + ".join(["0.0"] + [f"{self.ratio(e)} * total_cycles * {w!r}" for e, w in args])
             else:  # pragma: no cover - a table error
                 raise ValueError(kind)
-            done[name] = expr
-            out.append(f"CASE WHEN total_cycles IS NULL THEN NULL ELSE {expr} END")
+            printed = "python" if kind in PYTHON_ROUNDED else "int" if kind in INTEGERS else "sqlite"
+            out.append((name, printed, expr))
         return out
 
 
 def counter_ratios(pmu: str = "") -> List[str]:
     """The ratio of each counter of a PMU row (alias ``pmu``) to its total cycles, as columns ``r0``…``r7``
-    (0.0 without cycles): what ``AscendMetrics.inner`` and ``sql`` read."""
-    return [f"CASE WHEN {pmu}total_cycles THEN CAST({pmu}c{i} AS REAL) / {pmu}total_cycles ELSE 0.0 END AS r{i}"
-            for i in range(8)]
+    (0.0 without cycles): what ``AscendMetrics`` columns read."""
+    return [f"{ratio_sql(i, pmu)} AS r{i}" for i in range(8)]
+
+
+def ratio_sql(slot: int, pmu: str = "") -> str:
+    return f"CASE WHEN {pmu}total_cycles THEN CAST({pmu}c{slot} AS REAL) / {pmu}total_cycles ELSE 0.0 END"
 
 
 def aicore_time_sql(cycles: str, block_num: str, aic_mhz: Optional[float], core_num: Optional[int]) -> str:

@@ -87,14 +87,7 @@ def _tables(report, summary_file: SummaryFile, part: Optional[Tuple[int, int]] =
 
 
 def _render(renderer, tables: list, handles: list, part: Optional[int] = None) -> None:
-    """Each table into its stream, a batch of each in turn (tables of one pass hold no more than that)."""
-    sinks = [renderer.sink(table, handle, part) for table, handle in zip(tables, handles)]
-    for step in itertools.zip_longest(*(table.batches for table in tables)):
-        for sink, batch in zip(sinks, step):
-            if batch is not None:
-                sink.rows(batch)
-    for sink in sinks:
-        sink.close()
+    renderer.write_many(tables, handles, part)
 
 
 def _join(renderer, parts: List[Path], target: Path) -> Path:

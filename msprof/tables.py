@@ -6,25 +6,34 @@ streamed in batches straight from SQL (a table of a million rows never sits in m
 Values are raw: numbers, text, or None for N/A. A column's ``Kind`` says how a renderer prints a value —
 the one place where output rounding and formatting are defined.
 
-Rounding follows the tools whose files msprof writes: a JOB column the SS928 tool rounds half up, and a
-PROF column the reference analyser rounds with SQLite's round(), are rounded by the SQL that computes them
-(exact integer arithmetic, or the same SQLite function: a renderer cannot round a ratio of integers
-exactly from its float); a column the reference rounds with Python's round() is rounded here, by its kind.
+Rounding follows the tools whose files msprof writes: a JOB column the SS928 tool rounds half up is
+rounded by the SQL that computes it (exact integer arithmetic: a renderer cannot round a ratio of integers
+exactly from its float); a PROF column the reference rounds with SQLite's round() or Python's round() is
+rounded by its kind (``SQLITE_ROUND3``, ``ROUND3``), wherever it is printed.
+
+A table whose rows come from SQL may say so (``Source``, ``Column.sql``): then a renderer that can print in
+SQL (csv) has SQLite make each row's text, and only what SQL cannot compute (``Running``: the wait since
+the row before) is computed in Python (msprof.renderers.insql). Every other consumer reads the values.
 """
 import collections
 import operator
+import sqlite3
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence
+from typing import Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence
 
 NA = "N/A"
 
 
 class Kind:
     """How a column's values are printed: ``text`` for csv and the terminal, ``json`` for JSON (a number
-    stays a number). None is N/A everywhere."""
+    stays a number). None is N/A everywhere.
+
+    For a column computed in SQL (``Column.sql``), ``value_sql`` is the SQL of the value ``text`` and
+    ``json`` take, and ``printf`` how SQLite prints that same text itself (msprof.renderers.insql)."""
 
     name = "plain"
     numeric = False
+    words = False          # free text (names): a renderer may have to quote it
 
     def text(self, value) -> str:
         return NA if value is None else str(value)
@@ -32,12 +41,36 @@ class Kind:
     def json(self, value):
         return value
 
+    def value_sql(self, expr: str) -> str:
+        return expr
+
+    def printf(self, expr: str) -> Optional["Printf"]:
+        """How SQLite prints a (non-NULL) value as ``text`` does, or None when it cannot."""
+        return None
+
+
+class Printf(NamedTuple):
+    """A printf() conversion with its arguments that prints a value as its kind's ``text`` does wherever
+    ``guard`` (SQL; None: always) holds; elsewhere Python prints it — except an integer when ``integers``
+    (it prints as it is). The arguments may name ``expr`` several times: pass a column, not an expression.
+    (printf's ``%!.3f`` prints 3 decimals without their trailing zeros, as Python prints a rounded float:
+    1.0, 0.25, 0.063.)"""
+
+    conversion: str
+    args: List[str]
+    guard: Optional[str] = None
+    integers: bool = False
+
 
 class _Plain(Kind):
     """Text, integers, and numbers already rounded by the SQL that computed them."""
 
-    def __init__(self, name: str, numeric: bool):
-        self.name, self.numeric = name, numeric
+    def __init__(self, name: str, numeric: bool, conversion: Optional[str] = None, words: bool = False):
+        self.name, self.numeric, self.words = name, numeric, words
+        self.conversion = conversion
+
+    def printf(self, expr: str):
+        return None if self.conversion is None else Printf(self.conversion, [expr])
 
 
 class _PythonRound(Kind):
@@ -55,6 +88,38 @@ class _PythonRound(Kind):
     def json(self, value):
         return None if value is None else round(value, self.digits)
 
+    def printf(self, expr: str):
+        """printf rounds the decimal expansion half up, nudged up by 3e-16 of the value; Python's round()
+        the binary value half to even: they agree wherever x·1000 is more than 1e-6 from a half, which a
+        double below 10^6 cannot get wrong. The rest (near ties, zero, negative or large values) Python
+        prints; an integer (the reference's 0 for "none") prints as it is."""
+        if self.digits != 3:
+            return None
+        x = expr
+        return Printf("%!.3f", [x], f"{x} > 0 AND {x} < 1e6 AND abs({x} * 1000.0 - CAST({x} * 1000.0 AS INTEGER)"
+                                    " - 0.5) > 1e-6", integers=True)
+
+
+class _SqliteRound(Kind):
+    """A float rounded as the reference analyser rounds it in SQL: SQLite's round(x, 3). That prints x
+    with printf's %!.3f and reads the text back (exactly, below 10^15), so %!.3f of x gives its very
+    digits."""
+
+    numeric = True
+
+    def __init__(self, digits: int):
+        self.name = f"sqlite_round{digits}"
+        self.digits = digits
+
+    def value_sql(self, expr: str) -> str:
+        return f"round({expr}, {self.digits})"
+
+    def printf(self, expr: str):
+        if self.digits != 3:
+            return None
+        # Python prints 10^16 and up with an exponent, and %!.3f is exact below 10^15
+        return Printf("%!.3f", [expr], f"{expr} < 1e15 AND {expr} > -1e15")
+
 
 class _EpochNs(Kind):
     """Integer ns since the epoch printed as µs with exactly 3 decimals (more digits than a float holds)."""
@@ -68,11 +133,15 @@ class _EpochNs(Kind):
 
     json = text
 
+    def printf(self, expr: str):
+        return Printf("%d.%03d", [f"{expr} / 1000", f"{expr} % 1000"], f"{expr} >= 0")
 
-TEXT = _Plain("text", False)
-INT = _Plain("int", True)
+
+TEXT = _Plain("text", False, "%s", words=True)
+INT = _Plain("int", True, "%d")
 NUMBER = _Plain("number", True)       # rounded in SQL: times 3 decimals, ratios 4 (outputs.md)
 ROUND3 = _PythonRound(3)
+SQLITE_ROUND3 = _SqliteRound(3)
 EPOCH_US = _EpochNs()
 
 
@@ -82,11 +151,21 @@ _VARIES = object()
 @dataclass
 class Column:
     """A column; ``constant``: the value of every row, which the row tuples then do not carry (the PROF
-    tensor columns: a million N/A fetched from SQLite and formatted one by one cost a second)."""
+    tensor columns: a million N/A fetched from SQLite and formatted one by one cost a second).
+
+    In a table with a ``Source``: ``sql`` is the column's value over a source row (its kind's ``value_sql``
+    rounds it where the kind says so); ``null_when`` the SQL condition under which it is NULL (N/A), when
+    known (columns NULL together are printed N/A together); ``nullable`` False when it never is; ``domain``
+    a SELECT of every text a text column can hold (a few rows: names), so that a renderer checks them once
+    for characters it must quote instead of checking every row."""
 
     name: str
     kind: Kind = TEXT
     constant: object = _VARIES
+    sql: Optional[str] = None
+    null_when: Optional[str] = None
+    nullable: bool = True
+    domain: Optional[str] = None
 
     @property
     def varies(self) -> bool:
@@ -96,6 +175,29 @@ class Column:
     def key(self) -> str:
         """The column's name for scripts: snake_case ASCII ("Time(us)" → "time_us")."""
         return snake_case(self.name)
+
+
+@dataclass
+class Source:
+    """The rows one or more tables select their columns from: ``sql``, a SELECT of named columns in the
+    tables' row order, with its ``params``. Tables of one Source are filled by one pass over its rows (PROF
+    op_summary and task_time), each keeping the rows its ``where`` accepts."""
+
+    conn: sqlite3.Connection
+    sql: str
+    params: dict = field(default_factory=dict)
+
+
+class Running:
+    """Columns computed in Python over a table's rows in order, from a running state (the wait since the row
+    before): ``inputs`` are SQL over the source row; ``fill`` takes a batch of input tuples and returns each
+    row's values of ``columns`` (the names of the columns it fills)."""
+
+    columns: Sequence[str] = ()
+    inputs: Sequence[str] = ()
+
+    def fill(self, batch: List[tuple]) -> List[tuple]:
+        raise NotImplementedError
 
 
 @dataclass
@@ -110,6 +212,13 @@ class Table:
     sort: Optional[str] = None   # the column show ranks rows by (--top, --sort): the table's time
     keep: Sequence[str] = ()     # the columns a narrow terminal keeps, most important first
     cut: bool = True             # a narrow terminal may cut long texts (names); False: wrap them (messages)
+    source: Optional[Source] = None     # the SQL rows the columns' ``sql`` reads (batches made from it)
+    where: str = ""              # which of the source's rows are this table's (SQL; "": all)
+    running: Optional[Running] = None   # columns computed in Python, in row order
+
+    def __post_init__(self):
+        if self.source is not None and not self.batches:
+            self.batches = _SourceBatches(self)
 
     def rows(self) -> Iterator[tuple]:
         """Every row with all its values (constant columns filled in); the total row is apart."""
@@ -152,6 +261,40 @@ class Table:
         total = None if self.total is None else self.total[first:last]
         columns = [Column(c.name, c.kind) for c in self.columns[first:last]]
         return replace(self, columns=columns, batches=batches, total=total)
+
+
+class _SourceBatches:
+    """A source table's rows, a batch at a time: its columns' values selected from its source (iterable once,
+    like a cursor; the query runs when it is iterated, so a renderer that prints in SQL never runs it)."""
+
+    def __init__(self, table: Table):
+        self.table = table
+
+    def __iter__(self) -> Iterator[list]:
+        table = self.table
+        varying = [c for c in table.columns if c.varies]
+        running = table.running
+        filled = set(running.columns) if running else set()
+        exprs = [c.kind.value_sql(c.sql) if c.null_when is None else
+                 f"CASE WHEN {c.null_when} THEN NULL ELSE {c.kind.value_sql(c.sql)} END"
+                 for c in varying if c.name not in filled]
+        inputs = list(running.inputs) if running else []
+        where = f" WHERE {table.where}" if table.where else ""
+        sql = f"SELECT {', '.join(exprs + inputs) or 'NULL'} FROM ({table.source.sql}){where}"
+        cursor = table.source.conn.execute(sql, table.source.params)
+        if not running:
+            yield from batches(cursor)
+            return
+        # each row: the selected values with the running columns' values put in their places
+        places = [(c.name in filled, c.name) for c in varying]
+        selected = len(exprs)
+        for batch in batches(cursor):
+            computed = running.fill([row[selected:] for row in batch])
+            rows = []
+            for row, values in zip(batch, computed):
+                given, made = iter(row[:selected]), dict(zip(running.columns, values))
+                rows.append(tuple(made[name] if is_made else next(given) for is_made, name in places))
+            yield rows
 
 
 def batches(cursor, size: int = 1024) -> Iterator[list]:

@@ -1,5 +1,6 @@
 """Renderers: one small class per output format behind this base class (the pyinstrument shape); each
 writes a report Table (msprof.tables) to a text stream, row batches as they come from SQL."""
+import itertools
 import shutil
 from pathlib import Path
 from typing import BinaryIO, Dict, List, Optional, TextIO, Type
@@ -36,6 +37,17 @@ class Renderer:
         for batch in table.batches:
             sink.rows(batch)
         sink.close()
+
+    def write_many(self, tables: List[Table], outs: List[TextIO], part: Optional[int] = None) -> None:
+        """Each table into its stream, a batch of each in turn: tables filled by one pass over the rows
+        (msprof.summary) then hold no more than that."""
+        sinks = [self.sink(table, out, part) for table, out in zip(tables, outs)]
+        for step in itertools.zip_longest(*(table.batches for table in tables)):
+            for sink, batch in zip(sinks, step):
+                if batch is not None:
+                    sink.rows(batch)
+        for sink in sinks:
+            sink.close()
 
     def join(self, parts: List[Path], out: BinaryIO) -> None:
         """The file from its parts, in order (by default: one after the other)."""

@@ -8,16 +8,16 @@ device task with its launch (msprof.layouts.prof.associate), times in the refere
 its PMU record; the tables select from it.
 """
 import sqlite3
-from itertools import compress
-from operator import itemgetter
-from typing import Dict, Iterator, List, Optional, Tuple
+from itertools import repeat
+from operator import sub, truediv
+from typing import Dict, List, Optional, Tuple
 
 from msprof import store
 from msprof.decode.api_event import LEVELS
 from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.schema import HOST
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, py_round_sql
-from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, Column, Table, batches, lockstep
+from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, SQLITE_ROUND3, Column, Running, Source, Table
 
 UNKNOWN_MODEL = 4294967295
 NOT_IN_OP_SUMMARY = ("WRITE_BACK", "INVALID")
@@ -115,17 +115,18 @@ class ProfReport(Report):
     }
     SELECTED = ("model_id", "iteration")       # what a --model-id/--iteration-id selection filters on
 
-    def _tasks(self, fields, pmu: bool = False, span: str = "", order: str = "") -> str:
+    def _tasks(self, fields, pmu: bool = False, span: str = "", order: str = "", inner=()) -> str:
         """Timed device tasks in start order (``order`` "DESC": backwards) with ``fields`` (TASK_FIELDS): their
         host launch and op (when an op task launched them) and times as the reference computes them; with
         ``pmu``, also their PMU record (total_cycles, c0…c7, each counter's ratio to the cycles ``r0``…``r7``)
-        and aicore time before its rounding (``aicore_raw``). ``span``: a condition on t.start_syscnt."""
+        and aicore time before its rounding (``aicore_raw``), and the columns ``inner`` (SQL over the PMU
+        record ``p``). ``span``: a condition on t.start_syscnt."""
         columns = [f"{self.TASK_FIELDS[f]} AS {f}" for f in dict.fromkeys(tuple(fields) + self.SELECTED)]
         join = ""
         if pmu:
             aicore = aicore_time_sql("p.total_cycles", "(o.block_dim & 65535)", self.aic_mhz, self.ai_core_num)
             columns += [self._pmu_columns(), f"CASE WHEN p.seq IS NULL THEN NULL ELSE {aicore} END AS aicore_raw"]
-            columns += counter_ratios("p.")
+            columns += counter_ratios("p.") + list(inner)
             join = "LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
         return f"""
             SELECT {", ".join(columns)}
@@ -180,80 +181,75 @@ class ProfReport(Report):
         """The op_summary rows in start order; ``part`` (k, n): only the k-th of n ranges of start times (two
         processes write one file), each range starting with the wait since the row before it. ``pmu=False``:
         without the PMU columns (show: their join and formulas are most of the cost)."""
-        columns, sql, args, previous = self._op_summary_query(selection, part, pmu)
-        rows = _with_wait(batches(self.conn.execute(sql, args)), 9, previous)
-        return Table("op_summary", "op_summary", columns, rows)
+        return self._summary_tables(selection, part, pmu)[0]
 
     def op_summary_and_task_time(self, part: Optional[Tuple[int, int]] = None) -> List[Table]:
-        """op_summary (everything) and task_time from one pass over the tasks: task_time has every timed
-        task, op_summary those it includes, both in start order (task_time's own query, host joins and all,
-        fetched 1M tasks in 2.5 s; its columns added to op_summary's cost 0.7 s). The two tables' batches
-        come in step: read one batch of each in turn (msprof.summary)."""
-        columns, sql, args, previous = self._op_summary_query(Selection(), part, True, task_time=True)
-        width = len([c for c in columns if c.varies]) + 1           # op_summary's values and its duration
-        included, ours, theirs = itemgetter(width), itemgetter(slice(width)), itemgetter(slice(width + 1, None))
+        """op_summary (everything) and task_time, from one pass over the tasks (one Source): task_time has every
+        timed task, op_summary those it includes, both in start order. A second pass for task_time would
+        cost its host joins again."""
+        return self._summary_tables(Selection(), part, True, task_time=True)
 
-        def split():
-            for batch in batches(self.conn.execute(sql, args)):
-                yield list(map(ours, compress(batch, map(included, batch)))), list(map(theirs, batch))
-
-        op_rows, task_rows = lockstep(split(), 2)
-        return [Table("op_summary", "op_summary", columns, _with_wait(op_rows, 9, previous)),
-                Table("task_time", "task_time", self._task_time_columns(), task_rows)]
-
-    def _op_summary_query(self, selection: Selection, part: Optional[Tuple[int, int]], pmu: bool,
-                          task_time: bool = False):
-        """(columns, SQL, its parameters, the (start, duration) of the row before the part or None) of
-        op_summary; each row ends with the duration that ``_with_wait`` takes. ``task_time``: every timed
-        task instead, each followed by whether op_summary includes it (1/0) and its task_time values."""
-        columns = [Column("Device_id", constant=str(self.device_id)), Column("Model ID", INT),
-                   Column("Task ID", INT), Column("Stream ID", INT), Column("Op Name"), Column("OP Type"),
-                   Column("OP State"), Column("Task Type"), Column("Task Start Time(us)", EPOCH_US),
-                   Column("Task Duration(us)", ROUND3), Column("Task Wait Time(us)", ROUND3), Column("Block Num", INT)]
-        select = [f"coalesce(model_id, {UNKNOWN_MODEL})", "task_id", "stream_id", "op_name", "op_type",
-                  "op_state", "task_type", self._epoch_ns("start_ns"), "(end_ns - start_ns) / 1000.0",
-                  "start_ns", "block_dim & 65535"]
-        if self.is_stars:
-            columns.append(Column("Mix Block Num", INT))
-            select.append("(block_dim & 65535) * (block_dim >> 16 & 65535)")
-        columns.append(Column("HF32 Eligible"))
-        select.append("CASE WHEN op_flag IS NULL THEN NULL WHEN op_flag THEN 'YES' ELSE 'NO' END")
-        columns += [Column(name, constant=None) for name in TENSOR_COLUMNS]
-        if self.is_stars:
-            columns.append(Column("Context ID", constant=None))
-        inner = ""
-        metrics = self.metrics if pmu else None
-        if metrics:
-            rounded = metrics.python_rounded()
-            columns += [Column(name, ROUND3 if python else NUMBER)
-                        for name, python in zip(metrics.names, rounded)]
-            select += metrics.sql("aicore2", "(end_ns - start_ns)", self.aic_mhz, self.ai_core_num)
-            # the reference rounds aicore time with Python's round before anything uses it
-            inner = ", " + ", ".join(metrics.inner() + [f"{py_round_sql('aicore_raw', 2)} AS aicore2"])
-        select.append("end_ns - start_ns")
+    def _summary_tables(self, selection: Selection, part: Optional[Tuple[int, int]], pmu: bool,
+                        task_time: bool = False) -> List[Table]:
+        """op_summary (and task_time) over one Source: the timed tasks in start order with their launch and op,
+        their times as the reference computes them (``start_ns``, ``dur``, epoch ns ``e_start``/``e_stop``)
+        and, with ``pmu``, their PMU record and metrics (msprof.metrics.AscendMetrics)."""
         where, args = self._where(selection)
-        args["device"] = str(self.device_id)
-        skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
-        included = (f"{where} AND task_type NOT IN ({skip}) AND (start_ns / 1000.0 + :offset_us > :begin_us OR"
-                    " (start_ns / 1000.0 + :offset_us < :begin_us AND :begin_us < end_ns / 1000.0 + :offset_us))")
+        metrics = self.metrics if pmu else None
         fields = ("model_id", "task_id", "stream_id", "op_name", "op_type", "op_state", "task_type", "block_dim",
-                  "op_flag", "start_ns", "end_ns")
+                  "op_flag", "start_ns", "end_ns") + (TASK_TIME_FIELDS if task_time else ())
         span, previous = "", None
         if part is not None:
             args["lo"], args["hi"] = self._part_bounds(*part)
             span = "AND t.start_syscnt >= :lo AND t.start_syscnt < :hi"
             before = self._tasks(("task_type", "start_ns", "end_ns"), False, "AND t.start_syscnt < :lo", "DESC")
-            previous = self.conn.execute(f"SELECT start_ns, end_ns - start_ns FROM ({before}) WHERE {included}"
-                                         " LIMIT 1", args).fetchone()
+            previous = self.conn.execute(f"SELECT start_ns, end_ns - start_ns FROM ({before}) WHERE"
+                                         f" {self._included(where)} LIMIT 1", args).fetchone()
+        derived = [f"{py_round_sql('aicore_raw', 2)} AS aicore2"] if metrics else []
+        derived += ["end_ns - start_ns AS dur", f"{self._epoch_ns('start_ns')} AS e_start",
+                    f"{self._epoch_ns('(start_ns + (end_ns - start_ns))')} AS e_stop"]
+        if metrics:
+            derived += metrics.outer("(end_ns - start_ns)", self.aic_mhz, self.ai_core_num)
+        tasks = self._tasks(fields, metrics is not None, span, inner=metrics.inner("p.") if metrics else ())
+        source = Source(self.conn, f"SELECT *, {', '.join(derived)} FROM ({tasks}) LIMIT -1 OFFSET 0", args)
+
+        ops = "SELECT {} FROM host.op"
+        task_types = f"{ops.format('task_type')} UNION ALL SELECT 'UNKNOWN'"
+        columns = [Column("Device_id", constant=str(self.device_id)),
+                   Column("Model ID", INT, sql=f"coalesce(model_id, {UNKNOWN_MODEL})", nullable=False),
+                   Column("Task ID", INT, sql="task_id", nullable=False),
+                   Column("Stream ID", INT, sql="stream_id", nullable=False),
+                   Column("Op Name", sql="op_name", domain=ops.format("op_name")),
+                   Column("OP Type", sql="op_type", domain=ops.format("op_type")),
+                   Column("OP State", sql="op_state", domain=ops.format("op_state")),
+                   Column("Task Type", sql="task_type", domain=task_types, nullable=False),
+                   Column("Task Start Time(us)", EPOCH_US, sql="e_start", nullable=False),
+                   Column("Task Duration(us)", ROUND3, sql="dur / 1000.0", nullable=False),
+                   Column("Task Wait Time(us)", ROUND3),
+                   Column("Block Num", INT, sql="block_dim & 65535")]
+        if self.is_stars:
+            columns.append(Column("Mix Block Num", INT, sql="(block_dim & 65535) * (block_dim >> 16 & 65535)"))
+        columns.append(Column("HF32 Eligible", sql="CASE WHEN op_flag THEN 'YES' WHEN op_flag IS NOT NULL THEN 'NO' END",
+                              domain="SELECT 'YES' UNION ALL SELECT 'NO'"))
+        columns += [Column(name, constant=None) for name in TENSOR_COLUMNS]
+        if self.is_stars:
+            columns.append(Column("Context ID", constant=None))
+        if metrics:
+            kinds = {"python": ROUND3, "sqlite": SQLITE_ROUND3, "int": INT}
+            columns += [Column(name, kinds[printed], sql=expr, null_when="total_cycles IS NULL")
+                        for name, printed, expr in metrics.column_sql("aicore2")]
+        tables = [Table("op_summary", "op_summary", columns, source=source, where=self._included(where),
+                        running=_Wait(previous))]
         if task_time:
-            select += [f"CASE WHEN {included} THEN 1 ELSE 0 END"] + self._task_time_select()
-            fields += TASK_TIME_FIELDS
-            inner += ", start_ns + (end_ns - start_ns) AS stop_ns"
-            tasks, filtered = self._tasks(fields, metrics is not None, span), ""
-        else:
-            tasks, filtered = self._tasks(fields, metrics is not None, span), f" WHERE {included}"
-        sql = (f"SELECT {', '.join(select)} FROM (SELECT *{inner} FROM ({tasks}){filtered} LIMIT -1 OFFSET 0)")
-        return columns, sql, args, previous
+            tables.append(Table("task_time", "task_time", self._task_time_columns(), source=source))
+        return tables
+
+    def _included(self, where: str) -> str:
+        """Which timed tasks op_summary has (of the selection ``where``): not WRITE_BACK or INVALID, and
+        starting after the collection began (or spanning its beginning)."""
+        skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
+        return (f"{where} AND task_type NOT IN ({skip}) AND (start_ns / 1000.0 + :offset_us > :begin_us OR"
+                " (start_ns / 1000.0 + :offset_us < :begin_us AND :begin_us < end_ns / 1000.0 + :offset_us))")
 
     def _part_bounds(self, k: int, n: int) -> Tuple[int, int]:
         """Start counters splitting the timed tasks into n ranges of about equal size: range k."""
@@ -301,17 +297,21 @@ class ProfReport(Report):
 
     # --- task_time (docs/prof-format.md §8): written with op_summary (op_summary_and_task_time) ------------
     def _task_time_columns(self) -> List[Column]:
-        return [Column("Device_id", constant=str(self.device_id)), Column("kernel_name"), Column("kernel_type"),
-                Column("stream_id", INT), Column("task_id", INT), Column("task_time(us)", ROUND3),
-                Column("task_start(us)", EPOCH_US), Column("task_stop(us)", EPOCH_US)]
-
-    def _task_time_select(self) -> List[str]:
-        """task_time's values over a row of TASK_TIME_FIELDS and ``stop_ns``, the stop time as the reference
-        has it: start + duration, in floats."""
+        """task_time's columns over a row of TASK_TIME_FIELDS (and ``dur``, ``e_start``, ``e_stop``: the stop
+        time as the reference has it, start + duration in floats)."""
         type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
-        return ["coalesce(kernel_name, op_name)", f"CASE WHEN task_type != 'UNKNOWN' THEN task_type ELSE CASE"
-                f" hw_type {type_names} ELSE CAST(hw_type AS TEXT) END END", "stream_id", "task_id",
-                "(end_ns - start_ns) / 1000.0", self._epoch_ns("start_ns"), self._epoch_ns("stop_ns")]
+        hw_names = " UNION ALL ".join(f"SELECT '{v}'" for v in HWTS_TASK_TYPES.values())
+        return [Column("Device_id", constant=str(self.device_id)),
+                Column("kernel_name", sql="coalesce(kernel_name, op_name)",
+                       domain="SELECT kernel_name FROM host.op UNION ALL SELECT op_name FROM host.op"),
+                Column("kernel_type", sql=f"CASE WHEN task_type != 'UNKNOWN' THEN task_type ELSE CASE hw_type"
+                                          f" {type_names} ELSE CAST(hw_type AS TEXT) END END", nullable=False,
+                       domain=f"SELECT task_type FROM host.op UNION ALL {hw_names}"),
+                Column("stream_id", INT, sql="stream_id", nullable=False),
+                Column("task_id", INT, sql="task_id", nullable=False),
+                Column("task_time(us)", ROUND3, sql="dur / 1000.0", nullable=False),
+                Column("task_start(us)", EPOCH_US, sql="e_start", nullable=False),
+                Column("task_stop(us)", EPOCH_US, sql="e_stop", nullable=False)]
 
     # --- api_statistic (docs/prof-format.md §7) -------------------------------------------------------------
     def api_statistic(self) -> Table:
@@ -349,20 +349,31 @@ class ProfReport(Report):
         return delta / self.host_cpu_mhz if self.host_cpu_mhz else delta * 1000000 / 1000000000
 
 
-def _with_wait(batched, at: int, previous: Optional[tuple] = None) -> Iterator[list]:
-    """The batches with column ``at`` (it holds start_ns) filled with the wait since the previous row ended,
-    the row's last column holding its duration (which is dropped): 0 for the first row, else max(start −
-    previous start − previous duration, 0) in µs, in start order whatever the stream (as the reference).
-    ``previous``: (start, duration) of the row before the first (a later part of the table)."""
-    for batch in batched:
+class _Wait(Running):
+    """op_summary's wait column: 0 for the first row, else max(start − previous start − previous duration, 0)
+    in µs, in start order whatever the stream (as the reference). ``previous``: (start, duration) of the row
+    before the first (a later part of the table)."""
+
+    columns = ("Task Wait Time(us)",)
+    inputs = ("start_ns", "dur")
+
+    def __init__(self, previous: Optional[tuple] = None):
+        self.previous = previous
+
+    def fill(self, batch: List[tuple]) -> List[tuple]:
+        if not batch:
+            return []
+        starts, durations = (list(c) for c in zip(*batch))
         out = []
-        for row in batch:
-            row = list(row)
-            start, duration = row[at], row.pop()
-            row[at] = 0 if previous is None else max(start - previous[0] - previous[1], 0) / 1000
-            previous = (start, duration)
-            out.append(row)
-        yield out
+        if self.previous is None:
+            out.append((0,))
+        else:
+            starts.insert(0, self.previous[0])
+            durations.insert(0, self.previous[1])
+        gaps = map(sub, map(sub, starts[1:], starts), durations)
+        out += zip(map(truediv, map(max, gaps, repeat(0)), repeat(1000)))
+        self.previous = batch[-1]
+        return out
 
 
 def _us(ns: float) -> float:

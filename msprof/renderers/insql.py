@@ -1,0 +1,251 @@
+"""Tables printed by SQLite: a renderer's text of each row made by the query that computes the row.
+
+Taking a row's values out of SQLite costs a Python object per value, and printing them one more each: most
+of the time of a million-row op_summary. For a table whose columns are SQL over a ``Source``
+(msprof.tables), a renderer that can describe its fields in SQL (a ``TextFormat``: csv) has SQLite print
+them with ``printf()`` as each column's kind says (``Kind.printf``), so that Python receives one text per
+run of columns. Python still prints what SQL cannot: the columns a ``Running`` computes (the wait since the
+row before), and a value outside its kind's ``guard`` (a near tie of Python's rounding, a number beyond
+printf's exact digits), which a Python function the query calls prints as the kind's ``text`` does.
+Tables of one source (op_summary and task_time) are printed by one query, a batch of each in turn.
+
+``plan`` returns None when a table cannot be printed this way (a column without SQL, a kind printf cannot
+print, a text column without a ``domain``): its renderer then prints its values.
+"""
+import collections
+import itertools
+from typing import Deque, Iterator, List, Optional, Sequence
+
+from msprof.tables import NA, Column, Printf, Table
+
+BATCH = 1024
+# Each plan's Python printer is a function of its own name: SQLite refuses to redefine a function while a
+# statement of the connection is running, but not to define a new one.
+_NAMES = itertools.count()
+
+
+class TextFormat:
+    """What a renderer's fields look like, for SQL to print them."""
+
+    separator = ","
+
+    def constant(self, column: Column) -> str:
+        """The field of a constant column."""
+        raise NotImplementedError
+
+    def na(self) -> str:
+        """The field of a value that is N/A (NULL)."""
+        raise NotImplementedError
+
+    def needs_care(self, text: str) -> bool:
+        """Whether a text cannot be a field as it is (a separator, a quote)."""
+        raise NotImplementedError
+
+    def text_sql(self, expr: str) -> str:
+        """SQL making the field of a text that may need care."""
+        raise NotImplementedError
+
+    def texts(self, column: Column, values: Sequence) -> List[str]:
+        """The fields of values of a column, printed by Python."""
+        raise NotImplementedError
+
+
+class _Nested:
+    """Consecutive numeric columns printed by one nested printf: N/A together (``null``, an SQL condition,
+    or None) and printed by Python instead where a value leaves its kind's guard."""
+
+    def __init__(self, null: Optional[str]):
+        self.null = null
+        self.columns: List[Column] = []
+        self.printfs: List[Printf] = []
+
+
+class _TablePlan:
+    def __init__(self, table: Table):
+        self.table = table
+        self.pieces: List[object] = []    # per field run: its result position (int), or a running column name
+        self.flag: Optional[int] = None    # result position of the table's where (tables sharing a query)
+        self.inputs: List[int] = []        # result positions of the running inputs
+
+
+class Plan:
+    """The one query printing the rows of tables that share one source (see the module docstring)."""
+
+    def __init__(self, tables: List[Table], fmt: TextFormat):
+        self.tables, self.fmt = tables, fmt
+        self.source = tables[0].source
+        self.nested: List[List[Column]] = []      # the columns of each nested printf Python may stand in for
+        self.plans = [_TablePlan(t) for t in tables]
+        self.sql = ""
+        self.function = f"msprof_texts_{next(_NAMES)}"
+
+    # --- building --------------------------------------------------------------------------------------
+    def build(self) -> bool:
+        select: List[str] = []
+        shared = len(self.tables) > 1
+        for plan in self.plans:
+            table = plan.table
+            if table.total is not None or table.source is not self.source:
+                return False
+            if shared and table.where:
+                plan.flag = len(select)
+                select.append(f"CASE WHEN {table.where} THEN 1 ELSE 0 END")
+            filled = set(table.running.columns) if table.running else set()
+            run: List[Column] = []
+            for column in table.columns + [None]:
+                if column is None or column.name in filled:
+                    if run:
+                        sql = self._fields_sql(run)
+                        if sql is None:
+                            return False
+                        plan.pieces.append(len(select))
+                        select.append(sql)
+                        run = []
+                    if column is not None:
+                        plan.pieces.append(column.name)
+                else:
+                    run.append(column)
+            if table.running:
+                plan.inputs = list(range(len(select), len(select) + len(table.running.inputs)))
+                select += list(table.running.inputs)
+        where = f" WHERE {self.tables[0].where}" if not shared and self.tables[0].where else ""
+        self.sql = f"SELECT {', '.join(select)} FROM ({self.source.sql}){where}"
+        return True
+
+    def _fields_sql(self, columns: List[Column]) -> Optional[str]:
+        """printf() of the fields of these columns, joined by the separator; None when one cannot be."""
+        conversions: List[str] = []
+        args: List[str] = []
+        nested: Optional[_Nested] = None
+        for column in columns:
+            if not column.varies:
+                conversions.append(_escape(self.fmt.constant(column)))
+                nested = None
+                continue
+            if column.sql is None:
+                return None
+            if column.kind.words:
+                text = self._text_sql(column)
+                if text is None:
+                    return None
+                conversions.append("%s")
+                args.append(text)
+                nested = None
+                continue
+            printf = column.kind.printf(column.sql)
+            if printf is None:
+                return None
+            if printf.guard is None and printf.conversion in ("%d", "%s"):      # integers print N/A as text
+                conversions.append("%s" if column.nullable else printf.conversion)
+                args.append(f"coalesce({column.sql}, '{NA}')" if column.nullable else printf.args[0])
+                nested = None
+                continue
+            null = column.null_when if column.null_when is not None else (
+                f"{column.sql} IS NULL" if column.nullable else None)
+            # a kind whose integers print as they are is printed alone (its CASE picks the conversion)
+            if (nested is None or nested.null != null or printf.integers or nested.printfs[-1].integers
+                    or (null is not None and column.null_when is None)):
+                nested = _Nested(null)
+                conversions.append("%s")
+                args.append(nested)       # made into SQL below, once complete
+            nested.columns.append(column)
+            nested.printfs.append(printf)
+        args = [self._nested_sql(a) if isinstance(a, _Nested) else a for a in args]
+        return f"printf({_sql_text(_escape(self.fmt.separator).join(conversions))}" + "".join(
+            f", {a}" for a in args) + ")"
+
+    def _nested_sql(self, nested: _Nested) -> str:
+        """CASE: N/A where null; an integer as it is (a kind that says so, alone in its group); the printf
+        where the guards hold; else Python's text (``msprof_texts``)."""
+        sep = _escape(self.fmt.separator)
+        printed = (f"printf({_sql_text(sep.join(p.conversion for p in nested.printfs))}, "
+                   f"{', '.join(a for p in nested.printfs for a in p.args)})")
+        cases = []
+        if nested.null is not None:
+            na = self.fmt.separator.join([self.fmt.na()] * len(nested.columns))
+            cases.append(f"WHEN {nested.null} THEN {_sql_text(na)}")
+        if nested.printfs[0].integers:
+            cases.append(f"WHEN typeof({nested.columns[0].sql}) = 'integer' THEN {nested.columns[0].sql}")
+        guards = [p.guard for p in nested.printfs if p.guard]
+        if guards:
+            number = len(self.nested)
+            self.nested.append(nested.columns)
+            values = ", ".join(c.kind.value_sql(c.sql) for c in nested.columns)
+            cases.append(f"WHEN {' AND '.join(f'({g})' for g in guards)} THEN {printed}")
+            printed = f"{self.function}({number}, {values})"
+        return f"CASE {' '.join(cases)} ELSE {printed} END" if cases else printed
+
+    def _text_sql(self, column: Column) -> Optional[str]:
+        """A text column's field: as it is when no text of its domain needs care, else through the format's
+        SQL; None without a domain."""
+        if column.domain is None:
+            return None
+        careful = any(text is not None and self.fmt.needs_care(str(text))
+                      for (text,) in self.source.conn.execute(column.domain, self.source.params))
+        expr = self.fmt.text_sql(column.sql) if careful else column.sql
+        return f"coalesce({expr}, {_sql_text(self.fmt.na())})" if column.nullable else expr
+
+    # --- printing --------------------------------------------------------------------------------------
+    def _python_texts(self, number: int, *values) -> str:
+        """The fields of a nested printf's values where a guard failed, printed by Python."""
+        return self.fmt.separator.join(self.fmt.texts(c, [v])[0] for c, v in zip(self.nested[number], values))
+
+    def streams(self) -> List[Iterator[str]]:
+        """One iterator per table of its records' text (each record ending with a newline), a batch of rows
+        at a time; read them in turn, one chunk of each (then none holds more than a batch)."""
+        self.source.conn.create_function(self.function, -1, self._python_texts, deterministic=True)
+        cursor = self.source.conn.execute(self.sql, self.source.params)
+        queues: List[Deque[str]] = [collections.deque() for _ in self.plans]
+
+        def step() -> bool:
+            rows = cursor.fetchmany(BATCH)
+            if not rows:
+                return False
+            columns = list(zip(*rows))
+            for plan, queue in zip(self.plans, queues):
+                queue.append(self._records(plan, columns))
+            return True
+
+        def stream(queue: Deque[str]) -> Iterator[str]:
+            while queue or step():
+                yield queue.popleft()
+
+        return [stream(queue) for queue in queues]
+
+    def _records(self, plan: _TablePlan, columns: List[tuple]) -> str:
+        keep = None if plan.flag is None else columns[plan.flag]
+
+        def rows_of(values: tuple) -> Sequence:
+            return values if keep is None else list(itertools.compress(values, keep))
+
+        table = plan.table
+        running = {}
+        if table.running:
+            inputs = list(zip(*(rows_of(columns[i]) for i in plan.inputs)))
+            filled = table.running.fill(inputs)
+            by_name = {c.name: c for c in table.columns}
+            for name, values in zip(table.running.columns, zip(*filled) if filled else
+                                    [()] * len(table.running.columns)):
+                running[name] = self.fmt.texts(by_name[name], list(values))
+        fields = [rows_of(columns[piece]) if isinstance(piece, int) else running[piece] for piece in plan.pieces]
+        if not fields[0]:
+            return ""
+        lines = map(self.fmt.separator.join, zip(*fields)) if len(fields) > 1 else fields[0]
+        return "\n".join(lines) + "\n"
+
+
+def plan(tables: List[Table], fmt: TextFormat) -> Optional[Plan]:
+    """The query printing these tables (of one source), or None when one of them cannot be printed in SQL."""
+    if not tables or any(t.source is None for t in tables):
+        return None
+    made = Plan(tables, fmt)
+    return made if made.build() else None
+
+
+def _escape(text: str) -> str:
+    """A text as a printf() format prints it."""
+    return text.replace("%", "%%")
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
