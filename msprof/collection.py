@@ -107,6 +107,7 @@ class ResultDir:
     ai_core_num: Optional[int]
     platform_version: str
     pid: Optional[int]
+    drv_version: int = 0
     metadata_files: List[Path] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
 
@@ -169,10 +170,14 @@ def read_result_dir(path: Path) -> ResultDir:
         pid = int(str(pid).strip()) if pid is not None and not isinstance(pid, bool) else None
     except ValueError:
         pid = None
+    try:        # only decides how the reference would order tasks that start together: never fatal
+        drv_version = number(info, "drvVersion", info_path, COUNTER, integer=True) or 0
+    except DataError:
+        drv_version = 0
     return ResultDir(path=path, device_id=device_id, info=info, sample=sample, clock=clock, aic_mhz=aic_mhz,
                      ai_core_num=ai_core_num, platform_version=str(info.get("platform_version", ""))[:64],
-                     pid=pid if pid is not None and 0 <= pid < (1 << 31) else None, metadata_files=metadata,
-                     warnings=warnings)
+                     pid=pid if pid is not None and 0 <= pid < (1 << 31) else None, drv_version=drv_version,
+                     metadata_files=metadata, warnings=warnings)
 
 
 def number(values, key: str, source: Path, bounds, integer: bool = False, required: bool = False):

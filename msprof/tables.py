@@ -16,6 +16,7 @@ SQL (csv) has SQLite make each row's text, and only what SQL cannot compute (``R
 the row before) is computed in Python (msprof.renderers.insql). Every other consumer reads the values.
 """
 import collections
+import itertools
 import operator
 import sqlite3
 from dataclasses import dataclass, field, replace
@@ -181,11 +182,59 @@ class Column:
 class Source:
     """The rows one or more tables select their columns from: ``sql``, a SELECT of named columns in the
     tables' row order, with its ``params``. Tables of one Source are filled by one pass over its rows (PROF
-    op_summary and task_time), each keeping the rows its ``where`` accepts."""
+    op_summary and task_time), each keeping the rows its ``where`` accepts. ``order``: SQL of the key the
+    rows are in order of, and ``id`` of a unique row id, for tables whose rows of equal keys are ordered
+    otherwise (``Ties``)."""
 
     conn: sqlite3.Connection
     sql: str
     params: dict = field(default_factory=dict)
+    order: Optional[str] = None
+    id: Optional[str] = None
+
+
+class Ties:
+    """The order of a table's rows that share their Source's order key (tasks that start at the same moment),
+    where it is not the SQL's (the key, then the id): ``order`` takes the ids of one such group, in the SQL's
+    order, and returns them in the table's."""
+
+    def order(self, ids: List[int]) -> List[int]:
+        raise NotImplementedError
+
+
+def whole_groups(batched: Iterable[list], key: int) -> Iterator[list]:
+    """The batches of rows, none splitting a run of rows with the same value at ``key`` (a tie group)."""
+    carry: list = []
+    for batch in batched:
+        rows = carry + list(batch) if carry else list(batch)
+        last, cut = rows[-1][key], len(rows) - 1
+        while cut > 0 and rows[cut - 1][key] == last:
+            cut -= 1
+        carry = rows[cut:]
+        if cut:
+            yield rows[:cut]
+    if carry:
+        yield carry
+
+
+def tie_order(keys: Sequence, ids: Sequence, ties: Ties) -> Optional[List[int]]:
+    """Positions of rows (in order of ``keys``) with each run of equal keys in ``ties``' order; None when no
+    two rows share a key (the usual case, found at C speed)."""
+    if not any(map(operator.eq, keys, itertools.islice(keys, 1, None))):
+        return None
+    out: List[int] = []
+    i, n = 0, len(keys)
+    while i < n:
+        j = i + 1
+        while j < n and keys[j] == keys[i]:
+            j += 1
+        if j - i > 1:
+            at = {ids[k]: k for k in range(i, j)}
+            out += [at[x] for x in ties.order([ids[k] for k in range(i, j)])]
+        else:
+            out.append(i)
+        i = j
+    return out
 
 
 class Running:
@@ -215,6 +264,7 @@ class Table:
     source: Optional[Source] = None     # the SQL rows the columns' ``sql`` reads (batches made from it)
     where: str = ""              # which of the source's rows are this table's (SQL; "": all)
     running: Optional[Running] = None   # columns computed in Python, in row order
+    ties: Optional[Ties] = None  # the order of rows with the same source order key, when not the SQL's
 
     def __post_init__(self):
         if self.source is not None and not self.batches:
@@ -271,7 +321,7 @@ class _SourceBatches:
         self.table = table
 
     def __iter__(self) -> Iterator[list]:
-        table = self.table
+        table, source = self.table, self.table.source
         varying = [c for c in table.columns if c.varies]
         running = table.running
         filled = set(running.columns) if running else set()
@@ -279,17 +329,27 @@ class _SourceBatches:
                  f"CASE WHEN {c.null_when} THEN NULL ELSE {c.kind.value_sql(c.sql)} END"
                  for c in varying if c.name not in filled]
         inputs = list(running.inputs) if running else []
+        extra = [source.order, source.id] if table.ties else []
         where = f" WHERE {table.where}" if table.where else ""
-        sql = f"SELECT {', '.join(exprs + inputs) or 'NULL'} FROM ({table.source.sql}){where}"
-        cursor = table.source.conn.execute(sql, table.source.params)
-        if not running:
-            yield from batches(cursor)
+        sql = f"SELECT {', '.join(exprs + inputs + extra) or 'NULL'} FROM ({source.sql}){where}"
+        batched = batches(source.conn.execute(sql, source.params))
+        if not running and not table.ties:
+            yield from batched
             return
+        selected, width = len(exprs), len(exprs) + len(inputs)
+        if table.ties:
+            batched = whole_groups(batched, width)
         # each row: the selected values with the running columns' values put in their places
         places = [(c.name in filled, c.name) for c in varying]
-        selected = len(exprs)
-        for batch in batches(cursor):
-            computed = running.fill([row[selected:] for row in batch])
+        for batch in batched:
+            if table.ties:
+                order = tie_order([r[width] for r in batch], [r[width + 1] for r in batch], table.ties)
+                if order is not None:
+                    batch = [batch[i] for i in order]
+            if not running:
+                yield [row[:selected] for row in batch]
+                continue
+            computed = running.fill([row[selected:width] for row in batch])
             rows = []
             for row, values in zip(batch, computed):
                 given, made = iter(row[:selected]), dict(zip(running.columns, values))

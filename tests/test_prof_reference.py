@@ -53,6 +53,25 @@ SCENARIOS = {
     "hwts_pipe_reserved_zero": dict(MULTI, platform_version="1", pmu="PipeUtilization", pmu_reserved="zero"),
     "chip_v3_arith_dev1": dict(MULTI, platform_version="2", pmu="ArithmeticUtilization", device_id=1,
                                hwts_freq_mhz=100, ai_core_num=4),
+    # the shape: chip 3, a static graph, PipeUtilization, every execution with its own duration and
+    # counters (jitter), 300 iterations so that task ids wrap, two threads on three streams
+    "chip3_static_pipe_jitter": dict(MULTI, platform_version="3", pmu="PipeUtilization", static_graph=True,
+                                     iterations=300, jitter=11, task_id_wrap=1000),
+    # tasks of several streams starting at the very same moment, again and again (docs/prof-format.md §5
+    # "Ties"), with a driver whose reference keys tasks by batch id too, and without
+    "ties_static_new_driver": {
+        "platform_version": "3", "drv_version": 467732, "pmu": "PipeUtilization", "static_graph": True,
+        "iterations": 5, "task_id_wrap": 3,
+        "threads": [{"tid": 7, "stream": 5, "ops": [{"name": "b1", "dur_us": 10}, {"name": "b2", "dur_us": 10}]},
+                    {"tid": 3, "stream": 3, "start_us": 10, "ops": [{"name": "a1", "dur_us": 10},
+                                                                    {"name": "a2", "dur_us": 10, "stream": 9}]}]},
+    "ties_per_launch": {
+        "platform_version": "1", "pmu": "PipeUtilization", "iterations": 6,
+        "threads": [{"tid": 7, "stream": 5, "start_us": 10, "ops": [{"name": "b1", "dur_us": 10},
+                                                                    {"name": "b2", "dur_us": 10, "stream": 9}]},
+                    {"tid": 3, "stream": 3, "start_us": 10, "ops": [{"name": "a1", "dur_us": 10},
+                                                                    {"name": "a2", "dur_us": 10}]},
+                    {"tid": 5, "stream": 11, "start_us": 10, "ops": [{"name": "c1", "task_type": "AI_CPU"}]}]},
 }
 
 

@@ -43,8 +43,10 @@ MULTI = {
 
 # ------------------------------------------------------------------------------------------ helpers
 def r3_half_up(x: float) -> float:
-    """SQLite round(x, 3) (half away from zero on the decimal repr)."""
-    return float(Decimal(repr(x)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+    """SQLite round(x, 3): its printf rounds the binary value half away from zero after nudging it by 3e-16
+    of itself (so a double just below a half, the nearest to a decimal such as 0.0075, rounds up)."""
+    exact = Decimal(x)
+    return float((exact + exact * Decimal("3e-16")).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
 
 
 def local_us_text(prof: pg.Prof, t_ns: int) -> str:
@@ -192,9 +194,71 @@ def test_unknown_key_rejected():
 
 
 # ------------------------------------------------------------------------------------------ expected tables
+# Tasks that start at the same moment are listed as the reference lists them (docs/prof-format.md §5, "Ties"):
+# op_summary by its GE task list (launches thread by thread, in the order the threads first appear in the API
+# records, each thread's in time order); task_time by where each (stream, task) first appears in its task
+# list — by start, and between keys that first start together, in the order of a Python set of the keys
+# (host launches' keys by launch time, then the device's).
+def thread_order(prof):
+    records = unpack_all(pg.API_EVENT_FMT, pg.api_records(prof))
+    order = {}
+    for r in records:
+        if r[6] != pg.EVENT_END and r[5] > 0 and r[5] != r[6]:
+            order.setdefault(r[3], len(order))
+    for r in records:
+        order.setdefault(r[3], len(order))
+    for t in prof.tracks:
+        order.setdefault(t.thread, len(order))
+    return order
+
+
+def launch_of(prof):
+    """Each device task's launch (TaskTrack): per thread, a per-launch run's k-th task is its k-th launch; a
+    static graph's executions share their op's one launch."""
+    static = prof.desc["static_graph"]
+    tracks, out = {}, {}
+    for t in prof.tracks:
+        tracks.setdefault(t.thread, []).append(t)
+    done = {}
+    for x in prof.tasks:
+        mine = tracks[x.thread]
+        if static:
+            out[id(x)] = next(t for t in mine if (t.stream, t.task, t.kernel_name) == (x.stream, x.task, x.op_name))
+        else:
+            k = done.get(x.thread, 0)
+            done[x.thread] = k + 1
+            out[id(x)] = mine[k]
+    return out
+
+
+def op_summary_order(prof):
+    threads, launch = thread_order(prof), launch_of(prof)
+    return sorted(prof.tasks, key=lambda x: (x.start_ns, threads[x.thread], launch[id(x)].timestamp))
+
+
+def task_time_order(prof):
+    threads, context = thread_order(prof), 4294967295
+    batched = prof.desc["drv_version"] >= 0x072211 and prof.desc["platform_version"] not in ("0", "2", "11")
+
+    def key(stream, task, batch):
+        return (stream, task, context, batch) if batched else (stream, task, context)
+
+    host = dict.fromkeys(key(t.stream, t.task, t.batch) for t in sorted(
+        prof.tracks, key=lambda t: (t.timestamp, threads[t.thread])))
+    by_start = sorted(prof.tasks, key=lambda x: x.start_ns)
+    device = dict.fromkeys(key(x.stream, x.task, x.batch) for x in by_start)
+    place = {}
+    for i, k in enumerate(host.keys() | device.keys()):
+        place.setdefault(k[:2], i)
+    first = {}
+    for x in by_start:
+        first.setdefault((x.stream, x.task), x.start_ns)
+    return sorted(prof.tasks, key=lambda x: (x.start_ns, first[(x.stream, x.task)], place[(x.stream, x.task)]))
+
+
 def expected_task_time(prof):
     rows = []
-    for x in sorted(prof.tasks, key=lambda t: t.start_ns):
+    for x in task_time_order(prof):
         rows.append({"Device_id": "0", "kernel_name": x.op_name, "kernel_type": x.task_type,
                      "stream_id": str(x.stream), "task_id": str(x.task), "task_time(us)": round(x.dur_ns / 1000, 3),
                      "task_start(us)": local_us_text(prof, x.start_ns),
@@ -264,7 +328,7 @@ def expected_op_summary_header(prof):
 def expected_op_summary(prof):
     rows = []
     prev = None
-    for x in sorted(prof.tasks, key=lambda t: t.start_ns):
+    for x in op_summary_order(prof):
         wait = 0 if prev is None else round(max(x.start_ns - prev.start_ns - prev.dur_ns, 0) / 1000, 3)
         prev = x
         row = OrderedDict([("Device_id", "0"), ("Model ID", str(x.model_id)), ("Task ID", str(x.task)),
@@ -293,9 +357,10 @@ def expected_op_statistic(prof):
     grand = sum(sum(v) for v in groups.values())
     rows = []
     for (otype, ttype), durs in groups.items():
+        # whole ns, kept by the reference in an INTEGER column: its average sum/count is an integer division
         rows.append({"Device_id": "0", "OP Type": otype, "Core Type": ttype, "Count": str(len(durs)),
                      "Total Time(us)": round(sum(durs) / 1000, 3), "Min Time(us)": round(min(durs) / 1000, 3),
-                     "Avg Time(us)": round(sum(durs) / len(durs) / 1000, 3),
+                     "Avg Time(us)": round(sum(durs) // len(durs) / 1000, 3),
                      "Max Time(us)": round(max(durs) / 1000, 3),
                      "Ratio(%)": round(round(sum(durs) / grand * 100, 6), 3)})
     rows.sort(key=lambda r: -r["Total Time(us)"])

@@ -16,7 +16,7 @@ import collections
 import itertools
 from typing import Deque, Iterator, List, Optional, Sequence
 
-from msprof.tables import NA, Column, Printf, Table
+from msprof.tables import NA, Column, Printf, Table, tie_order, whole_groups
 
 BATCH = 1024
 # Each plan's Python printer is a function of its own name: SQLite refuses to redefine a function while a
@@ -78,6 +78,7 @@ class Plan:
         self.plans = [_TablePlan(t) for t in tables]
         self.sql = ""
         self.function = f"msprof_texts_{next(_NAMES)}"
+        self.tied: Optional[int] = None     # result position of the source's order key (its id follows)
 
     # --- building --------------------------------------------------------------------------------------
     def build(self) -> bool:
@@ -108,6 +109,9 @@ class Plan:
             if table.running:
                 plan.inputs = list(range(len(select), len(select) + len(table.running.inputs)))
                 select += list(table.running.inputs)
+        if any(t.ties for t in self.tables):
+            self.tied = len(select)
+            select += [self.source.order, self.source.id]
         where = f" WHERE {self.tables[0].where}" if not shared and self.tables[0].where else ""
         self.sql = f"SELECT {', '.join(select)} FROM ({self.source.sql}){where}"
         return True
@@ -195,10 +199,13 @@ class Plan:
         at a time; read them in turn, one chunk of each (then none holds more than a batch)."""
         self.source.conn.create_function(self.function, -1, self._python_texts, deterministic=True)
         cursor = self.source.conn.execute(self.sql, self.source.params)
+        batched = iter(lambda: cursor.fetchmany(BATCH), [])
+        if self.tied is not None:          # rows that may be reordered come in the same batch
+            batched = whole_groups(batched, self.tied)
         queues: List[Deque[str]] = [collections.deque() for _ in self.plans]
 
         def step() -> bool:
-            rows = cursor.fetchmany(BATCH)
+            rows = next(batched, None)
             if not rows:
                 return False
             columns = list(zip(*rows))
@@ -214,11 +221,18 @@ class Plan:
 
     def _records(self, plan: _TablePlan, columns: List[tuple]) -> str:
         keep = None if plan.flag is None else columns[plan.flag]
+        table = plan.table
+        order = None
+        if table.ties:
+            kept = [columns[self.tied], columns[self.tied + 1]]
+            if keep is not None:
+                kept = [list(itertools.compress(values, keep)) for values in kept]
+            order = tie_order(kept[0], kept[1], table.ties)
 
         def rows_of(values: tuple) -> Sequence:
-            return values if keep is None else list(itertools.compress(values, keep))
+            values = values if keep is None else list(itertools.compress(values, keep))
+            return values if order is None else [values[i] for i in order]
 
-        table = plan.table
         running = {}
         if table.running:
             inputs = list(zip(*(rows_of(columns[i]) for i in plan.inputs)))

@@ -17,9 +17,13 @@ from msprof.decode.api_event import LEVELS
 from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.schema import HOST
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, py_round_sql
-from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, SQLITE_ROUND3, Column, Running, Source, Table
+from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, SQLITE_ROUND3, Column, Running, Source, Table, Ties
 
 UNKNOWN_MODEL = 4294967295
+# From this driver version on, the reference keys host and device tasks by batch id too ("all data export"),
+# except on these chips (its ChipManager's blacklist)
+ALL_EXPORT_DRIVER = 0x072211
+ALL_EXPORT_EXCEPT = ("0", "2", "11")
 NOT_IN_OP_SUMMARY = ("WRITE_BACK", "INVALID")
 HWTS_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE", 3: "WRITE_BACK"}
 TASK_TIME_FIELDS = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id", "task_id", "start_ns", "end_ns")
@@ -47,6 +51,7 @@ class ProfReport(Report):
             self.has_host = False
         self.conn.create_function("py_round", 2, _py_round, deterministic=True)
         self.platform = self.meta.get("platform_version", "")
+        self.drv_version = int(self.meta_number("drv_version") or 0)
         self.is_stars = self.platform.isdigit() and int(self.platform) >= 5
         clock = self.clock
         self.hwts_mhz = float(clock.get("hwts_mhz") or 0)
@@ -109,7 +114,8 @@ class ProfReport(Report):
         "model_id": "CASE WHEN o.op_id IS NOT NULL THEN h.model_id END",
         "iteration": ("CASE WHEN o.op_id IS NULL THEN NULL WHEN h.iteration IS NULL AND lc.launches = 1"
                       " THEN t.exec_n + 1 ELSE h.iteration END"),
-        "thread": "h.thread", "track_ts": "h.ts", "call_begin": "h.call_begin", "launches": "lc.launches",
+        "thread": "h.thread", "track_ts": "h.ts", "launch_seq": "h.seq", "call_begin": "h.call_begin",
+        "launches": "lc.launches",
         "start_ns": "((t.start_syscnt - :cnt) / :hz) * 1e9 + :mono",
         "end_ns": "((t.end_syscnt - :cnt) / :hz) * 1e9 + :mono",
     }
@@ -196,8 +202,8 @@ class ProfReport(Report):
         and, with ``pmu``, their PMU record and metrics (msprof.metrics.AscendMetrics)."""
         where, args = self._where(selection)
         metrics = self.metrics if pmu else None
-        fields = ("model_id", "task_id", "stream_id", "op_name", "op_type", "op_state", "task_type", "block_dim",
-                  "op_flag", "start_ns", "end_ns") + (TASK_TIME_FIELDS if task_time else ())
+        fields = ("seq", "start_syscnt", "model_id", "task_id", "stream_id", "op_name", "op_type", "op_state",
+                  "task_type", "block_dim", "op_flag", "start_ns", "end_ns") + (TASK_TIME_FIELDS if task_time else ())
         span, previous = "", None
         if part is not None:
             args["lo"], args["hi"] = self._part_bounds(*part)
@@ -211,7 +217,8 @@ class ProfReport(Report):
         if metrics:
             derived += metrics.outer("(end_ns - start_ns)", self.aic_mhz, self.ai_core_num)
         tasks = self._tasks(fields, metrics is not None, span, inner=metrics.inner("p.") if metrics else ())
-        source = Source(self.conn, f"SELECT *, {', '.join(derived)} FROM ({tasks}) LIMIT -1 OFFSET 0", args)
+        source = Source(self.conn, f"SELECT *, {', '.join(derived)} FROM ({tasks}) LIMIT -1 OFFSET 0", args,
+                        order="start_syscnt", id="seq")
 
         ops = "SELECT {} FROM host.op"
         task_types = f"{ops.format('task_type')} UNION ALL SELECT 'UNKNOWN'"
@@ -239,9 +246,10 @@ class ProfReport(Report):
             columns += [Column(name, kinds[printed], sql=expr, null_when="total_cycles IS NULL")
                         for name, printed, expr in metrics.column_sql("aicore2")]
         tables = [Table("op_summary", "op_summary", columns, source=source, where=self._included(where),
-                        running=_Wait(previous))]
+                        running=_Wait(previous), ties=_GeOrder(self))]
         if task_time:
-            tables.append(Table("task_time", "task_time", self._task_time_columns(), source=source))
+            tables.append(Table("task_time", "task_time", self._task_time_columns(), source=source,
+                                ties=_FirstAppearance(self)))
         return tables
 
     def _included(self, where: str) -> str:
@@ -270,26 +278,34 @@ class ProfReport(Report):
     def op_statistic(self, selection: Selection = Selection()) -> Table:
         where, args = self._where(selection)
         skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
-        # grouped by op id (an integer: a cheap sort), then by (op type, task type) here: a few rows
-        sql = (f"SELECT op_type, task_type, count(*), sum(end_ns - start_ns), min(end_ns - start_ns),"
-               f" max(end_ns - start_ns) FROM ({self._tasks(('op_id', 'op_type', 'task_type', 'start_ns', 'end_ns'))})"
-               f" WHERE {where} AND op_type IS NOT NULL"
-               f" AND task_type NOT IN ({skip}) AND start_ns / 1000.0 + :offset_us > :begin_us GROUP BY op_id")
+        # grouped by op id (an integer: a cheap sort), then by (op type, task type) here: a few rows. The
+        # reference keeps durations in an INTEGER column, so whole ns are integers there and its average
+        # sum/count of a group of them is an integer division (``fractional``: the group's other durations)
+        sql = (f"SELECT op_type, task_type, count(*), sum(d), min(d), max(d), sum(d != CAST(d AS INTEGER)) FROM"
+               f" (SELECT op_id, op_type, task_type, end_ns - start_ns AS d, start_ns FROM"
+               f" ({self._tasks(('op_id', 'op_type', 'task_type', 'start_ns', 'end_ns'))}) WHERE {where}"
+               f" AND op_type IS NOT NULL AND task_type NOT IN ({skip}) AND start_ns / 1000.0 + :offset_us > :begin_us)"
+               " GROUP BY op_id")
         merged: Dict[tuple, list] = {}
-        for op_type, task_type, count, total, low, high in self.conn.execute(sql, args):
+        for op_type, task_type, count, total, low, high, fractional in self.conn.execute(sql, args):
             group = merged.get((op_type, task_type))
             if group is None:
-                merged[(op_type, task_type)] = [op_type, task_type, count, total, low, high]
+                merged[(op_type, task_type)] = [op_type, task_type, count, total, low, high, fractional]
             else:
-                group[2:] = [group[2] + count, group[3] + total, min(group[4], low), max(group[5], high)]
-        groups = list(merged.values())
+                group[2:] = [group[2] + count, group[3] + total, min(group[4], low), max(group[5], high),
+                             group[6] + fractional]
+        groups = sorted(merged.values(), key=lambda g: (g[0], g[1]))     # the reference's GROUP BY order
         grand = sum(g[3] for g in groups)
         rows = []
-        for op_type, task_type, count, total, low, high in groups:
+        for op_type, task_type, count, total, low, high, fractional in groups:
             ratio = round(round(total / grand * 100, 6), 3) if grand else 0
-            rows.append((self.device_id, op_type, task_type, count, _us(total), _us(low), _us(total / count),
-                         _us(high), ratio))
-        rows.sort(key=lambda r: (-r[8], -r[4], r[1], r[2]))
+            average = total / count if fractional else _truncated_division(int(total), count)
+            rows.append((self.device_id, op_type, task_type, count, _us(total), _us(low), _us(average),
+                         _us(high), ratio, round(total, 6), round(total / grand * 100, 6) if grand else 0))
+        # its report: rows by ratio (6 decimals) descending, then read back by total time descending
+        rows.sort(key=lambda r: -r[10])
+        rows.sort(key=lambda r: -r[9])
+        rows = [r[:9] for r in rows]
         columns = [Column("Device_id"), Column("OP Type"), Column("Core Type"), Column("Count", INT)] + [
             Column(name, NUMBER) for name in ("Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
                                               "Ratio(%)")]
@@ -349,6 +365,65 @@ class ProfReport(Report):
         return delta / self.host_cpu_mhz if self.host_cpu_mhz else delta * 1000000 / 1000000000
 
 
+# --- tasks that start at the same moment (docs/prof-format.md §5, "Ties") ------------------------------------
+class _GeOrder(Ties):
+    """op_summary: tasks that start together come in the order of the GE task list the reference joins them
+    to — launches thread by thread (host.thread_order), each thread's in time order."""
+
+    def __init__(self, report: "ProfReport"):
+        self.report = report
+
+    def order(self, ids: List[int]) -> List[int]:
+        tasks = self.report._tasks(("seq", "thread", "track_ts", "launch_seq"),
+                                   span=f"AND t.seq IN ({', '.join(map(str, map(int, ids)))})")
+        rows = self.report.conn.execute(
+            f"SELECT x.seq, coalesce(o.rank, {1 << 62}), coalesce(x.track_ts, 0), coalesce(x.launch_seq, 0) FROM"
+            f" ({tasks}) x LEFT JOIN host.thread_order o ON o.thread = x.thread", self.report.params).fetchall()
+        rank = {row[0]: row[1:] for row in rows}
+        return sorted(ids, key=lambda i: rank.get(i, (1 << 62, 0, 0)))
+
+
+class _FirstAppearance(Ties):
+    """task_time: tasks that start together come in the order their (stream, task) first appears in the
+    reference's task list, which is sorted by start from the order of a Python set of those keys (host
+    launches' keys by time, then the device's): emulated with the same set."""
+
+    def __init__(self, report: "ProfReport"):
+        self.report = report
+        self.rank: Optional[Dict[tuple, tuple]] = None
+
+    def order(self, ids: List[int]) -> List[int]:
+        conn = self.report.conn
+        if self.rank is None:
+            self.rank = self._ranks()
+        keys = dict(((seq, (stream, task)) for seq, stream, task in conn.execute(
+            f"SELECT seq, stream_id, task_id FROM task WHERE seq IN ({', '.join(map(str, map(int, ids)))})")))
+        return sorted(ids, key=lambda i: self.rank.get(keys.get(i), (1 << 62, 1 << 62)))
+
+    def _ranks(self) -> Dict[tuple, tuple]:
+        conn, report = self.report.conn, self.report
+        context = 4294967295             # the default context id of a task outside FFTS+
+        batched = (report.drv_version >= ALL_EXPORT_DRIVER
+                   and report.platform not in ALL_EXPORT_EXCEPT)          # keys carry the batch id too
+
+        def key(stream: int, task: int, batch: int) -> tuple:
+            return (stream, task, context, batch) if batched else (stream, task, context)
+
+        host = dict.fromkeys(key(s, t, b) for s, t, b in conn.execute(
+            "SELECT h.stream_id, h.task_id, h.batch_id FROM host.launch h LEFT JOIN host.thread_order o"
+            " ON o.thread = h.thread WHERE h.device_id = :dev ORDER BY h.ts, o.rank, h.seq", report.params))
+        first = {}
+        for stream, task, start in conn.execute(
+                "SELECT stream_id, task_id, min(start_syscnt) FROM task WHERE start_syscnt IS NOT NULL"
+                " GROUP BY stream_id, task_id ORDER BY min(start_syscnt), min(seq)"):
+            first[(stream, task)] = start
+        device = dict.fromkeys(key(s, t, 0) for s, t in first)
+        place: Dict[tuple, int] = {}
+        for i, k in enumerate(host.keys() | device.keys()):
+            place.setdefault(k[:2], i)
+        return {k: (start, place.get(k, 1 << 62)) for k, start in first.items()}
+
+
 class _Wait(Running):
     """op_summary's wait column: 0 for the first row, else max(start − previous start − previous duration, 0)
     in µs, in start order whatever the stream (as the reference). ``previous``: (start, duration) of the row
@@ -374,6 +449,11 @@ class _Wait(Running):
         out += zip(map(truediv, map(max, gaps, repeat(0)), repeat(1000)))
         self.previous = batch[-1]
         return out
+
+
+def _truncated_division(total: int, count: int) -> int:
+    """SQLite's integer division (toward zero)."""
+    return total // count if total >= 0 else -(-total // count)
 
 
 def _us(ns: float) -> float:
