@@ -11,15 +11,34 @@ import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 from msprof import SCHEMA_VERSION, __version__
 from msprof.outputs import atomic_path, naming_errors, output_dir
 from msprof.console import log, notice
 
+if TYPE_CHECKING:        # pragma: no cover - imported when a database is built (sqlite_utils_database)
+    import sqlite_utils
+
 DB_NAME = "msprof.db"
+
+
+def sqlite_utils_database(conn: sqlite3.Connection):
+    """A sqlite_utils.Database on ``conn``. sqlite-utils is imported only by the commands that build a
+    database, and without numpy and pandas: it imports them when they are installed, only to convert their
+    values (msprof inserts none), which cost 100 ms and an idle BLAS thread pool per command."""
+    import sys
+
+    blocked = [name for name in ("numpy", "pandas") if name not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None          # import fails at once: sqlite-utils goes without it
+    try:
+        import sqlite_utils
+    finally:
+        for name in blocked:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]     # the process may still import the real one later
+    return sqlite_utils.Database(conn)
 
 
 def db_path(result_dir: Path) -> Path:
@@ -38,7 +57,7 @@ def tune_for_bulk_load(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA temp_store=FILE")
 
 
-def write_meta(db: sqlite_utils.Database, values: Dict[str, object]) -> None:
+def write_meta(db: "sqlite_utils.Database", values: Dict[str, object]) -> None:
     rows = [{"key": k, "value": v if isinstance(v, str) else json.dumps(v)} for k, v in values.items()]
     db["meta"].upsert_all(rows, pk="key")
 
@@ -93,13 +112,13 @@ class Schema:
     tables: Dict[str, TableDef]
     indexes: List[tuple] = field(default_factory=list)
 
-    def create(self, db: sqlite_utils.Database, names=None) -> None:
+    def create(self, db: "sqlite_utils.Database", names=None) -> None:
         for name, table in self.tables.items():
             if names is None or name in names:
                 db[name].create(table.columns, pk=table.pk, not_null={table.pk} if table.pk else None,
                                 defaults=table.defaults or None)
 
-    def create_indexes(self, db: sqlite_utils.Database, names=None) -> None:
+    def create_indexes(self, db: "sqlite_utils.Database", names=None) -> None:
         for table, columns, *where in self.indexes:
             if names is not None and table not in names:
                 continue
@@ -131,7 +150,7 @@ def build(path: Path, schema: Schema):
         conn = sqlite3.connect(str(tmp), isolation_level=None)
         try:
             tune_for_bulk_load(conn)
-            db = sqlite_utils.Database(conn)
+            db = sqlite_utils_database(conn)
             conn.execute("BEGIN")
             schema.create(db)
             yield db
@@ -165,7 +184,7 @@ class Notices:
             (self.warn if level == "warning" else self.notice)(message)
 
 
-def record_sources(db: sqlite_utils.Database, source_dir: Path, counts, notices: Notices, files,
+def record_sources(db: "sqlite_utils.Database", source_dir: Path, counts, notices: Notices, files,
                    meta: Dict[str, object]) -> None:
     """The bookkeeping of a built database: every source file (size, mtime and hash: what freshness checks
     compare), the decode counts per stream, the notices, and ``meta`` (plus version and completeness)."""
@@ -226,7 +245,7 @@ def stale(path: Path, source_dir: Path, files, layout: str) -> Optional[str]:
     return None
 
 
-def merge_part(db: sqlite_utils.Database, schema: Schema, part: Path, table: str) -> None:
+def merge_part(db: "sqlite_utils.Database", schema: Schema, part: Path, table: str) -> None:
     """Copy a worker's table (and its indexes) in. ``INSERT INTO t SELECT * FROM part.t`` between identically
     declared tables is SQLite's transfer optimisation: pages of records copied as they are, index b-trees
     included, instead of rows decoded and inserted one by one."""
@@ -252,7 +271,7 @@ def _side_worker(part_path: str, schema: Schema, table: str, load, streams):
     try:
         tune_for_bulk_load(conn)
         conn.execute("BEGIN")
-        db = sqlite_utils.Database(conn)
+        db = sqlite_utils_database(conn)
         schema.create(db, [table])
         counts: dict = {}
         notices = Notices(echo=False)
@@ -297,7 +316,7 @@ class SideLoads:
                 self.futures[name] = self.executor.submit(_side_worker, str(part), self.schema, table, load, streams)
         return self
 
-    def merge(self, db: sqlite_utils.Database, name: str, counts: dict, notices: Notices) -> None:
+    def merge(self, db: "sqlite_utils.Database", name: str, counts: dict, notices: Notices) -> None:
         table, load, streams = self.families[name]
         if name in self.futures:
             side_counts, side_notices = self.futures[name].result()

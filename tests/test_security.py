@@ -264,8 +264,11 @@ for module in pkgutil.walk_packages(msprof.__path__, "msprof."):
     if not module.name.startswith("msprof.collect"):
         importlib.import_module(module.name)
 for name in ("concurrent.futures.process", "multiprocessing.popen_fork", "multiprocessing.synchronize",
-             "multiprocessing.queues", "decimal", "csv", "tempfile"):
+             "multiprocessing.queues", "decimal", "csv", "tempfile", "tabulate"):
     importlib.import_module(name)
+from msprof import store
+import sqlite3
+store.sqlite_utils_database(sqlite3.connect(":memory:"))       # msprof imports it when it first builds
 uid, gid, umask = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3], 8)
 os.setgroups([]); os.setgid(gid); os.setuid(uid); os.umask(umask)
 from msprof.__main__ import main

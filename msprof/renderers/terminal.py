@@ -8,7 +8,6 @@ columns went, so that the caller can tell the user (``--wide`` shows them all).
 """
 from typing import List, Optional, TextIO
 
-from tabulate import tabulate
 
 from msprof.renderers.base import Renderer, register
 from msprof.renderers.csvfile import column_texts
@@ -54,6 +53,8 @@ class TextRenderer(Renderer):
             else:
                 if not fits():
                     wrap = self._wrapped(headers, texts, shown)
+        from tabulate import tabulate      # only show and query draw tables (import: 20-30 ms)
+
         out.write(tabulate(list(zip(*(texts[i] for i in shown))), headers=[headers[i] for i in shown],
                            tablefmt=self.style, disable_numparse=True, maxcolwidths=wrap) + "\n")
 
@@ -70,6 +71,8 @@ class TextRenderer(Renderer):
         """How wide tabulate draws columns of these widths in this style (drawn once, a row of x's)."""
         if not widths:
             return 0
+        from tabulate import tabulate
+
         drawn = tabulate([["x" * w for w in widths]], headers=["h" * w for w in widths], tablefmt=self.style,
                          disable_numparse=True)
         return max(len(line) for line in drawn.splitlines())
