@@ -229,6 +229,16 @@ class AscendMetrics:
     def ratio(self, event: int) -> str:
         return f"r{self.slot_of[event]}"
 
+    def counters(self) -> List[int]:
+        """The slots whose raw counter a column reads (c<slot>: miss_rate's test, counter columns)."""
+        slots = []
+        for _name, kind, args in self.columns:
+            if kind == "miss_rate":
+                slots.append(self.slot_of[args[0]])
+            elif kind == "counter":
+                slots.append(self.slot_of[args[0]])
+        return sorted(set(slots))
+
     def inner(self, pmu: str = "") -> List[str]:
         """The ratio columns memory_bound and cube_utilization read, rounded as printed (``m<k>``), over the
         PMU row ``pmu`` (beside ``counter_ratios``, whose columns they cannot name)."""

@@ -97,8 +97,8 @@ class _PythonRound(Kind):
         if self.digits != 3:
             return None
         x = expr
-        return Printf("%!.3f", [x], f"{x} > 0 AND {x} < 1e6 AND abs({x} * 1000.0 - CAST({x} * 1000.0 AS INTEGER)"
-                                    " - 0.5) > 1e-6", integers=True)
+        return Printf("%!.3f", [x], f"{x} > 0 AND {x} < 1e6 AND {x} * 1000.0 - CAST({x} * 1000.0 AS INTEGER)"
+                                    " NOT BETWEEN 0.499999 AND 0.500001", integers=True)
 
 
 class _SqliteRound(Kind):

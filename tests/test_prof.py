@@ -388,3 +388,23 @@ def test_prof_summary_written_by_two_processes_is_identical(tmp_path, monkeypatc
     rows = expected[Path("device_0/summary/op_summary." + fmt)].decode()
     assert (rows.count("\n") - 1 if fmt == "csv" else rows.count('"Op Name"')) == 7 * 6   # 7 iterations of 6 ops
     assert not [p for p in (prof / "device_0" / "summary").iterdir() if p.name.startswith(".")]
+
+
+def test_op_statistic_of_a_static_graph_summed_per_task_id_first(tmp_path):
+    """A static graph's op_statistic sums each (stream, task)'s executions before meeting the host tables:
+    the same rows as the general path (every task joined to its launch), and as the truth."""
+    desc = dict(MULTI, pmu="PipeUtilization", static_graph=True, iterations=7, jitter=5)
+    prof_dir = pg.write_prof(tmp_path, desc)
+    api.import_collection(prof_dir)
+    from msprof.layouts import find_units
+
+    unit = [u for u in find_units(prof_dir) if u.path.name.startswith("device")][0]
+    with unit.open() as report:
+        assert not report._relaunched()
+        summed = list(report.op_statistic().rows())
+        report._relaunched = lambda: True          # the general path on the same data
+        joined = list(report.op_statistic().rows())
+    assert summed == joined
+    expected = expected_op_statistic(pg.build(desc))
+    assert [(r[1], r[2], r[3], r[6]) for r in summed] == [
+        (e["OP Type"], e["Core Type"], int(e["Count"]), e["Avg Time(us)"]) for e in expected]

@@ -121,17 +121,21 @@ class ProfReport(Report):
     }
     SELECTED = ("model_id", "iteration")       # what a --model-id/--iteration-id selection filters on
 
-    def _tasks(self, fields, pmu: bool = False, span: str = "", order: str = "", inner=()) -> str:
+    def _tasks(self, fields, pmu: bool = False, span: str = "", order: str = "", inner=(), selected: bool = True,
+               counters: Optional[List[int]] = None) -> str:
         """Timed device tasks in start order (``order`` "DESC": backwards) with ``fields`` (TASK_FIELDS): their
         host launch and op (when an op task launched them) and times as the reference computes them; with
         ``pmu``, also their PMU record (total_cycles, c0…c7, each counter's ratio to the cycles ``r0``…``r7``)
         and aicore time before its rounding (``aicore_raw``), and the columns ``inner`` (SQL over the PMU
-        record ``p``). ``span``: a condition on t.start_syscnt."""
-        columns = [f"{self.TASK_FIELDS[f]} AS {f}" for f in dict.fromkeys(tuple(fields) + self.SELECTED)]
+        record ``p``; ``counters``: only these counters c<slot>, by default all). ``span``: a condition on
+        t.start_syscnt. ``selected``: also what a selection filters on (SELECTED)."""
+        columns = [f"{self.TASK_FIELDS[f]} AS {f}" for f in dict.fromkeys(tuple(fields) + (
+            self.SELECTED if selected else ()))]
         join = ""
         if pmu:
             aicore = aicore_time_sql("p.total_cycles", "(o.block_dim & 65535)", self.aic_mhz, self.ai_core_num)
-            columns += [self._pmu_columns(), f"CASE WHEN p.seq IS NULL THEN NULL ELSE {aicore} END AS aicore_raw"]
+            columns += [self._pmu_columns(counters),
+                        f"CASE WHEN p.seq IS NULL THEN NULL ELSE {aicore} END AS aicore_raw"]
             columns += counter_ratios("p.") + list(inner)
             join = "LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
         return f"""
@@ -160,8 +164,8 @@ class ProfReport(Report):
             lo = min(lo, call)
         return int(lo) - 1, int(hi) + 1
 
-    def _pmu_columns(self) -> str:
-        return ", ".join(["p.total_cycles"] + [f"p.c{i}" for i in range(8)])
+    def _pmu_columns(self, counters: Optional[List[int]] = None) -> str:
+        return ", ".join(["p.total_cycles"] + [f"p.c{i}" for i in (range(8) if counters is None else counters)])
 
     def _where(self, selection: Selection) -> Tuple[str, dict]:
         where, args = [], dict(self.params)
@@ -216,7 +220,8 @@ class ProfReport(Report):
                     f"{self._epoch_ns('(start_ns + (end_ns - start_ns))')} AS e_stop"]
         if metrics:
             derived += metrics.outer("(end_ns - start_ns)", self.aic_mhz, self.ai_core_num)
-        tasks = self._tasks(fields, metrics is not None, span, inner=metrics.inner("p.") if metrics else ())
+        tasks = self._tasks(fields, metrics is not None, span, inner=metrics.inner("p.") if metrics else (),
+                            selected=not selection.everything, counters=metrics.counters() if metrics else None)
         source = Source(self.conn, f"SELECT *, {', '.join(derived)} FROM ({tasks}) LIMIT -1 OFFSET 0", args,
                         order="start_syscnt", id="seq")
 
@@ -252,6 +257,12 @@ class ProfReport(Report):
                                 ties=_FirstAppearance(self)))
         return tables
 
+    def _relaunched(self) -> bool:
+        """Whether the host launched a (stream, task) of this device more than once (a per-launch run, or ids
+        reused): its executions then belong to different launches."""
+        return self.conn.execute("SELECT 1 FROM host.launch_count WHERE device_id = :dev AND launches > 1 LIMIT 1",
+                                 self.params).fetchone() is not None
+
     def _included(self, where: str) -> str:
         """Which timed tasks op_summary has (of the selection ``where``): not WRITE_BACK or INVALID, and
         starting after the collection began (or spanning its beginning)."""
@@ -281,11 +292,28 @@ class ProfReport(Report):
         # grouped by op id (an integer: a cheap sort), then by (op type, task type) here: a few rows. The
         # reference keeps durations in an INTEGER column, so whole ns are integers there and its average
         # sum/count of a group of them is an integer division (``fractional``: the group's other durations)
-        sql = (f"SELECT op_type, task_type, count(*), sum(d), min(d), max(d), sum(d != CAST(d AS INTEGER)) FROM"
-               f" (SELECT op_id, op_type, task_type, end_ns - start_ns AS d, start_ns FROM"
-               f" ({self._tasks(('op_id', 'op_type', 'task_type', 'start_ns', 'end_ns'))}) WHERE {where}"
-               f" AND op_type IS NOT NULL AND task_type NOT IN ({skip}) AND start_ns / 1000.0 + :offset_us > :begin_us)"
-               " GROUP BY op_id")
+        filtered = (f"op_type IS NOT NULL AND task_type NOT IN ({skip})")
+        timed = "start_ns / 1000.0 + :offset_us > :begin_us"
+        if selection.everything and not self._relaunched():
+            # every execution of a (stream, task) is its one launch's (a static graph): the tasks are summed up
+            # per (stream, task) on their own, and only those sums meet the host tables (0.27 s instead of
+            # 0.46 s for 250k tasks)
+            ns = "(((t.{0} - :cnt) / :hz) * 1e9 + :mono)"
+            sql = (f"SELECT o.op_type, coalesce(o.task_type, 'UNKNOWN') AS task_type, sum(g.n), sum(g.s), min(g.lo),"
+                   " max(g.hi), sum(g.fr) FROM ("
+                   "  SELECT stream_id, task_id, count(*) AS n, sum(d) AS s, min(d) AS lo, max(d) AS hi,"
+                   "   sum(d != CAST(d AS INTEGER)) AS fr"
+                   f"  FROM (SELECT t.stream_id, t.task_id, {ns.format('end_syscnt')} - {ns.format('start_syscnt')}"
+                   f"   AS d, {ns.format('start_syscnt')} AS start_ns FROM task t WHERE t.start_syscnt IS NOT NULL"
+                   f"   AND t.end_syscnt IS NOT NULL) WHERE {timed} GROUP BY stream_id, task_id) g"
+                   " JOIN host.launch h ON h.device_id = :dev AND h.stream_id = g.stream_id AND h.task_id = g.task_id"
+                   "  AND h.occ = 0"
+                   f" JOIN host.op o ON o.op_id = h.op_id AND o.kernel = 1 WHERE {filtered} GROUP BY o.op_id")
+        else:
+            sql = (f"SELECT op_type, task_type, count(*), sum(d), min(d), max(d), sum(d != CAST(d AS INTEGER)) FROM"
+                   f" (SELECT op_id, op_type, task_type, end_ns - start_ns AS d, start_ns FROM"
+                   f" ({self._tasks(('op_id', 'op_type', 'task_type', 'start_ns', 'end_ns'))}) WHERE {where}"
+                   f" AND {filtered} AND {timed}) GROUP BY op_id")
         merged: Dict[tuple, list] = {}
         for op_type, task_type, count, total, low, high, fractional in self.conn.execute(sql, args):
             group = merged.get((op_type, task_type))
