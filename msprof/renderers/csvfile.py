@@ -93,7 +93,7 @@ def column_texts(column: Column, values) -> List[str]:
     kind = column.kind
     if isinstance(kind, _Plain):
         return _texts(values)
-    if kind is EPOCH_US and None not in values:
+    if kind is EPOCH_US and None not in values and min(values, default=0) >= 0:   # (divmod floors negatives)
         return list(map("%d.%03d".__mod__, map(divmod, values, itertools.repeat(1000))))
     if set(map(type, values)) <= {float, type(None)}:
         texts = signed_zeros(list(map(_memo(kind).__getitem__, values)), values, kind.text)

@@ -117,13 +117,16 @@ class Plan:
         return True
 
     def _fields_sql(self, columns: List[Column]) -> Optional[str]:
-        """printf() of the fields of these columns, joined by the separator; None when one cannot be."""
-        conversions: List[str] = []
-        args: List[str] = []
+        """printf() of the fields of these columns, joined by the separator; None when one cannot be.
+
+        Fields that may be N/A together, print an integer as it is, or leave SQL's printing (a guard) are
+        each a nested group: a CASE of its own. Most rows need none of that: for them one flat printf of
+        every field, the groups' conversions in place (each nested printf costs a call and a copy)."""
+        parts: List[tuple] = []       # (conversion, its arguments) of a field, or (None, a nested group)
         nested: Optional[_Nested] = None
         for column in columns:
             if not column.varies:
-                conversions.append(_escape(self.fmt.constant(column)))
+                parts.append((_escape(self.fmt.constant(column)), []))
                 nested = None
                 continue
             if column.sql is None:
@@ -132,31 +135,52 @@ class Plan:
                 text = self._text_sql(column)
                 if text is None:
                     return None
-                conversions.append("%s")
-                args.append(text)
+                parts.append(("%s", [text]))
                 nested = None
                 continue
             printf = column.kind.printf(column.sql)
             if printf is None:
                 return None
             if printf.guard is None and printf.conversion in ("%d", "%s"):      # integers print N/A as text
-                conversions.append("%s" if column.nullable else printf.conversion)
-                args.append(f"coalesce({column.sql}, '{NA}')" if column.nullable else printf.args[0])
+                parts.append(("%s", [f"coalesce({column.sql}, '{NA}')"]) if column.nullable else
+                             (printf.conversion, printf.args))
                 nested = None
                 continue
             null = column.null_when if column.null_when is not None else (
                 f"{column.sql} IS NULL" if column.nullable else None)
-            # a kind whose integers print as they are is printed alone (its CASE picks the conversion)
+            # a kind whose integers print as they are is alone in its group (its CASE picks the conversion)
             if (nested is None or nested.null != null or printf.integers or nested.printfs[-1].integers
                     or (null is not None and column.null_when is None)):
                 nested = _Nested(null)
-                conversions.append("%s")
-                args.append(nested)       # made into SQL below, once complete
+                parts.append((None, nested))
             nested.columns.append(column)
             nested.printfs.append(printf)
-        args = [self._nested_sql(a) if isinstance(a, _Nested) else a for a in args]
-        return f"printf({_sql_text(_escape(self.fmt.separator).join(conversions))}" + "".join(
-            f", {a}" for a in args) + ")"
+        sep = _escape(self.fmt.separator)
+
+        def printf_sql(conversions: List[str], args: List[str]) -> str:
+            return f"printf({_sql_text(sep.join(conversions))}" + "".join(f", {a}" for a in args) + ")"
+
+        nested_conversions, nested_args, flat_conversions, flat_args, fast = [], [], [], [], []
+        for conversion, arg in parts:
+            if conversion is not None:
+                nested_conversions.append(conversion)
+                flat_conversions.append(conversion)
+                nested_args += arg
+                flat_args += arg
+                continue
+            nested_conversions.append("%s")
+            nested_args.append(self._nested_sql(arg))
+            flat_conversions.append(sep.join(p.conversion for p in arg.printfs))
+            flat_args += [a for p in arg.printfs for a in p.args]
+            if arg.null is not None:
+                fast.append(f"NOT ({arg.null})")
+            fast += [f"typeof({c.sql}) != 'integer'" for c, p in zip(arg.columns, arg.printfs) if p.integers]
+            fast += [f"({p.guard})" for p in arg.printfs if p.guard]
+        nested = printf_sql(nested_conversions, nested_args)
+        if len(flat_conversions) == len(nested_conversions) and flat_args == nested_args:
+            return nested                                        # no group: the two are one
+        flat = printf_sql(flat_conversions, flat_args)
+        return f"CASE WHEN {' AND '.join(fast)} THEN {flat} ELSE {nested} END" if fast else flat
 
     def _nested_sql(self, nested: _Nested) -> str:
         """CASE: N/A where null; an integer as it is (a kind that says so, alone in its group); the printf

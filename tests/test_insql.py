@@ -1,0 +1,132 @@
+"""Tables printed by SQLite (msprof.renderers.insql) against the same tables printed value by value (every
+renderer's path): the same bytes for every kind, N/A, edge value, text needing quotes, running column and
+tie order; and a few of those bytes as Python itself prints the values (computed here, not by msprof)."""
+import io
+import sqlite3
+from decimal import ROUND_HALF_UP, Decimal
+
+import pytest
+
+from msprof.renderers import insql
+from msprof.renderers.csvfile import CSV_FIELDS, CsvRenderer
+from msprof.tables import EPOCH_US, INT, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, Source, Table, Ties
+
+# values where SQL's printing and Python's disagree unless the guards hand them to Python
+FLOATS = [0.0625, 0.0075, 0.3125, 2.5, 0.0, -0.0, -1.2345, 1e6 + 0.5, 123456.7895, 1e15 + 0.25, 1e16, 3.7e17,
+          5e-7, 0.0005, 0.0015, 12.4995, 1 / 3, 2 / 3, 19.999999, 1e-300, 4503599627370497.0, -2.0005]
+INTS = [0, 7, -3, 2 ** 62]
+TEXTS = ["plain", "a,b", 'say "hi"', "two\nlines", "cr\rhere", "%d%s%%", "ünïcode", ""]
+
+
+def database():
+    conn = sqlite3.connect(":memory:")
+    conn.create_function("py_round", 2, round)
+    conn.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, k INTEGER, x REAL, y, n INTEGER, e INTEGER, s TEXT,"
+                 " w INTEGER)")
+    rows = []
+    seq = 0
+    for i, x in enumerate(FLOATS + [None]):
+        for j, y in enumerate([x, None, 0, 7] if x is not None else [None]):
+            seq += 1
+            n = INTS[(i + j) % len(INTS)] if (i + j) % 5 else None
+            e = [1700000000000012800, 0, -1500, 999, None][(i + j) % 5]
+            s = (TEXTS + [None])[(i * 3 + j) % (len(TEXTS) + 1)]
+            rows.append((seq, seq // 3, x, y, n, e, s, (seq * 7) % 5))
+    conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    return conn
+
+
+class _Gap(Running):
+    """A running column like op_summary's wait: 0 for the first row, then the gap to the row before."""
+
+    columns = ("gap",)
+    inputs = ("k", "w")
+
+    def __init__(self):
+        self.previous = None
+
+    def fill(self, batch):
+        out = []
+        for k, w in batch:
+            out.append((0 if self.previous is None else (k - self.previous) * 0.001 + w / 3,))
+            self.previous = k
+        return out
+
+
+class _Reversed(Ties):
+    def order(self, ids):
+        return list(reversed(ids))
+
+
+def tables(conn, where="", running=True, ties=True):
+    texts = "SELECT s FROM t"
+    source = Source(conn, "SELECT * FROM t ORDER BY k, seq", {}, order="k", id="seq")
+    columns = [Column("const%", constant="a%d,b"), Column("k", INT, sql="k", nullable=False),
+               Column("python x", ROUND3, sql="x"), Column("sqlite x", SQLITE_ROUND3, sql="x"),
+               Column("gap", ROUND3), Column("python y", ROUND3, sql="y", null_when="y IS NULL"),
+               Column("sqlite y", SQLITE_ROUND3, sql="y", null_when="y IS NULL"),
+               Column("n", INT, sql="n"), Column("epoch", EPOCH_US, sql="e", null_when="e IS NULL"),
+               Column("text", TEXT, sql="s", domain=texts), Column("na", constant=None)]
+    first = Table("first", "first", columns, source=source, where=where, running=_Gap() if running else None,
+                  ties=_Reversed() if ties else None)
+    if not running:
+        first.columns = [c for c in columns if c.name != "gap"]
+    second = Table("second", "second", [Column("seq", INT, sql="seq", nullable=False),
+                                        Column("x", SQLITE_ROUND3, sql="x"),
+                                        Column("text", TEXT, sql="s", domain=texts)], source=source)
+    return [first, second]
+
+
+def render(made, sql: bool):
+    outs = [io.StringIO() for _ in made]
+    renderer = CsvRenderer()
+    if sql:
+        assert insql.plan(made, insql_format()) is not None
+        renderer.write_many(made, outs)
+    else:
+        for table, out in zip(made, outs):
+            renderer.write(table, out)
+    return [out.getvalue() for out in outs]
+
+
+def insql_format():
+    return CSV_FIELDS
+
+
+@pytest.mark.parametrize("where,running,ties", [("", True, True), ("n IS NOT NULL", True, True),
+                                               ("", False, False), ("x > 0", False, True)])
+def test_printed_by_sqlite_as_value_by_value(where, running, ties):
+    conn = database()
+    by_sql = render(tables(conn, where, running, ties), sql=True)
+    by_values = render(tables(conn, where, running, ties), sql=False)
+    assert by_sql[0].splitlines() == by_values[0].splitlines()
+    assert by_sql == by_values
+    assert len(by_sql[0].splitlines()) > 50
+
+
+def test_what_python_prints():
+    """Some of those fields as Python prints them, worked out here."""
+    conn = database()
+    [first, _second] = render(tables(conn), sql=True)
+    assert first.splitlines()[0] == "const%,k,python x,sqlite x,gap,python y,sqlite y,n,epoch,text,na"
+    texts = first
+    # Python's round(): half to even on the binary value; SQLite's round(): half up after a nudge of 3e-16
+    assert f",{round(0.0625, 3)},0.063," in texts and round(0.0625, 3) == 0.062
+    assert f",{round(0.0075, 3)},0.008," in texts and round(0.0075, 3) == 0.007
+    assert ",1e+16,1e+16," in texts and ",3.7e+17,3.7e+17," in texts
+    assert ",-0.0,0.0," in texts                      # Python keeps -0.0; SQLite's round() gives 0.0 back
+    assert '"a,b"' in texts and '"say ""hi"""' in texts and '"two\nlines"' in texts and '"cr\rhere"' in texts
+    assert ",%d%s%%," in texts and '"a%d,b"' in texts    # printf's specials printed as they are
+    assert ",1700000000000012.800," in texts and ",-1.500," in texts and ",0.000," in texts
+    sqlite = float(Decimal(repr(12.4995)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+    assert f",{round(12.4995, 3)},{sqlite}," in texts and sqlite == 12.5
+
+
+def test_a_text_column_without_domain_or_sql_is_printed_value_by_value():
+    conn = database()
+    made = tables(conn)
+    made[1].columns[2] = Column("text", TEXT, sql="s")          # no domain: SQL would have to check each
+    assert insql.plan(made, CSV_FIELDS) is None
+    made = tables(conn)
+    made[0].columns[1] = Column("k", INT)                          # no SQL at all
+    assert insql.plan(made, CSV_FIELDS) is None
