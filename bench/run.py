@@ -30,8 +30,19 @@ sys.path.insert(0, str(ROOT))
 LAYERS = 1000  # tasks per iteration; iterations = tasks / LAYERS
 PROF_OPS = 1000  # ops of the PROF_ model; iterations = tasks / PROF_OPS
 DEFAULT_PROF_SIZES = "100000,250000,1000000"
-PROF_SHAPE = (f"one model of {PROF_OPS} AI_CORE ops (Conv2D, MatMul, Relu, Add) as a static graph: launched once "
-              f"at model load, run each iteration; PMU PipeUtilization; iterations = tasks / {PROF_OPS}")
+# How the host launches the ops: once at model load (a static graph: how training graphs run, nearly every
+# record a device one), or every op of every iteration (node, runtime call, node info and task_track each).
+PROF_SHAPES = {
+    "static": ({"static_graph": True}, "a static graph: launched once at model load, run each iteration"),
+    "per-launch": ({"static_graph": False}, "launched by the host every iteration (4 host records a task)"),
+}
+PROF_SHAPE = "static"       # --prof-shape
+
+
+def prof_shape_text() -> str:
+    return (f"chip 3, one model of {PROF_OPS} AI_CORE ops (Conv2D, MatMul, Relu, Add), "
+            f"{PROF_SHAPES[PROF_SHAPE][1]}; every run its own duration and PMU counters; PMU PipeUtilization; "
+            f"iterations = tasks / {PROF_OPS}")
 # what msprof writes into a result directory (a JOB, or a PROF_'s host/ and device_N/)
 OUTPUT_DIRS = ("sqlite", "summary", "timeline", "log", "query")
 # bytes per raw record, by file name prefix (lower case); slices of a stream are counted as one byte stream
@@ -58,13 +69,15 @@ def job_description(tasks: int) -> dict:
 
 
 def prof_description(tasks: int) -> dict:
-    """A fixtures/profgen description (PROF_SHAPE). Static graph because that is how training graphs run:
-    the host launches each op once, so nearly every record is a device one (HWTS pairs and PMU)."""
+    """A fixtures/profgen description (prof_shape_text): chip 3 as the issue's data; every execution with
+    its own duration and counters (jitter), so that no output value repeats more than a device's would."""
     ops = min(PROF_OPS, tasks)
     return {
+        "platform_version": "3",
+        "jitter": 1,
         "models": [{"id": 1, "name": "bench"}],
         "iterations": max(1, tasks // ops),
-        "static_graph": True,
+        **PROF_SHAPES[PROF_SHAPE][0],
         "pmu": "PipeUtilization",
         "threads": [{"ops": [{"name": f"op{i}", "type": ("Conv2D", "MatMul", "Relu", "Add")[i % 4],
                               "task_type": "AI_CORE", "block_dim": 8, "dur_us": 5 + i % 11}
@@ -72,9 +85,13 @@ def prof_description(tasks: int) -> dict:
     }
 
 
+def data_dir(kind: str, tasks: int, out: Path) -> Path:
+    return out / (f"{kind}-{tasks}" if kind == "job" or PROF_SHAPE == "static" else f"{kind}-{PROF_SHAPE}-{tasks}")
+
+
 def cached(kind: str, tasks: int, out: Path):
     """The generated JOB or PROF_ directory of that size, if complete; else None."""
-    parent = out / f"{kind}-{tasks}"
+    parent = data_dir(kind, tasks, out)
     found = sorted(parent.glob("JOB*" if kind == "job" else "PROF_*")) if parent.is_dir() else []
     if not found:
         return None
@@ -89,7 +106,7 @@ def cached(kind: str, tasks: int, out: Path):
 
 def generate_here(kind: str, tasks: int, out: Path) -> None:
     """The --generate mode: write the data of that size, then its marker (only a finished one is used)."""
-    parent = out / f"{kind}-{tasks}"
+    parent = data_dir(kind, tasks, out)
     shutil.rmtree(parent, ignore_errors=True)
     parent.mkdir(parents=True)
     if kind == "job":
@@ -112,7 +129,7 @@ def generate(kind: str, tasks: int, out: Path) -> Path:
     if found:
         return found
     wall, rss, code = run_measured([sys.executable, Path(__file__).resolve(), "--generate", kind, str(tasks),
-                                    "--out", out.resolve()])
+                                    "--out", out.resolve(), "--prof-shape", PROF_SHAPE])
     found = cached(kind, tasks, out)
     if code or not found:
         raise SystemExit(f"generating the {kind} of {tasks:,} tasks failed")
@@ -369,7 +386,7 @@ def reference_ratio(tasks: int, out: Path) -> None:
         print(f"\nreference comparison skipped: {script} not found")
         return
     prof = generate("prof", tasks, out)
-    work = out / f"reference-{tasks}"
+    work = out / f"reference-{PROF_SHAPE}-{tasks}"
     shutil.rmtree(work, ignore_errors=True)
     for copy in ("ref", "ours"):
         shutil.copytree(prof, work / copy / prof.name, ignore=shutil.ignore_patterns(*OUTPUT_DIRS))
@@ -386,7 +403,7 @@ def reference_ratio(tasks: int, out: Path) -> None:
                 print(f"{tool} failed on the PROF_ data; ratio not available")
                 return
     ratio = times["reference"] / times["msprof"]
-    print(f"\nReference analyser vs msprof on PROF_ data ({tasks:,} tasks; {PROF_SHAPE}), "
+    print(f"\nReference analyser vs msprof on PROF_ data ({tasks:,} tasks; {prof_shape_text()}), "
           f"import + export summary:")
     print(f"  reference {times['reference']:.2f} s, msprof {times['msprof']:.2f} s, "
           f"ratio reference/msprof = {ratio:.1f}x")
@@ -413,9 +430,13 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true",
                         help="smoke mode: no reference comparison, no PROF_ series unless --prof-sizes is given")
     parser.add_argument("--repeat", type=int, default=1, help="runs per step (the median is reported)")
+    parser.add_argument("--prof-shape", choices=sorted(PROF_SHAPES), default="static",
+                        help="how the PROF_ data's host launches its ops (series and reference comparison)")
     parser.add_argument("--spawner", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--generate", nargs=2, metavar=("KIND", "TASKS"), help=argparse.SUPPRESS)
     options = parser.parse_args()
+    global PROF_SHAPE
+    PROF_SHAPE = options.prof_shape
     if options.spawner:
         return spawner_main()
     if options.generate:
@@ -452,7 +473,7 @@ def bench(options) -> int:
           f"calibration workload {calibration():.2f} s (see docs/performance.md)")
     failed = run_series(bench_job, sizes(options.sizes), out, repeat, print_targets)
     if sizes(prof_sizes):
-        print(f"\nPROF_ series: {PROF_SHAPE}")
+        print(f"\nPROF_ series: {prof_shape_text()}")
     failed |= run_series(bench_prof, sizes(prof_sizes), out, repeat, print_prof_targets)
     print(f"\ncalibration workload at the end: {calibration():.2f} s")
     if not (options.no_reference or options.quick):

@@ -24,6 +24,17 @@ PARALLEL_MIN_ROWS = 200_000
 WORKERS = 2
 
 
+def part_cut(i: int, n: int) -> float:
+    """Where the i-th of n cuts of a table into parts lies, as a fraction of its rows: parts shrink linearly
+    (n, n-1, …, 1 shares), so the last ones, which two processes take in turn, even out their end."""
+    shares = n * (n + 1) // 2
+    return sum(n - k for k in range(i)) / shares
+
+
+def part_share(k: int, n: int) -> float:
+    return part_cut(k + 1, n) - part_cut(k, n)
+
+
 class SummaryFile(NamedTuple):
     name: str            # file name without extension
     table: str           # the report method that makes its Table (with ``also``: a list, one per name)
@@ -126,10 +137,12 @@ def _write_in_workers(unit, files: List[SummaryFile], fmt: str, directory: Path)
     for i, f in enumerate(files):
         n = f.parts
         if n > 1:
-            jobs += [(i, (k, n), f.weight // n) for k in range(n)]
+            jobs += [(i, (k, n), int(f.weight * part_share(k, n))) for k in range(n)]
         else:
             jobs.append((i, None, f.weight))
-    order = sorted(range(len(jobs)), key=lambda j: -jobs[j][2])
+    # the files that cannot be cut first, largest first; the parts of the others after them, where they even
+    # out the end (a whole file last would keep one process busy while the other waits)
+    order = sorted(range(len(jobs)), key=lambda j: (jobs[j][1] is not None, -jobs[j][2]))
     share = max(1, sum(j[2] for j in jobs) // (8 * WORKERS))
     batches: List[List[int]] = []
     load: Optional[int] = None

@@ -114,14 +114,14 @@ class ProfLayout(Layout):
         label = report.unit.label
         if report.has_tasks:
             tasks = report.count("task")
-            # weights ~ the cost of each file (op_summary 3, op_summary with task_time 3.6, op_statistic 1/2 per
-            # task, measured): two processes then finish together; the parts even out the end
+            # weights ~ the cost of each file per task (op_summary with task_time 12 µs, op_summary 10, op_statistic
+            # 1-2, measured): two processes then finish together; the parts even out the end
             if selection.everything:
-                files.append(SummaryFile("op_summary", "op_summary_and_task_time", (), tasks * 36 // 10, parts=4,
+                files.append(SummaryFile("op_summary", "op_summary_and_task_time", (), tasks * 12, parts=8,
                                          also=("task_time",)))
             else:
-                files.append(SummaryFile("op_summary" + suffix, "op_summary", (selection,), tasks * 3, parts=4))
-            files.append(SummaryFile("op_statistic" + suffix, "op_statistic", (selection,), tasks // 2))
+                files.append(SummaryFile("op_summary" + suffix, "op_summary", (selection,), tasks * 10, parts=8))
+            files.append(SummaryFile("op_statistic" + suffix, "op_statistic", (selection,), tasks * 3 // 2))
         else:
             notice(f"{label}: no device task data: op_summary, op_statistic and task_time skipped")
         if report.has_api:

@@ -16,6 +16,7 @@ from msprof import store
 from msprof.decode.api_event import LEVELS
 from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.schema import HOST
+from msprof.summary import part_cut
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, py_round_sql
 from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, SQLITE_ROUND3, Column, Running, Source, Table, Ties
 
@@ -271,7 +272,7 @@ class ProfReport(Report):
                 " (start_ns / 1000.0 + :offset_us < :begin_us AND :begin_us < end_ns / 1000.0 + :offset_us))")
 
     def _part_bounds(self, k: int, n: int) -> Tuple[int, int]:
-        """Start counters splitting the timed tasks into n ranges of about equal size: range k."""
+        """Start counters splitting the timed tasks into the n ranges of msprof.summary.part_cut: range k."""
         (count,) = self.conn.execute("SELECT count(*) FROM task WHERE start_syscnt IS NOT NULL").fetchone()
 
         def cut(i: int) -> int:
@@ -280,7 +281,7 @@ class ProfReport(Report):
             if i >= n:
                 return (1 << 63) - 1
             row = self.conn.execute("SELECT start_syscnt FROM task WHERE start_syscnt IS NOT NULL"
-                                    " ORDER BY start_syscnt LIMIT 1 OFFSET ?", (count * i // n,)).fetchone()
+                                    " ORDER BY start_syscnt LIMIT 1 OFFSET ?", (int(count * part_cut(i, n)),)).fetchone()
             return row[0] if row else (1 << 63) - 1
 
         return cut(k), cut(k + 1)
