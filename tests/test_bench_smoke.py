@@ -77,7 +77,7 @@ def test_bench_prof_smoke_size(tmp_path):
     # + aclmdlExecute per iteration), node infos and task tracks (one per op: a static graph), one graph map
     assert records == 2 * 2000 + 2000 + (2 * 1000 + 1 + 2 * 2) + 1000 + 1000 + 1
     stdout = run_bench("--sizes", "", "--prof-sizes", "2000", "--quick", "--out", str(tmp_path))
-    assert "PROF_ series: one model of 1000 AI_CORE ops" in stdout and "static graph" in stdout
+    assert "PROF_ series: chip 3, one model of 1000 AI_CORE ops" in stdout and "static graph" in stdout
     assert "generated PROF_" in stdout
     assert f"2,000 tasks: {records:,} raw records" in stdout
     steps = re.findall(r"^  (import|export summary|export timeline|show) +(\d+\.\d+) ", stdout, re.M)
@@ -116,8 +116,20 @@ def test_bench_reference_ratio_smoke(tmp_path):
     # each tool ran on its own copy; the generated data stayed raw
     generated = next((tmp_path / "prof-2000").glob("PROF_*"))
     assert not list(generated.rglob("sqlite")) and not (generated / "mindstudio_profiler_output").exists()
-    ref_summary = list((tmp_path / "reference-2000" / "ref" / generated.name / "mindstudio_profiler_output")
-                       .glob("op_summary_*.csv"))
+    ref_summary = list((tmp_path / "reference-static-2000" / "ref" / generated.name /
+                        "mindstudio_profiler_output").glob("op_summary_*.csv"))
     assert len(ref_summary) == 1 and len(ref_summary[0].read_text().splitlines()) == 1 + 2000
-    ours_summary = tmp_path / "reference-2000" / "ours" / generated.name / "device_0" / "summary" / "op_summary.csv"
+    ours_summary = (tmp_path / "reference-static-2000" / "ours" / generated.name / "device_0" / "summary" /
+                    "op_summary.csv")
     assert len(ours_summary.read_text().splitlines()) == 1 + 2000
+
+
+def test_bench_per_launch_shape(tmp_path):
+    """--prof-shape per-launch: the host launches every op of every iteration (its own cache directory)."""
+    stdout = run_bench("--sizes", "", "--prof-sizes", "2000", "--quick", "--prof-shape", "per-launch",
+                       "--out", str(tmp_path))
+    assert "launched by the host every iteration" in stdout
+    prof = next((tmp_path / "prof-per-launch-2000").glob("PROF_*"))
+    tracks = sum(p.stat().st_size for p in (prof / "host" / "data").glob("*task_track*")) // 64
+    assert tracks == 2000                                   # one task_track per task
+    assert len((prof / "device_0" / "summary" / "op_summary.csv").read_text().splitlines()) == 1 + 2000
