@@ -6,6 +6,7 @@ blocks, and PMU and ACL are loaded by worker processes into part databases that 
 imports the same damaged JOB both ways and compares every table row for row; the values themselves are
 checked by hand-computed tests elsewhere (test_job_values, test_faults).
 """
+import contextlib
 import sqlite3
 
 import pytest
@@ -47,9 +48,24 @@ def make(tmp_path, scenario):
 def tables(job):
     """Every table but meta (which holds the import time), rows in stored order."""
     importer.import_result_dir(job)
-    with sqlite3.connect(job / "sqlite" / "msprof.db") as conn:
-        names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        return {n: conn.execute(f"SELECT * FROM [{n}] ORDER BY rowid").fetchall() for n in names if n != "meta"}
+    return database_tables(job / "sqlite" / "msprof.db")
+
+
+def database_tables(path):
+    """The tables of a database and of its parts (a worker's, attached as msprof reads them): every one but
+    meta and the parts' tokens, rows in stored order."""
+    with contextlib.closing(store.open_readonly(path)) as conn:
+        schemas = [row[1] for row in conn.execute("PRAGMA database_list")]
+        names = sorted({n for schema in schemas for (n,) in conn.execute(
+            f"SELECT name FROM [{schema}].sqlite_master WHERE type = 'table'")} - {"meta", "part_token"})
+        return {n: conn.execute(f"SELECT * FROM [{n}] ORDER BY rowid").fetchall() for n in names}
+
+
+def indexed_tables(path):
+    with contextlib.closing(store.open_readonly(path)) as conn:
+        schemas = [row[1] for row in conn.execute("PRAGMA database_list")]
+        return {t for schema in schemas for (t,) in conn.execute(
+            f"SELECT tbl_name FROM [{schema}].sqlite_master WHERE type = 'index'")}
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -76,9 +92,9 @@ def test_worker_processes_load_the_same_database(tmp_path, monkeypatch, scenario
     parallel = tables(job)
     assert parallel == inline
     assert not [p for p in (job / "sqlite").iterdir() if p.name.startswith(".part")]
-    with sqlite3.connect(job / "sqlite" / "msprof.db") as conn:   # the merged tables kept their indexes
-        indexed = {t for (t,) in conn.execute("SELECT tbl_name FROM sqlite_master WHERE type = 'index'")}
-    assert {"task", "pmu", "layer"} <= indexed
+    # the worker's tables stayed in parts of their own, indexed, read with the database
+    assert sorted(p.name for p in (job / "sqlite").iterdir()) == ["msprof.acl.db", "msprof.db", "msprof.pmu.db"]
+    assert {"task", "pmu", "layer"} <= indexed_tables(job / "sqlite" / "msprof.db")
 
 
 def test_prof_device_worker_loads_the_same_database(tmp_path, monkeypatch):
@@ -92,9 +108,7 @@ def test_prof_device_worker_loads_the_same_database(tmp_path, monkeypatch):
 
     def device_tables():
         prof_importer.import_result_dir(device, "device", spare_cores=True)
-        with sqlite3.connect(device / "sqlite" / "msprof.db") as conn:
-            names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-            return {n: conn.execute(f"SELECT * FROM [{n}] ORDER BY rowid").fetchall() for n in names if n != "meta"}
+        return database_tables(device / "sqlite" / "msprof.db")
 
     inline = device_tables()
     monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
@@ -102,9 +116,7 @@ def test_prof_device_worker_loads_the_same_database(tmp_path, monkeypatch):
     assert parallel == inline
     assert (len(inline["task"]), len(inline["pmu"])) == (12, 10)   # 2 iterations of 6 ops; the AI_CPU op has no PMU
     assert not [p for p in (device / "sqlite").iterdir() if p.name.startswith(".part")]
-    with sqlite3.connect(device / "sqlite" / "msprof.db") as conn:
-        indexed = {t for (t,) in conn.execute("SELECT tbl_name FROM sqlite_master WHERE type = 'index'")}
-    assert {"task", "pmu"} <= indexed
+    assert {"task", "pmu"} <= indexed_tables(device / "sqlite" / "msprof.db")
 
 
 def profgen_multi() -> dict:
@@ -140,3 +152,40 @@ def test_positions_cut_at_iteration_starts_equal_one_bisect_per_task():
         if trial % 2:
             moments.sort()                                # the cut path; unsorted ones take the plain path
         assert placer._positions(moments) == [bisect.bisect_right(starts, m) for m in moments]
+
+
+def test_parts_belong_to_their_database(tmp_path, monkeypatch):
+    """A worker's table stays in a part file read with its database; a part missing, or one from another
+    import (swapped in by hand, or left by an import killed between its moves), makes the database stale —
+    never read — and the next command rebuilds it; an import that loads the family itself removes the part."""
+    from msprof import api
+    from msprof.errors import DataError
+    from msprof.layouts import find_units
+
+    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    job = make(tmp_path / "a", "clean")
+    other = make(tmp_path / "b", "two models")
+    for collection in (job, other):
+        api.import_collection(collection)
+    db, part = job / "sqlite" / "msprof.db", job / "sqlite" / "msprof.pmu.db"
+    expected = database_tables(db)
+    [unit] = find_units(job)
+    assert unit.database.stale() is None
+
+    part.write_bytes((other / "sqlite" / "msprof.pmu.db").read_bytes())    # another import's part
+    with pytest.raises(DataError, match="msprof.pmu.db is from another import"):
+        store.open_readonly(db)
+    assert "from another import" in unit.database.stale()
+    api.export_summary(job, "csv")                    # rebuilt first, then read
+    assert unit.database.stale() is None and database_tables(db) == expected
+
+    part.unlink()
+    assert "msprof.pmu.db is missing" in unit.database.stale()
+    api.export_summary(job, "csv")
+    assert database_tables(db) == expected
+
+    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 1 << 40)           # now loaded inline
+    api.import_collection(job)
+    assert sorted(p.name for p in (job / "sqlite").iterdir()) == ["msprof.db"]
+    assert database_tables(db) == expected

@@ -1,6 +1,7 @@
 """Reliability and security of what msprof writes (docs/security.md), through the real CLI on real files:
 links and wrong file types in a collection, names that would inject log lines, leftovers of killed
 processes, a full disk, permissions, read-only collections, a broken pipe."""
+import contextlib
 import os
 import shutil
 import signal
@@ -230,9 +231,9 @@ def test_workers_start_after_the_database_directory_exists(tmp_path, monkeypatch
     monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(importer, "several_cores", lambda: True)
     [path] = api.import_collection(job)
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(store.open_readonly(path)) as conn:
         assert conn.execute("SELECT count(*) FROM pmu").fetchone()[0] > 0     # loaded by the worker
-    assert [p.name for p in (job / "sqlite").iterdir()] == ["msprof.db"]
+    assert sorted(p.name for p in (job / "sqlite").iterdir()) == ["msprof.acl.db", "msprof.db", "msprof.pmu.db"]
 
 
 # --- permissions and read-only collections, as a real unprivileged user ---------------------------------------
