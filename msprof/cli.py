@@ -154,7 +154,7 @@ def export():
 @command_options
 @selection_options
 @click.option("--check", "check_all", is_flag=True,
-              help="Validate every file before it replaces the old one (default: files up to 250,000 events).")
+              help="Validate every file before it replaces the old one (default: files up to 100,000 events).")
 def export_timeline_cmd(collection_dir, output, model_id, iteration_id, check_all):
     """Chrome traces into <result dir>/timeline/ (JOB: task_time_*, acl_*; PROF_: msprof*), for
     chrome://tracing or ui.perfetto.dev."""
