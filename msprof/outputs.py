@@ -6,9 +6,10 @@ the log).
   another type is refused with a clear error (exit 7), never followed — a collection received from someone
   else may hold ``log -> ~/.ssh``.
 * **Never half-written** (``atomic_path``): a result is written to a temporary beside it and renamed into
-  place only when complete. Temporaries carry the writer's pid (``.<name>.<pid>.<random>.tmp``,
-  ``.part-<pid>-<name>.db``), so a later run can tell the leftovers of a killed process from a live
-  writer's files and remove them (``remove_stale``).
+  place only when complete. Temporaries (``temporary``: created new, never through a link someone put
+  there) carry the writer's pid (``.<name>.<pid>.<random>.tmp``; ``.part-<pid>-<name>.db`` from older
+  versions), so a later run can tell the leftovers of a killed process from a live writer's files and
+  remove them (``remove_stale``).
 * **Permissions**: files at most 0640 and directories 0750 (the SS928 tool's umask 0027 rule), narrower
   when the user's umask is narrower (``restrict_umask``; temporaries made 0600 are opened up to that).
 * **Errors named** (``naming_errors``): a full disk, a read-only directory or a refused permission becomes
@@ -29,7 +30,7 @@ from msprof.errors import DiskSpaceError, OutputError
 UMASK = 0o027
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
-# msprof's temporaries: ".<name>.<pid>.<random>.tmp" and ".part-<pid>-<name>.db"
+# msprof's temporaries: ".<name>.<pid>.<random>.tmp" (and ".part-<pid>-<name>.db", written by earlier versions)
 _TEMPORARY = re.compile(r"^\..*\.(?P<pid>\d+)\.[^.]*\.tmp$|^\.part-(?P<part>\d+)-.*\.db$")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional
 
 from msprof import SCHEMA_VERSION, __version__
-from msprof.outputs import atomic_path, naming_errors, output_dir
+from msprof.outputs import atomic_path, naming_errors, output_dir, temporary
 from msprof.console import log, notice
 
 if TYPE_CHECKING:        # pragma: no cover - imported when a database is built (sqlite_utils_database)
@@ -338,9 +338,13 @@ class SideLoads:
         self.kept: Dict[str, str] = {}
         self.conn: Optional[sqlite3.Connection] = None     # the database's, with the kept parts attached
         self.executor = None
+        self.parts: Dict[str, Path] = {}
 
     def _part(self, name: str) -> Path:
-        return self.target.parent / f".part-{os.getpid()}-{name}.db"
+        """The worker's database for ``name``: a new temporary (a name no one could have linked elsewhere)."""
+        if name not in self.parts:
+            self.parts[name] = temporary(self.target.parent, part_path(self.target, name).name)
+        return self.parts[name]
 
     def __enter__(self):
         if self.remote:
@@ -350,8 +354,6 @@ class SideLoads:
             self.executor = process_pool(1)
             for name in self.remote:
                 part = self._part(name)
-                if part.exists():
-                    part.unlink()
                 table, load, streams = self.families[name]
                 self.tokens[name] = os.urandom(8).hex()
                 self.futures[name] = self.executor.submit(_side_worker, str(part), self.schema, table, load, streams,
@@ -390,13 +392,13 @@ class SideLoads:
                 self.conn.execute("DETACH DATABASE ?", (f"part_{name}",))
             self.conn.execute("BEGIN")
         for name in self.families:
-            part, final = self._part(name), part_path(self.target, name)
+            part, final = self.parts.get(name), part_path(self.target, name)
             if kind is None and name in self.kept:
                 with naming_errors(final):
                     os.replace(part, final)
-            else:
-                if part.exists():
-                    part.unlink()
-                if kind is None and final.exists():   # a part of an earlier import this one does without
-                    final.unlink()
+                continue
+            if part is not None:
+                part.unlink(missing_ok=True)
+            if kind is None and os.path.lexists(final):   # a part of an earlier import this one does without
+                final.unlink()
         return False

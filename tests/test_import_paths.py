@@ -91,7 +91,7 @@ def test_worker_processes_load_the_same_database(tmp_path, monkeypatch, scenario
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     parallel = tables(job)
     assert parallel == inline
-    assert not [p for p in (job / "sqlite").iterdir() if p.name.startswith(".part")]
+    assert not [p for p in (job / "sqlite").iterdir() if p.name.startswith(".")]      # no temporaries left
     # the worker's tables stayed in parts of their own, indexed, read with the database
     assert sorted(p.name for p in (job / "sqlite").iterdir()) == ["msprof.acl.db", "msprof.db", "msprof.pmu.db"]
     assert {"task", "pmu", "layer"} <= indexed_tables(job / "sqlite" / "msprof.db")
@@ -115,7 +115,7 @@ def test_prof_device_worker_loads_the_same_database(tmp_path, monkeypatch):
     parallel = device_tables()
     assert parallel == inline
     assert (len(inline["task"]), len(inline["pmu"])) == (12, 10)   # 2 iterations of 6 ops; the AI_CPU op has no PMU
-    assert not [p for p in (device / "sqlite").iterdir() if p.name.startswith(".part")]
+    assert not [p for p in (device / "sqlite").iterdir() if p.name.startswith(".")]
     assert {"task", "pmu"} <= indexed_tables(device / "sqlite" / "msprof.db")
 
 
@@ -189,3 +189,22 @@ def test_parts_belong_to_their_database(tmp_path, monkeypatch):
     api.import_collection(job)
     assert sorted(p.name for p in (job / "sqlite").iterdir()) == ["msprof.db"]
     assert database_tables(db) == expected
+
+
+def test_a_link_where_a_part_goes_is_not_written_through(tmp_path, monkeypatch):
+    """The worker's part is a new temporary, never a name planted in advance: a link at the final part name
+    (a collection received with its sqlite/ directory) is replaced by the part, its target untouched."""
+    from msprof import api
+
+    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    job = make(tmp_path, "clean")
+    (job / "sqlite").mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    (job / "sqlite" / "msprof.pmu.db").symlink_to(victim)
+    (job / "sqlite" / "msprof.acl.db").symlink_to(tmp_path / "nowhere")        # dangling
+    api.import_collection(job)
+    assert victim.read_text() == "keep me" and not (tmp_path / "nowhere").exists()
+    assert not (job / "sqlite" / "msprof.pmu.db").is_symlink()
+    assert database_tables(job / "sqlite" / "msprof.db")["pmu"]
