@@ -339,8 +339,14 @@ class _SourceBatches:
         selected, width = len(exprs), len(exprs) + len(inputs)
         if table.ties:
             batched = whole_groups(batched, width)
-        # each row: the selected values with the running columns' values put in their places
-        places = [(c.name in filled, c.name) for c in varying]
+        # where each column comes from: a selected value (its position) or a running column (its name)
+        places, at = [], 0
+        for c in varying:
+            if c.name in filled:
+                places.append(c.name)
+            else:
+                places.append(at)
+                at += 1
         for batch in batched:
             if table.ties:
                 order = tie_order([r[width] for r in batch], [r[width + 1] for r in batch], table.ties)
@@ -349,12 +355,9 @@ class _SourceBatches:
             if not running:
                 yield [row[:selected] for row in batch]
                 continue
-            computed = running.fill([row[selected:width] for row in batch])
-            rows = []
-            for row, values in zip(batch, computed):
-                given, made = iter(row[:selected]), dict(zip(running.columns, values))
-                rows.append(tuple(made[name] if is_made else next(given) for is_made, name in places))
-            yield rows
+            columns = list(zip(*batch))
+            made = dict(zip(running.columns, zip(*running.fill(list(zip(*columns[selected:width]))))))
+            yield list(zip(*(made[p] if isinstance(p, str) else columns[p] for p in places)))
 
 
 def batches(cursor, size: int = 1024) -> Iterator[list]:
