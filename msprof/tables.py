@@ -15,7 +15,6 @@ A table whose rows come from SQL may say so (``Source``, ``Column.sql``): then a
 SQL (csv) has SQLite make each row's text, and only what SQL cannot compute (``Running``: the wait since
 the row before) is computed in Python (msprof.renderers.insql). Every other consumer reads the values.
 """
-import collections
 import itertools
 import operator
 import sqlite3
@@ -368,25 +367,6 @@ def batches(cursor, size: int = 1024) -> Iterator[list]:
         if not rows:
             return
         yield rows
-
-
-def lockstep(source: Iterable[tuple], n: int) -> List[Iterator[list]]:
-    """n streams of batches out of one source of n-tuples of batches (tables filled by one query). Read them
-    in turn, one batch of each, as msprof.summary does: then none holds more than the batch not yet read."""
-    source = iter(source)
-    waiting: List[collections.deque] = [collections.deque() for _ in range(n)]
-
-    def stream(queue: collections.deque) -> Iterator[list]:
-        while True:
-            if not queue:
-                step = next(source, None)
-                if step is None:
-                    return
-                for each, batch in zip(waiting, step):
-                    each.append(batch)
-            yield queue.popleft()
-
-    return [stream(queue) for queue in waiting]
 
 
 def signed_zeros(texts: List[str], values, text: Callable[[object], str] = str) -> List[str]:

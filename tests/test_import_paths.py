@@ -7,7 +7,6 @@ imports the same damaged JOB both ways and compares every table row for row; the
 checked by hand-computed tests elsewhere (test_job_values, test_faults).
 """
 import contextlib
-import sqlite3
 
 import pytest
 

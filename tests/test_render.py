@@ -202,26 +202,3 @@ def test_a_file_written_in_parts_and_joined_is_the_whole_file(name, cuts, tmp_pa
     with open(tmp_path / "joined", "wb") as out:
         renderer.join(parts, out)
     assert (tmp_path / "joined").read_bytes().decode() == expected_text(name, rows, total)
-
-
-def test_lockstep_streams_hold_only_the_batch_not_yet_read():
-    """Tables filled by one query: each stream gives its own batches in order; read in turn, the source is
-    pulled one step at a time (nothing piles up), and all streams end with it."""
-    from msprof.tables import lockstep
-
-    pulled = []
-
-    def source():
-        for k in range(4):
-            pulled.append(k)
-            yield [f"a{k}"], [f"b{k}", f"b{k}'"]
-
-    a, b = lockstep(source(), 2)
-    seen = []
-    for batch_a, batch_b in zip(a, b):
-        seen.append((batch_a, batch_b, list(pulled)))
-    assert seen == [(["a0"], ["b0", "b0'"], [0]), (["a1"], ["b1", "b1'"], [0, 1]),
-                    (["a2"], ["b2", "b2'"], [0, 1, 2]), (["a3"], ["b3", "b3'"], [0, 1, 2, 3])]
-    assert list(a) == [] and list(b) == []
-    a, b = lockstep(source(), 2)                 # read one stream to its end: the other still has all
-    assert list(a) == [["a0"], ["a1"], ["a2"], ["a3"]] and len(list(b)) == 4

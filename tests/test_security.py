@@ -5,7 +5,6 @@ import contextlib
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time

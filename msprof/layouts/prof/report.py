@@ -394,7 +394,7 @@ class ProfReport(Report):
         return delta / self.host_cpu_mhz if self.host_cpu_mhz else delta * 1000000 / 1000000000
 
 
-# --- tasks that start at the same moment (docs/prof-format.md §5, "Ties") ------------------------------------
+# --- tasks that start at the same moment (docs/prof-format.md §5 and §8, "Ties") ----------------------------
 class _GeOrder(Ties):
     """op_summary: tasks that start together come in the order of the GE task list the reference joins them
     to — launches thread by thread (host.thread_order), each thread's in time order."""
