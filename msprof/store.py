@@ -370,8 +370,10 @@ class SideLoads:
             conn.execute(f"DROP TABLE main.[{table}]")      # read from the part instead
             self.kept[name] = self.tokens[name]
             write_meta(db, {"parts": self.kept})
-            # the rest of the import may read it too (ATTACH is refused inside a transaction)
-            conn.execute("COMMIT")
+            # the rest of the import may read it too (ATTACH is refused inside a transaction; some
+            # sqlite3/sqlite-utils versions have committed on their own)
+            if conn.in_transaction:
+                conn.execute("COMMIT")
             conn.execute("ATTACH DATABASE ? AS ?", (str(self._part(name)), f"part_{name}"))
             conn.execute("BEGIN")
         else:
@@ -387,7 +389,8 @@ class SideLoads:
             else:                 # an error or an interrupt: do not wait for the worker
                 stop(self.executor)
         if self.conn is not None and kind is None:       # no part open while it moves (some systems refuse)
-            self.conn.execute("COMMIT")
+            if self.conn.in_transaction:
+                self.conn.execute("COMMIT")
             for name in self.kept:
                 self.conn.execute("DETACH DATABASE ?", (f"part_{name}",))
             self.conn.execute("BEGIN")
