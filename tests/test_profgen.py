@@ -259,7 +259,7 @@ def task_time_order(prof):
 def expected_task_time(prof):
     rows = []
     for x in task_time_order(prof):
-        rows.append({"Device_id": "0", "kernel_name": x.op_name, "kernel_type": x.task_type,
+        rows.append({"Device_id": str(prof.desc["device_id"]), "kernel_name": x.op_name, "kernel_type": x.task_type,
                      "stream_id": str(x.stream), "task_id": str(x.task), "task_time(us)": round(x.dur_ns / 1000, 3),
                      "task_start(us)": local_us_text(prof, x.start_ns),
                      "task_stop(us)": local_us_text(prof, x.end_ns)})
@@ -298,9 +298,12 @@ def pmu_columns(prof, x):
         out["vec_int32_ratio"] = r3_half_up(r[5])
         out["vec_misc_ratio"] = r3_half_up(r[6])
         out["cube_fops"] = r3_half_up(r[0] * cyc * 16 * 16 * 16 * 2 + r[1] * cyc * 16 * 16 * 32 * 2)
-        # chip v2 (platform 1) coefficients: r4b*64 + r4c*128 + r4d*64 + r4e*64 + r4f*32
-        out["vector_fops"] = r3_half_up(r[2] * cyc * 64.0 + r[3] * cyc * 128.0 + r[4] * cyc * 64.0
-                                        + r[5] * cyc * 64.0 + r[6] * cyc * 32.0)
+        # r4b, r4c, r4d, r4e, r4f weights: chip v2 (platform 1) 64, 128, 64, 64, 32; chip v1 (0) 32, 128,
+        # 64, 64, 32; chip v3 and later 64, 128, 64, 16, 16 (docs/prof-format.md §5)
+        w = {"1": (64.0, 128.0, 64.0, 64.0, 32.0), "0": (32.0, 128.0, 64.0, 64.0, 32.0)}.get(
+            d["platform_version"], (64.0, 128.0, 64.0, 16.0, 16.0))
+        out["vector_fops"] = r3_half_up(r[2] * cyc * w[0] + r[3] * cyc * w[1] + r[4] * cyc * w[2]
+                                        + r[5] * cyc * w[3] + r[6] * cyc * w[4])
     return out
 
 
@@ -331,7 +334,8 @@ def expected_op_summary(prof):
     for x in op_summary_order(prof):
         wait = 0 if prev is None else round(max(x.start_ns - prev.start_ns - prev.dur_ns, 0) / 1000, 3)
         prev = x
-        row = OrderedDict([("Device_id", "0"), ("Model ID", str(x.model_id)), ("Task ID", str(x.task)),
+        row = OrderedDict([("Device_id", str(prof.desc["device_id"])), ("Model ID", str(x.model_id)),
+                           ("Task ID", str(x.task)),
                            ("Stream ID", str(x.stream)), ("Op Name", x.op_name), ("OP Type", x.op_type),
                            ("OP State", "static"), ("Task Type", x.task_type),
                            ("Task Start Time(us)", local_us_text(prof, x.start_ns)),
@@ -358,7 +362,8 @@ def expected_op_statistic(prof):
     rows = []
     for (otype, ttype), durs in groups.items():
         # whole ns, kept by the reference in an INTEGER column: its average sum/count is an integer division
-        rows.append({"Device_id": "0", "OP Type": otype, "Core Type": ttype, "Count": str(len(durs)),
+        rows.append({"Device_id": str(prof.desc["device_id"]), "OP Type": otype, "Core Type": ttype,
+                     "Count": str(len(durs)),
                      "Total Time(us)": round(sum(durs) / 1000, 3), "Min Time(us)": round(min(durs) / 1000, 3),
                      "Avg Time(us)": round(sum(durs) // len(durs) / 1000, 3),
                      "Max Time(us)": round(max(durs) / 1000, 3),
@@ -379,8 +384,8 @@ def expected_api_statistic(prof):
         total = round(sum(d), 3)
         avg = round(total / len(d), 3)
         var = round(sum(round((v - avg) ** 2, 3) for v in d) / len(d), 3)
-        rows.append({"Device_id": "0", "Level": level, "API Name": name, "Time(us)": total, "Count": str(len(d)),
-                     "Avg(us)": avg, "Min(us)": round(min(d), 3), "Max(us)": round(max(d), 3), "Variance": var})
+        rows.append({"Device_id": str(prof.desc["device_id"]), "Level": level, "API Name": name, "Time(us)": total,
+                     "Count": str(len(d)), "Avg(us)": avg, "Min(us)": round(min(d), 3), "Max(us)": round(max(d), 3), "Variance": var})
     return rows
 
 
