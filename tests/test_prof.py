@@ -165,11 +165,11 @@ def test_device_without_host_and_missing_pmu(tmp_path):
         f.unlink()
     out = summary(prof_dir)
     assert "api_statistic" not in out
-    assert len(out["op_summary"]) == len(prof.tasks)
-    assert {r["Model ID"] for r in out["op_summary"]} == {"4294967295"}
-    assert {r["Task Type"] for r in out["op_summary"]} == {"UNKNOWN"}
-    assert "aicore_time(us)" not in out["op_summary"][0]
-    assert [r["kernel_type"] for r in out["task_time"]] == [r["kernel_type"] for r in expected_task_time(prof)]
+    # as the reference: no launch names a task, so op_summary (the tasks of the GE task list) has no row;
+    # task_time has every task, named by its device type ("Other" on chip v2) and start
+    assert out["op_summary"] == [] and out["op_statistic"] == []
+    assert [(r["kernel_name"], r["kernel_type"], r["task_start(us)"]) for r in out["task_time"]] == [
+        ("N/A", "Other", r["task_start(us)"]) for r in expected_task_time(prof)]
 
 
 def test_stars_orphans_dropped(tmp_path):

@@ -27,6 +27,19 @@ ALL_EXPORT_DRIVER = 0x072211
 ALL_EXPORT_EXCEPT = ("0", "2", "11")
 NOT_IN_OP_SUMMARY = ("WRITE_BACK", "INVALID")
 HWTS_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE", 3: "WRITE_BACK"}
+# task_time's kernel_type of a device task no launch names: the reference's name of its type number (its
+# TaskTimeViewer.get_device_task_type, sqe_type_map): the chip family's SQE type, "Other" for any other number
+# and, on chip v2 (platform "1"), for every number
+_HW_SQE = ["AI_CORE", "AI_CPU", "AIV_SQE", "PLACE_HOLDER_SQE", "EVENT_RECORD_SQE", "EVENT_WAIT_SQE",
+           "NOTIFY_RECORD_SQE", "NOTIFY_WAIT_SQE", "WRITE_VALUE_SQE", "SDMA_SQE", "MAX_SQE"]
+_STARS_SQE = _HW_SQE[:9] + ["VQ6_SQE", "TOF_SQE", "SDMA_SQE", "VPC_SQE", "JPEGE_SQE", "JPEGD_SQE", "DSA_SQE",
+                            "ROCCE_SQE", "PCIE_DMA_SQE", "HOST_CPU_SQE", "CDQM_SQE", "C_CORE_SQE"]
+_V6_SQE = {0: "AI_CORE", 1: "AIV_SQE", 2: "FUSION", 3: "PLACE_HOLDER_SQE", 4: "AICPU_H", 5: "AICPU_D",
+           6: "NOTIFY_RECORD_SQE", 7: "NOTIFY_WAIT_SQE", 8: "WRITE_VALUE_SQE", 9: "UBDMA", 10: "ASYNCDMA",
+           11: "SDMA_SQE", 12: "VPC_SQE", 13: "JPEGE_SQE", 14: "JPEGD_SQE", 15: "CMO_SQE", 16: "CCU_SQE",
+           20: "CONDITION_SQE", 21: "END_SQE"}
+SQE_TYPES = {"1": {}, "15": _V6_SQE, "16": _V6_SQE, **{p: dict(enumerate(_STARS_SQE)) for p in ("5", "7", "8", "11")}}
+DEFAULT_SQE_TYPES = dict(enumerate(_HW_SQE))
 TASK_TIME_FIELDS = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id", "task_id", "start_ns", "end_ns")
 TENSOR_COLUMNS = ["Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
                   "Output Formats"]
@@ -207,13 +220,13 @@ class ProfReport(Report):
         and, with ``pmu``, their PMU record and metrics (msprof.metrics.AscendMetrics)."""
         where, args = self._where(selection)
         metrics = self.metrics if pmu else None
-        fields = ("seq", "start_syscnt", "model_id", "task_id", "stream_id", "op_name", "op_type", "op_state",
+        fields = ("seq", "start_syscnt", "op_id", "model_id", "task_id", "stream_id", "op_name", "op_type", "op_state",
                   "task_type", "block_dim", "op_flag", "start_ns", "end_ns") + (TASK_TIME_FIELDS if task_time else ())
         span, previous = "", None
         if part is not None:
             args["lo"], args["hi"] = self._part_bounds(*part)
             span = "AND t.start_syscnt >= :lo AND t.start_syscnt < :hi"
-            before = self._tasks(("task_type", "start_ns", "end_ns"), False, "AND t.start_syscnt < :lo", "DESC")
+            before = self._tasks(("op_id", "task_type", "start_ns", "end_ns"), False, "AND t.start_syscnt < :lo", "DESC")
             previous = self.conn.execute(f"SELECT start_ns, end_ns - start_ns FROM ({before}) WHERE"
                                          f" {self._included(where)} LIMIT 1", args).fetchone()
         derived = [f"{py_round_sql('aicore_raw', 2)} AS aicore2"] if metrics else []
@@ -265,10 +278,12 @@ class ProfReport(Report):
                                  self.params).fetchone() is not None
 
     def _included(self, where: str) -> str:
-        """Which timed tasks op_summary has (of the selection ``where``): not WRITE_BACK or INVALID, and
-        starting after the collection began (or spanning its beginning)."""
+        """Which timed tasks op_summary has (of the selection ``where``): those an op task launched (the
+        reference joins its GE task list) but WRITE_BACK and INVALID ones, starting after the collection
+        began (or spanning its beginning)."""
         skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
-        return (f"{where} AND task_type NOT IN ({skip}) AND (start_ns / 1000.0 + :offset_us > :begin_us OR"
+        return (f"{where} AND op_id IS NOT NULL AND task_type NOT IN ({skip}) AND (start_ns / 1000.0 + :offset_us >"
+                " :begin_us OR"
                 " (start_ns / 1000.0 + :offset_us < :begin_us AND :begin_us < end_ns / 1000.0 + :offset_us))")
 
     def _part_bounds(self, k: int, n: int) -> Tuple[int, int]:
@@ -344,13 +359,15 @@ class ProfReport(Report):
     def _task_time_columns(self) -> List[Column]:
         """task_time's columns over a row of TASK_TIME_FIELDS (and ``dur``, ``e_start``, ``e_stop``: the stop
         time as the reference has it, start + duration in floats)."""
-        type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
-        hw_names = " UNION ALL ".join(f"SELECT '{v}'" for v in HWTS_TASK_TYPES.values())
+        sqe = SQE_TYPES.get(self.platform, DEFAULT_SQE_TYPES)
+        type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in sqe.items())
+        hw_names = " UNION ALL ".join(f"SELECT '{v}'" for v in list(sqe.values()) + ["Other"])
         return [Column("Device_id", constant=str(self.device_id)),
                 Column("kernel_name", sql="coalesce(kernel_name, op_name)",
                        domain="SELECT kernel_name FROM host.op UNION ALL SELECT op_name FROM host.op"),
-                Column("kernel_type", sql=f"CASE WHEN task_type != 'UNKNOWN' THEN task_type ELSE CASE hw_type"
-                                          f" {type_names} ELSE CAST(hw_type AS TEXT) END END", nullable=False,
+                Column("kernel_type", sql=f"CASE WHEN task_type != 'UNKNOWN' THEN task_type ELSE "
+                                          + (f"CASE hw_type {type_names} ELSE 'Other' END" if sqe else "'Other'")
+                                          + " END", nullable=False,
                        domain=f"SELECT task_type FROM host.op UNION ALL {hw_names}"),
                 Column("stream_id", INT, sql="stream_id", nullable=False),
                 Column("task_id", INT, sql="task_id", nullable=False),
