@@ -69,7 +69,6 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
             db[table].create_index(columns, if_not_exists=True)
         conn.execute("INSERT INTO launch_count SELECT device_id, stream_id, task_id, count(*) FROM launch"
                      " GROUP BY device_id, stream_id, task_id")
-        _thread_order(conn)
         (orphans,) = conn.execute("SELECT count(*) FROM launch l JOIN op o USING (op_id) WHERE o.kernel = 1"
                                   " AND (o.op_type IS NULL OR l.model_id IS NULL)").fetchone()
         if orphans:
@@ -144,17 +143,6 @@ def _pair_events(conn, notices: Notices) -> None:
     Rows("api", columns, batch).insert(conn)
     if unpaired:
         notices.warn(f"api_event: {unpaired} event record(s) without their begin/end partner ignored")
-
-
-def _thread_order(conn) -> None:
-    """thread_order: threads in the order the reference meets them — its API calls as recorded (not empty,
-    not at time 0), then its event pairs, then threads with launches only."""
-    conn.execute(
-        "INSERT INTO thread_order (thread, rank) SELECT thread, row_number() OVER (ORDER BY min(first), thread)"
-        " FROM (SELECT thread, min(seq) AS first FROM api WHERE from_events = 0 AND begin > 0 AND begin != [end]"
-        "  GROUP BY thread"
-        "  UNION ALL SELECT thread, (1 << 40) + min(seq) FROM api WHERE from_events = 1 GROUP BY thread"
-        "  UNION ALL SELECT thread, (1 << 50) + min(seq) FROM launch GROUP BY thread) GROUP BY thread")
 
 
 def _model_executions(conn) -> None:

@@ -365,7 +365,7 @@ class ProfReport(Report):
         return [Column("Device_id", constant=str(self.device_id)),
                 Column("kernel_name", sql="coalesce(kernel_name, op_name)",
                        domain="SELECT kernel_name FROM host.op UNION ALL SELECT op_name FROM host.op"),
-                Column("kernel_type", sql=f"CASE WHEN task_type != 'UNKNOWN' THEN task_type ELSE "
+                Column("kernel_type", sql="CASE WHEN task_type != 'UNKNOWN' THEN task_type ELSE "
                                           + (f"CASE hw_type {type_names} ELSE 'Other' END" if sqe else "'Other'")
                                           + " END", nullable=False,
                        domain=f"SELECT task_type FROM host.op UNION ALL {hw_names}"),
@@ -414,19 +414,33 @@ class ProfReport(Report):
 # --- tasks that start at the same moment (docs/prof-format.md §5 and §8, "Ties") ----------------------------
 class _GeOrder(Ties):
     """op_summary: tasks that start together come in the order of the GE task list the reference joins them
-    to — launches thread by thread (host.thread_order), each thread's in time order."""
+    to — launches thread by thread, each thread's in time order. Threads in the order the reference meets
+    them: its API calls as recorded (not empty, not at time 0), then its event pairs, then threads with
+    launches only (worked out when the first tie is met: most runs have none)."""
+
+    LAST = 1 << 62
 
     def __init__(self, report: "ProfReport"):
         self.report = report
+        self.threads: Optional[Dict[int, int]] = None
+
+    def thread_ranks(self) -> Dict[int, int]:
+        if self.threads is None:
+            self.threads = {thread: rank for rank, (thread,) in enumerate(self.report.conn.execute(
+                "SELECT thread FROM (SELECT thread, min(seq) AS first FROM host.api WHERE from_events = 0"
+                "  AND begin > 0 AND begin != [end] GROUP BY thread"
+                " UNION ALL SELECT thread, (1 << 40) + min(seq) FROM host.api WHERE from_events = 1 GROUP BY thread"
+                " UNION ALL SELECT thread, (1 << 50) + min(seq) FROM host.launch GROUP BY thread)"
+                " GROUP BY thread ORDER BY min(first), thread"))}
+        return self.threads
 
     def order(self, ids: List[int]) -> List[int]:
+        threads = self.thread_ranks()
         tasks = self.report._tasks(("seq", "thread", "track_ts", "launch_seq"),
                                    span=f"AND t.seq IN ({', '.join(map(str, map(int, ids)))})")
-        rows = self.report.conn.execute(
-            f"SELECT x.seq, coalesce(o.rank, {1 << 62}), coalesce(x.track_ts, 0), coalesce(x.launch_seq, 0) FROM"
-            f" ({tasks}) x LEFT JOIN host.thread_order o ON o.thread = x.thread", self.report.params).fetchall()
-        rank = {row[0]: row[1:] for row in rows}
-        return sorted(ids, key=lambda i: rank.get(i, (1 << 62, 0, 0)))
+        rank = {seq: (threads.get(thread, self.LAST), ts or 0, launch or 0) for seq, thread, ts, launch in
+                self.report.conn.execute(f"SELECT seq, thread, track_ts, launch_seq FROM ({tasks})", self.report.params)}
+        return sorted(ids, key=lambda i: rank.get(i, (self.LAST, 0, 0)))
 
 
 class _FirstAppearance(Ties):
@@ -455,9 +469,15 @@ class _FirstAppearance(Ties):
         def key(stream: int, task: int, batch: int) -> tuple:
             return (stream, task, context, batch) if batched else (stream, task, context)
 
+        # host tasks by time, those of one moment in the GE task list's thread order (a temporary table of
+        # the few threads: the launches are sorted by SQLite, a million of them never held here)
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS msprof_thread_rank (thread INTEGER PRIMARY KEY, rank INTEGER)")
+        conn.execute("DELETE FROM msprof_thread_rank")
+        conn.executemany("INSERT INTO msprof_thread_rank VALUES (?, ?)", _GeOrder(report).thread_ranks().items())
         host = dict.fromkeys(key(s, t, b) for s, t, b in conn.execute(
-            "SELECT h.stream_id, h.task_id, h.batch_id FROM host.launch h LEFT JOIN host.thread_order o"
-            " ON o.thread = h.thread WHERE h.device_id = :dev ORDER BY h.ts, o.rank, h.seq", report.params))
+            "SELECT h.stream_id, h.task_id, h.batch_id FROM host.launch h LEFT JOIN msprof_thread_rank r"
+            f" ON r.thread = h.thread WHERE h.device_id = :dev ORDER BY h.ts, coalesce(r.rank, {_GeOrder.LAST}),"
+            " h.seq", report.params))
         first = {}
         for stream, task, start in conn.execute(
                 "SELECT stream_id, task_id, min(start_syscnt) FROM task WHERE start_syscnt IS NOT NULL"

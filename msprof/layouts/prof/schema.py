@@ -38,9 +38,7 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
                  "op_state": str, "kernel_name": str, "rts_type": str, "kernel": int}, "op_id"),
     # launches per (device, stream, task): an id launched once (a static graph) names all its executions
     "launch_count": TableDef({"device_id": int, "stream_id": int, "task_id": int, "launches": int}),
-    # the order in which the reference analyses the threads (docs/prof-format.md §5, "Ties"): it lists the
-    # launches thread by thread, and that order settles tasks that start at the same moment
-    "thread_order": TableDef({"thread": int, "rank": int}, "thread"),
+
 }), indexes=[
     # the association's time lookups: node- and model-level calls per thread by begin (partial, covering)
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 10000"),
