@@ -7,6 +7,7 @@ call ``fresh_database`` which reuses the database while the recorded source file
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
@@ -93,19 +94,39 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def part_path(path: Path, name: str) -> Path:
-    """Where the part ``name`` of the database at ``path`` lives: beside it (msprof.pmu.db)."""
+def part_path(path: Path, name: str, token: str) -> Path:
+    """Where the part ``name`` of the database at ``path`` lives: beside it, named by its token too
+    (msprof.pmu.3f2a….db), so that a new import's parts never replace the parts an older database still
+    reads until the new database has replaced it."""
     path = Path(path)
-    return path.with_name(f"{path.stem}.{name}{path.suffix}")
+    return path.with_name(f"{path.stem}.{name}.{token}{path.suffix}")
+
+
+def _parts(conn: sqlite3.Connection) -> Dict[str, str]:
+    """The parts a database's meta names: name → token."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'parts'").fetchone() if _has_meta(conn) else None
+    return json.loads(row[0]) if row and row[0] else {}
+
+
+def _remove_other_parts(path: Path, parts: Dict[str, str]) -> None:
+    """Remove the part files beside the database at ``path`` it does not read (an earlier import's)."""
+    keep = {part_path(path, name, token).name for name, token in parts.items()}
+    pattern = re.compile(rf"^{re.escape(path.stem)}\.[a-z_]+(\.[0-9a-f]+)?{re.escape(path.suffix)}$")
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    for name in names:
+        if pattern.match(name) and name not in keep:
+            with contextlib.suppress(OSError):
+                os.unlink(path.parent / name)       # (a link is removed, never followed)
 
 
 def attach_parts(conn: sqlite3.Connection, path: Path) -> Optional[str]:
     """ATTACH the parts the database's meta names, each checked to be the one built with it (its token);
     what is wrong, or None."""
-    row = conn.execute("SELECT value FROM meta WHERE key = 'parts'").fetchone() if _has_meta(conn) else None
-    parts = json.loads(row[0]) if row and row[0] else {}
-    for name, token in sorted(parts.items()):
-        part = part_path(path, name)
+    for name, token in sorted(_parts(conn).items()):
+        part = part_path(path, name, token)
         if not part.is_file():
             return f"its part {part.name} is missing"
         conn.execute("ATTACH DATABASE ? AS ?", (readonly_uri(part), f"part_{name}"))
@@ -195,9 +216,11 @@ def build(path: Path, schema: Schema):
             yield db
             if conn.in_transaction:  # some sqlite3/sqlite-utils versions commit on their own
                 conn.execute("COMMIT")
+            parts = _parts(conn)
             conn.execute("PRAGMA journal_mode=DELETE")
         finally:
             conn.close()
+    _remove_other_parts(path, parts)        # the new database is in place: the old one's parts can go
 
 
 class Notices:
@@ -324,10 +347,12 @@ class SideLoads:
     (``spare_cores``). ``merge(db, name)`` waits for a family (or loads it here when it was not sent to the
     worker). One worker, not one per family: two cores then run two processes.
 
-    A family the worker loaded stays in its own database file, a *part* (msprof.pmu.db beside msprof.db),
-    which readers attach (``open_readonly``): copying its table in cost 0.1-0.3 s per 250k records. The
-    database's meta names its parts with a token each part holds too, so that a part from another import is
-    never read with it; parts are moved into place before the database, whose move completes the import."""
+    A family the worker loaded stays in its own database file, a *part* beside the database
+    (msprof.pmu.<token>.db beside msprof.db), which readers attach (``open_readonly``): copying its table in
+    cost 0.1-0.3 s per 250k records. The database's meta names its parts and their tokens, which each part
+    holds too, so that a part from another import is never read with it. Parts are moved into place under
+    new names before the database; the earlier database's parts are removed once the new database has
+    replaced it (``build``), so a failed import leaves the earlier one whole."""
 
     def __init__(self, target: Path, schema: Schema, families: dict, spare_cores: bool):
         self.target, self.schema, self.families = Path(target), schema, families
@@ -343,7 +368,7 @@ class SideLoads:
     def _part(self, name: str) -> Path:
         """The worker's database for ``name``: a new temporary (a name no one could have linked elsewhere)."""
         if name not in self.parts:
-            self.parts[name] = temporary(self.target.parent, part_path(self.target, name).name)
+            self.parts[name] = temporary(self.target.parent, f"{self.target.stem}.{name}{self.target.suffix}")
         return self.parts[name]
 
     def __enter__(self):
@@ -395,13 +420,11 @@ class SideLoads:
                 self.conn.execute("DETACH DATABASE ?", (f"part_{name}",))
             self.conn.execute("BEGIN")
         for name in self.families:
-            part, final = self.parts.get(name), part_path(self.target, name)
-            if kind is None and name in self.kept:
+            part = self.parts.get(name)
+            if kind is None and name in self.kept:     # a name of its own: no earlier part is replaced
+                final = part_path(self.target, name, self.kept[name])
                 with naming_errors(final):
                     os.replace(part, final)
-                continue
-            if part is not None:
+            elif part is not None:
                 part.unlink(missing_ok=True)
-            if kind is None and os.path.lexists(final):   # a part of an earlier import this one does without
-                final.unlink()
         return False

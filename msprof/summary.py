@@ -3,8 +3,9 @@
 A layout's report lists the files to write (``SummaryFile``: a name, the report table that fills it, a
 weight ~ its rows, and into how many row ranges its table can be cut); each is rendered straight from SQL
 into a temporary file renamed into place. When the files add up to many rows and a second core is free,
-two processes share the work, largest first, in batches small enough to even out; a file that can be
-cut (a PROF op_summary of a million rows) is written as parts by both, then joined by its renderer. Files made by one pass
+two processes share the work: the files that cannot be cut first, largest first, then the parts of a file
+that can (a PROF op_summary of a million rows, cut by start time into parts that shrink towards the end),
+which both write and its renderer joins. Files made by one pass
 over the rows (a PROF op_summary and task_time: one query) are written together, a batch of each in turn.
 The order of the returned paths is the order of the list, either way.
 """
@@ -17,22 +18,12 @@ from msprof import progress
 from msprof.outputs import atomic_open, naming_errors, output_dir, remove_stale, temporary
 from msprof.console import log
 from msprof.renderers import FORMATS
+from msprof.tables import part_share
 from msprof.workers import process_pool, several_cores
 
 # With at least this many rows in all (and more than one core), two processes write the files.
 PARALLEL_MIN_ROWS = 200_000
 WORKERS = 2
-
-
-def part_cut(i: int, n: int) -> float:
-    """Where the i-th of n cuts of a table into parts lies, as a fraction of its rows: parts shrink linearly
-    (n, n-1, …, 1 shares), so the last ones, which two processes take in turn, even out their end."""
-    shares = n * (n + 1) // 2
-    return sum(n - k for k in range(i)) / shares
-
-
-def part_share(k: int, n: int) -> float:
-    return part_cut(k + 1, n) - part_cut(k, n)
 
 
 class SummaryFile(NamedTuple):

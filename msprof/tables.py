@@ -52,7 +52,8 @@ class Kind:
 class Printf(NamedTuple):
     """A printf() conversion with its arguments that prints a value as its kind's ``text`` does wherever
     ``guard`` (SQL; None: always) holds; elsewhere Python prints it — except an integer when ``integers``
-    (it prints as it is). The arguments may name ``expr`` several times: pass a column, not an expression.
+    (it prints as it is). The arguments and the guard may name the value several times: a column is
+    cheaper than an expression, which is evaluated each time.
     (printf's ``%!.3f`` prints 3 decimals without their trailing zeros, as Python prints a rounded float:
     1.0, 0.25, 0.063.)"""
 
@@ -95,15 +96,17 @@ class _PythonRound(Kind):
         prints; an integer (the reference's 0 for "none") prints as it is."""
         if self.digits != 3:
             return None
-        x = expr
+        x = f"({expr})"
         return Printf("%!.3f", [x], f"{x} > 0 AND {x} < 1e6 AND {x} * 1000.0 - CAST({x} * 1000.0 AS INTEGER)"
                                     " NOT BETWEEN 0.499999 AND 0.500001", integers=True)
 
 
 class _SqliteRound(Kind):
-    """A float rounded as the reference analyser rounds it in SQL: SQLite's round(x, 3). That prints x
-    with printf's %!.3f and reads the text back (exactly, below 10^15), so %!.3f of x gives its very
-    digits."""
+    """A float rounded as the reference analyser rounds it in SQL: SQLite's round(x, 3), which prints x with
+    printf's %!.3f and reads that text back; Python then prints the double it got. Below 10^12 a double
+    holds every 3-decimal text exactly (its step is under 0.0002), so %!.3f of x prints the very text
+    Python prints; above, Python's shortest text can have fewer digits (9213822499954.72 for
+    9213822499954.721), so those are Python's to print."""
 
     numeric = True
 
@@ -117,8 +120,8 @@ class _SqliteRound(Kind):
     def printf(self, expr: str):
         if self.digits != 3:
             return None
-        # Python prints 10^16 and up with an exponent, and %!.3f is exact below 10^15
-        return Printf("%!.3f", [expr], f"{expr} < 1e15 AND {expr} > -1e15")
+        x = f"({expr})"
+        return Printf("%!.3f", [x], f"{x} < 1e12 AND {x} > -1e12")
 
 
 class _EpochNs(Kind):
@@ -134,7 +137,8 @@ class _EpochNs(Kind):
     json = text
 
     def printf(self, expr: str):
-        return Printf("%d.%03d", [f"{expr} / 1000", f"{expr} % 1000"], f"{expr} >= 0")
+        x = f"({expr})"
+        return Printf("%d.%03d", [f"{x} / 1000", f"{x} % 1000"], f"{x} >= 0")
 
 
 TEXT = _Plain("text", False, "%s", words=True)
@@ -238,11 +242,15 @@ def tie_order(keys: Sequence, ids: Sequence, ties: Ties) -> Optional[List[int]]:
 
 class Running:
     """Columns computed in Python over a table's rows in order, from a running state (the wait since the row
-    before): ``inputs`` are SQL over the source row; ``fill`` takes a batch of input tuples and returns each
-    row's values of ``columns`` (the names of the columns it fills)."""
+    before): ``inputs`` are SQL over the source row; ``start`` begins a pass over the rows, ``fill`` takes
+    a batch of input tuples and returns each row's values of ``columns`` (the names of the columns it
+    fills)."""
 
     columns: Sequence[str] = ()
     inputs: Sequence[str] = ()
+
+    def start(self) -> None:
+        """A new pass over the rows, from the first."""
 
     def fill(self, batch: List[tuple]) -> List[tuple]:
         raise NotImplementedError
@@ -313,8 +321,8 @@ class Table:
 
 
 class _SourceBatches:
-    """A source table's rows, a batch at a time: its columns' values selected from its source (iterable once,
-    like a cursor; the query runs when it is iterated, so a renderer that prints in SQL never runs it)."""
+    """A source table's rows, a batch at a time: its columns' values selected from its source (the query runs
+    each time it is iterated, so a renderer that prints in SQL never runs it)."""
 
     def __init__(self, table: Table):
         self.table = table
@@ -332,6 +340,8 @@ class _SourceBatches:
         where = f" WHERE {table.where}" if table.where else ""
         sql = f"SELECT {', '.join(exprs + inputs + extra) or 'NULL'} FROM ({source.sql}){where}"
         batched = batches(source.conn.execute(sql, source.params))
+        if running:
+            running.start()
         if not running and not table.ties:
             yield from batched
             return
@@ -357,6 +367,18 @@ class _SourceBatches:
             columns = list(zip(*batch))
             made = dict(zip(running.columns, zip(*running.fill(list(zip(*columns[selected:width]))))))
             yield list(zip(*(made[p] if isinstance(p, str) else columns[p] for p in places)))
+
+
+def part_cut(i: int, n: int) -> float:
+    """Where the i-th of n cuts of a table into parts lies, as a fraction of its rows (msprof.summary writes a
+    large table in parts): parts shrink linearly (n, n-1, …, 1 shares), so the last ones, which two
+    processes take in turn, even out their end."""
+    shares = n * (n + 1) // 2
+    return sum(n - k for k in range(i)) / shares
+
+
+def part_share(k: int, n: int) -> float:
+    return part_cut(k + 1, n) - part_cut(k, n)
 
 
 def batches(cursor, size: int = 1024) -> Iterator[list]:

@@ -92,7 +92,7 @@ def test_worker_processes_load_the_same_database(tmp_path, monkeypatch, scenario
     assert parallel == inline
     assert not [p for p in (job / "sqlite").iterdir() if p.name.startswith(".")]      # no temporaries left
     # the worker's tables stayed in parts of their own, indexed, read with the database
-    assert sorted(p.name for p in (job / "sqlite").iterdir()) == ["msprof.acl.db", "msprof.db", "msprof.pmu.db"]
+    assert sorted(p.name.split(".")[1] for p in (job / "sqlite").iterdir()) == ["acl", "db", "pmu"]
     assert {"task", "pmu", "layer"} <= indexed_tables(job / "sqlite" / "msprof.db")
 
 
@@ -167,20 +167,25 @@ def test_parts_belong_to_their_database(tmp_path, monkeypatch):
     other = make(tmp_path / "b", "two models")
     for collection in (job, other):
         api.import_collection(collection)
-    db, part = job / "sqlite" / "msprof.db", job / "sqlite" / "msprof.pmu.db"
+    db = job / "sqlite" / "msprof.db"
+
+    def part():
+        [found] = (job / "sqlite").glob("msprof.pmu.*.db")
+        return found
+
     expected = database_tables(db)
     [unit] = find_units(job)
     assert unit.database.stale() is None
 
-    part.write_bytes((other / "sqlite" / "msprof.pmu.db").read_bytes())    # another import's part
-    with pytest.raises(DataError, match="msprof.pmu.db is from another import"):
+    part().write_bytes(next((other / "sqlite").glob("msprof.pmu.*.db")).read_bytes())   # another import's
+    with pytest.raises(DataError, match=r"msprof\.pmu\.[0-9a-f]+\.db is from another import"):
         store.open_readonly(db)
     assert "from another import" in unit.database.stale()
     api.export_summary(job, "csv")                    # rebuilt first, then read
     assert unit.database.stale() is None and database_tables(db) == expected
 
-    part.unlink()
-    assert "msprof.pmu.db is missing" in unit.database.stale()
+    part().unlink()
+    assert "is missing" in unit.database.stale()
     api.export_summary(job, "csv")
     assert database_tables(db) == expected
 
@@ -188,6 +193,36 @@ def test_parts_belong_to_their_database(tmp_path, monkeypatch):
     api.import_collection(job)
     assert sorted(p.name for p in (job / "sqlite").iterdir()) == ["msprof.db"]
     assert database_tables(db) == expected
+
+
+def test_a_failed_import_keeps_the_earlier_database_and_its_parts(tmp_path, monkeypatch):
+    """The new parts are moved in under names of their own and the old ones removed only once the new
+    database has replaced the old: an import whose very last step (moving the database into place) fails
+    leaves the earlier database whole and readable, and the new parts are not read with it."""
+    import os
+
+    from msprof.layouts.job import importer as job_importer
+
+    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    job = make(tmp_path, "clean")
+    job_importer.import_result_dir(job)
+    db = job / "sqlite" / "msprof.db"
+    expected, parts = database_tables(db), sorted((job / "sqlite").glob("msprof.*.*.db"))
+    replace = os.replace
+
+    def full_disk_for_the_database(source, target):
+        if str(target).endswith("msprof.db"):
+            raise OSError(28, "No space left on device")
+        return replace(source, target)
+
+    monkeypatch.setattr(os, "replace", full_disk_for_the_database)
+    with pytest.raises(Exception, match="No space left"):
+        job_importer.import_result_dir(job)
+    monkeypatch.setattr(os, "replace", replace)
+    assert all(p.exists() for p in parts)                 # the earlier parts are still there
+    assert database_tables(db) == expected                # and the earlier database reads them
+    assert not [p for p in (job / "sqlite").iterdir() if p.name.startswith(".")]
 
 
 def test_a_link_where_a_part_goes_is_not_written_through(tmp_path, monkeypatch):
@@ -203,7 +238,8 @@ def test_a_link_where_a_part_goes_is_not_written_through(tmp_path, monkeypatch):
     victim.write_text("keep me")
     (job / "sqlite" / "msprof.pmu.db").symlink_to(victim)
     (job / "sqlite" / "msprof.acl.db").symlink_to(tmp_path / "nowhere")        # dangling
+    (job / "sqlite" / "msprof.pmu.0123456789abcdef.db").symlink_to(victim)
     api.import_collection(job)
     assert victim.read_text() == "keep me" and not (tmp_path / "nowhere").exists()
-    assert not (job / "sqlite" / "msprof.pmu.db").is_symlink()
+    assert not [p for p in (job / "sqlite").iterdir() if p.is_symlink()]     # removed, never followed
     assert database_tables(job / "sqlite" / "msprof.db")["pmu"]

@@ -370,14 +370,26 @@ def test_py_round_sql_is_pythons_round():
         assert [(repr(g), type(g)) for g in got] == [(repr(w), type(w)) for w in want]
 
 
-@pytest.mark.parametrize("fmt", ["csv", "json"])
-def test_prof_summary_written_by_two_processes_is_identical(tmp_path, monkeypatch, fmt):
+# two threads in step: b1 and a1 start together every iteration and last differently (10 and 5 µs), so a
+# part's first wait depends on which of them the reference lists last (a1: its thread comes second), and
+# b1, which ends last, is the one the device logged last
+TIED = {"iterations": 7, "pmu": "PipeUtilization", "static_graph": True,
+        "threads": [{"tid": 7, "stream": 5, "ops": [{"name": "b1", "dur_us": 10}, {"name": "b2", "dur_us": 5}]},
+                    {"tid": 3, "stream": 3, "start_us": 10, "ops": [{"name": "a1", "dur_us": 5},
+                                                                    {"name": "a2", "dur_us": 10}]}]}
+
+
+@pytest.mark.parametrize("fmt,desc", [("csv", dict(MULTI, iterations=7, pmu="PipeUtilization")),
+                                      ("json", dict(MULTI, iterations=7, pmu="PipeUtilization")),
+                                      ("csv", TIED), ("json", TIED)])
+def test_prof_summary_written_by_two_processes_is_identical(tmp_path, monkeypatch, fmt, desc):
     """Two processes writing the files, op_summary cut into parts by start time (each part's first wait
-    taken from the row before it) and joined, write byte for byte what one process writes."""
+    taken from the row before it, in the reference's order where tasks start together) and joined, write
+    byte for byte what one process writes."""
     from msprof import summary as summary_writer
     from msprof import workers
 
-    prof = pg.write_prof(tmp_path, dict(MULTI, iterations=7, pmu="PipeUtilization"))
+    prof = pg.write_prof(tmp_path, desc)
     inline = api.export_summary(prof, fmt=fmt)
     expected = {p.relative_to(prof): p.read_bytes() for p in inline}
     monkeypatch.setattr(summary_writer, "PARALLEL_MIN_ROWS", 0)
@@ -386,7 +398,8 @@ def test_prof_summary_written_by_two_processes_is_identical(tmp_path, monkeypatc
     assert [p.relative_to(prof) for p in parallel] == list(expected)      # same files, same order
     assert {p.relative_to(prof): p.read_bytes() for p in parallel} == expected
     rows = expected[Path("device_0/summary/op_summary." + fmt)].decode()
-    assert (rows.count("\n") - 1 if fmt == "csv" else rows.count('"Op Name"')) == 7 * 6   # 7 iterations of 6 ops
+    tasks = 7 * sum(len(thread["ops"]) for thread in desc["threads"])     # 7 iterations
+    assert (rows.count("\n") - 1 if fmt == "csv" else rows.count('"Op Name"')) == tasks
     assert not [p for p in (prof / "device_0" / "summary").iterdir() if p.name.startswith(".")]
 
 

@@ -232,7 +232,7 @@ def test_workers_start_after_the_database_directory_exists(tmp_path, monkeypatch
     [path] = api.import_collection(job)
     with contextlib.closing(store.open_readonly(path)) as conn:
         assert conn.execute("SELECT count(*) FROM pmu").fetchone()[0] > 0     # loaded by the worker
-    assert sorted(p.name for p in (job / "sqlite").iterdir()) == ["msprof.acl.db", "msprof.db", "msprof.pmu.db"]
+    assert sorted(p.name.split(".")[1] for p in (job / "sqlite").iterdir()) == ["acl", "db", "pmu"]
 
 
 # --- permissions and read-only collections, as a real unprivileged user ---------------------------------------

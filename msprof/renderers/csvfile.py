@@ -20,12 +20,11 @@ class _CsvFields(insql.TextFormat):
     def na(self) -> str:
         return NA
 
-    def needs_care(self, text: str) -> bool:
-        return _needs_quotes(text)
+    def care_sql(self, expr: str) -> str:
+        return f"instr({expr}, ',') OR instr({expr}, '\"') OR instr({expr}, char(10)) OR instr({expr}, char(13))"
 
     def text_sql(self, expr: str) -> str:
-        return (f"CASE WHEN instr({expr}, ',') OR instr({expr}, '\"') OR instr({expr}, char(10))"
-                f" OR instr({expr}, char(13)) THEN '\"' || replace({expr}, '\"', '\"\"') || '\"' ELSE {expr} END")
+        return f"CASE WHEN {self.care_sql(expr)} THEN '\"' || replace({expr}, '\"', '\"\"') || '\"' ELSE {expr} END"
 
     def texts(self, column: Column, values: Sequence) -> List[str]:
         return column_texts(column, list(values))

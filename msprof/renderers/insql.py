@@ -37,8 +37,8 @@ class TextFormat:
         """The field of a value that is N/A (NULL)."""
         raise NotImplementedError
 
-    def needs_care(self, text: str) -> bool:
-        """Whether a text cannot be a field as it is (a separator, a quote)."""
+    def care_sql(self, expr: str) -> str:
+        """SQL: whether a text cannot be a field as it is (it holds a separator, a quote)."""
         raise NotImplementedError
 
     def text_sql(self, expr: str) -> str:
@@ -142,8 +142,12 @@ class Plan:
             if printf is None:
                 return None
             if printf.guard is None and printf.conversion in ("%d", "%s"):      # integers print N/A as text
-                parts.append(("%s", [f"coalesce({column.sql}, '{NA}')"]) if column.nullable else
-                             (printf.conversion, printf.args))
+                if column.null_when is not None:
+                    parts.append(("%s", [f"CASE WHEN {column.null_when} THEN '{NA}' ELSE ({column.sql}) END"]))
+                elif column.nullable:
+                    parts.append(("%s", [f"coalesce(({column.sql}), '{NA}')"]))
+                else:
+                    parts.append((printf.conversion, printf.args))
                 nested = None
                 continue
             null = column.null_when if column.null_when is not None else (
@@ -174,7 +178,7 @@ class Plan:
             flat_args += [a for p in arg.printfs for a in p.args]
             if arg.null is not None:
                 fast.append(f"NOT ({arg.null})")
-            fast += [f"typeof({c.sql}) != 'integer'" for c, p in zip(arg.columns, arg.printfs) if p.integers]
+            fast += [f"typeof(({c.sql})) != 'integer'" for c, p in zip(arg.columns, arg.printfs) if p.integers]
             fast += [f"({p.guard})" for p in arg.printfs if p.guard]
         nested = printf_sql(nested_conversions, nested_args)
         if len(flat_conversions) == len(nested_conversions) and flat_args == nested_args:
@@ -193,7 +197,7 @@ class Plan:
             na = self.fmt.separator.join([self.fmt.na()] * len(nested.columns))
             cases.append(f"WHEN {nested.null} THEN {_sql_text(na)}")
         if nested.printfs[0].integers:
-            cases.append(f"WHEN typeof({nested.columns[0].sql}) = 'integer' THEN {nested.columns[0].sql}")
+            cases.append(f"WHEN typeof(({nested.columns[0].sql})) = 'integer' THEN ({nested.columns[0].sql})")
         guards = [p.guard for p in nested.printfs if p.guard]
         if guards:
             number = len(self.nested)
@@ -208,8 +212,9 @@ class Plan:
         SQL; None without a domain."""
         if column.domain is None:
             return None
-        careful = any(text is not None and self.fmt.needs_care(str(text))
-                      for (text,) in self.source.conn.execute(column.domain, self.source.params))
+        careful = self.source.conn.execute(
+            f"WITH d(v) AS ({column.domain}) SELECT 1 FROM d WHERE {self.fmt.care_sql('v')} LIMIT 1",
+            self.source.params).fetchone() is not None
         expr = self.fmt.text_sql(column.sql) if careful else column.sql
         return f"coalesce({expr}, {_sql_text(self.fmt.na())})" if column.nullable else expr
 
@@ -222,6 +227,9 @@ class Plan:
         """One iterator per table of its records' text (each record ending with a newline), a batch of rows
         at a time; read them in turn, one chunk of each (then none holds more than a batch)."""
         self.source.conn.create_function(self.function, -1, self._python_texts, deterministic=True)
+        for table in self.tables:
+            if table.running:
+                table.running.start()
         cursor = self.source.conn.execute(self.sql, self.source.params)
         batched = iter(lambda: cursor.fetchmany(BATCH), [])
         if self.tied is not None:          # rows that may be reordered come in the same batch
@@ -230,7 +238,8 @@ class Plan:
 
         def step() -> bool:
             rows = next(batched, None)
-            if not rows:
+            if not rows:       # done: the connection lets go of this plan (and what its tables hold)
+                self.source.conn.create_function(self.function, -1, None)
                 return False
             columns = list(zip(*rows))
             for plan, queue in zip(self.plans, queues):

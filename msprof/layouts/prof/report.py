@@ -16,9 +16,9 @@ from msprof import store
 from msprof.decode.api_event import LEVELS
 from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.schema import HOST
-from msprof.summary import part_cut
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, py_round_sql
-from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, SQLITE_ROUND3, Column, Running, Source, Table, Ties
+from msprof.tables import (EPOCH_US, INT, NUMBER, ROUND3, SQLITE_ROUND3, Column, Running, Source, Table, Ties,
+                           part_cut)
 
 UNKNOWN_MODEL = 4294967295
 # From this driver version on, the reference keys host and device tasks by batch id too ("all data export"),
@@ -208,9 +208,9 @@ class ProfReport(Report):
         return self._summary_tables(selection, part, pmu)[0]
 
     def op_summary_and_task_time(self, part: Optional[Tuple[int, int]] = None) -> List[Table]:
-        """op_summary (everything) and task_time, from one pass over the tasks (one Source): task_time has every
-        timed task, op_summary those it includes, both in start order. A second pass for task_time would
-        cost its host joins again."""
+        """op_summary (everything) and task_time, of one Source: task_time has every timed task, op_summary
+        those it includes, both in start order. csv prints both in one pass over the tasks (a second would
+        cost their host joins again); a renderer of values reads each table's own query."""
         return self._summary_tables(Selection(), part, True, task_time=True)
 
     def _summary_tables(self, selection: Selection, part: Optional[Tuple[int, int]], pmu: bool,
@@ -223,12 +223,11 @@ class ProfReport(Report):
         fields = ("seq", "start_syscnt", "op_id", "model_id", "task_id", "stream_id", "op_name", "op_type", "op_state",
                   "task_type", "block_dim", "op_flag", "start_ns", "end_ns") + (TASK_TIME_FIELDS if task_time else ())
         span, previous = "", None
+        ge_order = _GeOrder(self)
         if part is not None:
             args["lo"], args["hi"] = self._part_bounds(*part)
             span = "AND t.start_syscnt >= :lo AND t.start_syscnt < :hi"
-            before = self._tasks(("op_id", "task_type", "start_ns", "end_ns"), False, "AND t.start_syscnt < :lo", "DESC")
-            previous = self.conn.execute(f"SELECT start_ns, end_ns - start_ns FROM ({before}) WHERE"
-                                         f" {self._included(where)} LIMIT 1", args).fetchone()
+            previous = self._last_before(where, args, ge_order)
         derived = [f"{py_round_sql('aicore_raw', 2)} AS aicore2"] if metrics else []
         derived += ["end_ns - start_ns AS dur", f"{self._epoch_ns('start_ns')} AS e_start",
                     f"{self._epoch_ns('(start_ns + (end_ns - start_ns))')} AS e_stop"]
@@ -265,11 +264,31 @@ class ProfReport(Report):
             columns += [Column(name, kinds[printed], sql=expr, null_when="total_cycles IS NULL")
                         for name, printed, expr in metrics.column_sql("aicore2")]
         tables = [Table("op_summary", "op_summary", columns, source=source, where=self._included(where),
-                        running=_Wait(previous), ties=_GeOrder(self))]
+                        running=_Wait(previous), ties=ge_order)]
         if task_time:
             tables.append(Table("task_time", "task_time", self._task_time_columns(), source=source,
-                                ties=_FirstAppearance(self)))
+                                ties=_FirstAppearance(self, ge_order)))
         return tables
+
+    def _last_before(self, where: str, args: dict, ge_order: "_GeOrder") -> Optional[tuple]:
+        """(start, duration) of op_summary's row before the first of a part (whose wait is from it): the last
+        included task starting before :lo — of those starting at that same moment, the last in the
+        reference's order."""
+        before = self._tasks(("seq", "start_syscnt", "op_id", "task_type", "start_ns", "end_ns"), False,
+                             "AND t.start_syscnt < :lo", "DESC")
+        group: Dict[int, tuple] = {}
+        moment = None
+        for seq, start, start_ns, duration in self.conn.execute(
+                f"SELECT seq, start_syscnt, start_ns, end_ns - start_ns FROM ({before}) WHERE"
+                f" {self._included(where)}", args):
+            if moment is not None and start != moment:
+                break
+            moment = start
+            group[seq] = (start_ns, duration)
+        if not group:
+            return None
+        last = ge_order.order(sorted(group))[-1] if len(group) > 1 else next(iter(group))
+        return group[last]
 
     def _relaunched(self) -> bool:
         """Whether the host launched a (stream, task) of this device more than once (a per-launch run, or ids
@@ -448,8 +467,8 @@ class _FirstAppearance(Ties):
     reference's task list, which is sorted by start from the order of a Python set of those keys (host
     launches' keys by time, then the device's): emulated with the same set."""
 
-    def __init__(self, report: "ProfReport"):
-        self.report = report
+    def __init__(self, report: "ProfReport", ge_order: "_GeOrder"):
+        self.report, self.ge_order = report, ge_order
         self.rank: Optional[Dict[tuple, tuple]] = None
 
     def order(self, ids: List[int]) -> List[int]:
@@ -469,11 +488,13 @@ class _FirstAppearance(Ties):
         def key(stream: int, task: int, batch: int) -> tuple:
             return (stream, task, context, batch) if batched else (stream, task, context)
 
-        # host tasks by time, those of one moment in the GE task list's thread order (a temporary table of
-        # the few threads: the launches are sorted by SQLite, a million of them never held here)
+        # host tasks by time, those of one moment in the GE task list's thread order (the few threads' ranks in
+        # a temporary table: SQLite sorts the launches, and only their distinct keys are kept here)
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS msprof_thread_rank (thread INTEGER PRIMARY KEY, rank INTEGER)")
         conn.execute("DELETE FROM msprof_thread_rank")
-        conn.executemany("INSERT INTO msprof_thread_rank VALUES (?, ?)", _GeOrder(report).thread_ranks().items())
+        conn.executemany("INSERT INTO msprof_thread_rank VALUES (?, ?)", self.ge_order.thread_ranks().items())
+        if conn.in_transaction:         # (the temporary table's rows are written in a transaction of its own)
+            conn.commit()
         host = dict.fromkeys(key(s, t, b) for s, t, b in conn.execute(
             "SELECT h.stream_id, h.task_id, h.batch_id FROM host.launch h LEFT JOIN msprof_thread_rank r"
             f" ON r.thread = h.thread WHERE h.device_id = :dev ORDER BY h.ts, coalesce(r.rank, {_GeOrder.LAST}),"
@@ -499,7 +520,10 @@ class _Wait(Running):
     inputs = ("start_ns", "dur")
 
     def __init__(self, previous: Optional[tuple] = None):
-        self.previous = previous
+        self.first = self.previous = previous
+
+    def start(self) -> None:
+        self.previous = self.first
 
     def fill(self, batch: List[tuple]) -> List[tuple]:
         if not batch:
