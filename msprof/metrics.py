@@ -233,9 +233,7 @@ class AscendMetrics:
         """The slots whose raw counter a column reads (c<slot>: miss_rate's test, counter columns)."""
         slots = []
         for _name, kind, args in self.columns:
-            if kind == "miss_rate":
-                slots.append(self.slot_of[args[0]])
-            elif kind == "counter":
+            if kind in ("miss_rate", "counter"):
                 slots.append(self.slot_of[args[0]])
         return sorted(set(slots))
 

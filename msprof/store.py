@@ -9,12 +9,14 @@ import json
 import os
 import re
 import sqlite3
+import sys
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional
 
 from msprof import SCHEMA_VERSION, __version__
+from msprof.errors import DataError
 from msprof.outputs import atomic_path, naming_errors, output_dir, temporary
 from msprof.console import log, notice
 
@@ -28,8 +30,6 @@ def sqlite_utils_database(conn: sqlite3.Connection):
     """A sqlite_utils.Database on ``conn``. sqlite-utils is imported only by the commands that build a
     database, and without numpy and pandas: it imports them when they are installed, only to convert their
     values (msprof inserts none), which cost 100 ms and an idle BLAS thread pool per command."""
-    import sys
-
     blocked = [name for name in ("numpy", "pandas") if name not in sys.modules]
     for name in blocked:
         sys.modules[name] = None          # import fails at once: sqlite-utils goes without it
@@ -88,8 +88,6 @@ def open_readonly(path: Path) -> sqlite3.Connection:
         problem = str(exc)
     if problem:
         conn.close()
-        from msprof.errors import DataError
-
         raise DataError(f"{path}: {problem} (msprof import -dir … rebuilds it)")
     return conn
 
@@ -283,8 +281,6 @@ def stale(path: Path, source_dir: Path, files, layout: str) -> Optional[str]:
         present = False
     if not present:
         return "no database yet"
-    from msprof.errors import DataError
-
     try:
         with contextlib.closing(open_readonly(path)) as conn:
             meta = read_meta(conn)

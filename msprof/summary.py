@@ -60,7 +60,7 @@ def write_file(report, summary_file: SummaryFile, fmt: str, directory: Path) -> 
     tables = _tables(report, summary_file)
     with contextlib.ExitStack() as stack:
         handles = [stack.enter_context(atomic_open(path, "w", encoding="utf-8", newline="")) for path in paths]
-        _render(renderer, tables, handles)
+        renderer.write_many(tables, handles)
     return paths
 
 
@@ -75,7 +75,7 @@ def _write_part(report, summary_file: SummaryFile, fmt: str, part: Tuple[int, in
             for path in paths:
                 stack.enter_context(naming_errors(path))
                 handles.append(stack.enter_context(open(path, "w", encoding="utf-8", newline="")))
-            _render(FORMATS[fmt](), tables, handles, part[0])
+            FORMATS[fmt]().write_many(tables, handles, part[0])
     except BaseException:
         for path in paths:
             path.unlink(missing_ok=True)
@@ -86,10 +86,6 @@ def _write_part(report, summary_file: SummaryFile, fmt: str, part: Tuple[int, in
 def _tables(report, summary_file: SummaryFile, part: Optional[Tuple[int, int]] = None) -> list:
     made = getattr(report, summary_file.table)(*summary_file.args, **({"part": part} if part else {}))
     return made if summary_file.also else [made]
-
-
-def _render(renderer, tables: list, handles: list, part: Optional[int] = None) -> None:
-    renderer.write_many(tables, handles, part)
 
 
 def _join(renderer, parts: List[Path], target: Path) -> Path:

@@ -146,3 +146,17 @@ def test_a_source_table_read_twice_gives_the_same_rows():
     again = [row for batch in first.batches for row in batch]
     gap = [c.name for c in first.columns if c.varies].index("gap")
     assert once == again and once[0][gap] == 0 and len(once) > 50
+
+
+def test_a_one_column_table_writes_its_empty_fields_quoted():
+    """A row whose only field is empty is written "" (an empty line would be no row), by write_many too."""
+    conn = database()
+    source = Source(conn, "SELECT * FROM t ORDER BY k, seq", {}, order="k", id="seq")
+    texts = [Column("text", TEXT, sql="s", domain="SELECT s FROM t")]
+    many = [io.StringIO()]
+    CsvRenderer().write_many([Table("one", "one", texts, source=source)], many)
+    single = io.StringIO()
+    CsvRenderer().write(Table("one", "one", texts, source=source), single)
+    empty = sum(1 for (s,) in conn.execute("SELECT s FROM t") if s == "")
+    assert many[0].getvalue() == single.getvalue()
+    assert many[0].getvalue().splitlines().count('""') == empty and empty > 5

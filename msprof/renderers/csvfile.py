@@ -43,13 +43,14 @@ class CsvRenderer(Renderer):
 
     def write_many(self, tables: List[Table], outs: List[TextIO], part: Optional[int] = None) -> None:
         """Tables with SQL sources are printed by SQLite (msprof.renderers.insql), the rest value by value."""
-        made = insql.plan(tables, CSV_FIELDS)
+        # (a one-column table is not: its lone empty field must be written "", which SQL's lines do not know)
+        made = insql.plan(tables, CSV_FIELDS) if all(len(t.columns) > 1 for t in tables) else None
         if made is None:
             super().write_many(tables, outs, part)
             return
         for table, out in zip(tables, outs):
             if not part:
-                out.write(_lines([_texts([c.name for c in table.columns])], len(table.columns) == 1))
+                out.write(_header(table.columns))
         for step in itertools.zip_longest(*made.streams()):
             for out, text in zip(outs, step):
                 if text:
@@ -62,7 +63,7 @@ class _CsvSink(Sink):
         columns = table.columns
         self.single = len(columns) == 1
         if header:
-            out.write(_lines([_texts([c.name for c in columns])], self.single))
+            out.write(_header(columns))
         self.constants = {i: column_texts(c, [c.constant])[0] for i, c in enumerate(columns) if not c.varies}
 
     def rows(self, batch: list) -> None:
@@ -78,6 +79,10 @@ class _CsvSink(Sink):
         if total is not None:
             self.out.write(_lines([[column_texts(c, [v])[0] for c, v in zip(self.table.columns, total)]],
                                   self.single))
+
+
+def _header(columns: List[Column]) -> str:
+    return _lines([_texts([c.name for c in columns])], len(columns) == 1)
 
 
 def _lines(rows, single: bool) -> str:

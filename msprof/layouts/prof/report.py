@@ -26,6 +26,7 @@ UNKNOWN_MODEL = 4294967295
 ALL_EXPORT_DRIVER = 0x072211
 ALL_EXPORT_EXCEPT = ("0", "2", "11")
 NOT_IN_OP_SUMMARY = ("WRITE_BACK", "INVALID")
+_NOT_IN_OP_SUMMARY_SQL = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
 HWTS_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE", 3: "WRITE_BACK"}
 # task_time's kernel_type of a device task no launch names: the reference's name of its type number (its
 # TaskTimeViewer.get_device_task_type, sqe_type_map): the chip family's SQE type, "Other" for any other number
@@ -300,13 +301,12 @@ class ProfReport(Report):
         """Which timed tasks op_summary has (of the selection ``where``): those an op task launched (the
         reference joins its GE task list) but WRITE_BACK and INVALID ones, starting after the collection
         began (or spanning its beginning)."""
-        skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
-        return (f"{where} AND op_id IS NOT NULL AND task_type NOT IN ({skip}) AND (start_ns / 1000.0 + :offset_us >"
-                " :begin_us OR"
+        return (f"{where} AND op_id IS NOT NULL AND task_type NOT IN ({_NOT_IN_OP_SUMMARY_SQL})"
+                " AND (start_ns / 1000.0 + :offset_us > :begin_us OR"
                 " (start_ns / 1000.0 + :offset_us < :begin_us AND :begin_us < end_ns / 1000.0 + :offset_us))")
 
     def _part_bounds(self, k: int, n: int) -> Tuple[int, int]:
-        """Start counters splitting the timed tasks into the n ranges of msprof.summary.part_cut: range k."""
+        """Start counters splitting the timed tasks into the n ranges of msprof.tables.part_cut: range k."""
         (count,) = self.conn.execute("SELECT count(*) FROM task WHERE start_syscnt IS NOT NULL").fetchone()
 
         def cut(i: int) -> int:
@@ -323,11 +323,10 @@ class ProfReport(Report):
     # --- op_statistic (docs/prof-format.md §6) -----------------------------------------------------------
     def op_statistic(self, selection: Selection = Selection()) -> Table:
         where, args = self._where(selection)
-        skip = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
         # grouped by op id (an integer: a cheap sort), then by (op type, task type) here: a few rows. The
         # reference keeps durations in an INTEGER column, so whole ns are integers there and its average
         # sum/count of a group of them is an integer division (``fractional``: the group's other durations)
-        filtered = (f"op_type IS NOT NULL AND task_type NOT IN ({skip})")
+        filtered = f"op_type IS NOT NULL AND task_type NOT IN ({_NOT_IN_OP_SUMMARY_SQL})"
         timed = "start_ns / 1000.0 + :offset_us > :begin_us"
         if selection.everything and not self._relaunched():
             # every execution of a (stream, task) is its one launch's (a static graph): the tasks are summed up
@@ -477,7 +476,7 @@ class _FirstAppearance(Ties):
             self.rank = self._ranks()
         keys = dict(((seq, (stream, task)) for seq, stream, task in conn.execute(
             f"SELECT seq, stream_id, task_id FROM task WHERE seq IN ({', '.join(map(str, map(int, ids)))})")))
-        return sorted(ids, key=lambda i: self.rank.get(keys.get(i), (1 << 62, 1 << 62)))
+        return sorted(ids, key=lambda i: self.rank.get(keys.get(i), (_GeOrder.LAST, _GeOrder.LAST)))
 
     def _ranks(self) -> Dict[tuple, tuple]:
         conn, report = self.report.conn, self.report
@@ -508,7 +507,7 @@ class _FirstAppearance(Ties):
         place: Dict[tuple, int] = {}
         for i, k in enumerate(host.keys() | device.keys()):
             place.setdefault(k[:2], i)
-        return {k: (start, place.get(k, 1 << 62)) for k, start in first.items()}
+        return {k: (start, place.get(k, _GeOrder.LAST)) for k, start in first.items()}
 
 
 class _Wait(Running):

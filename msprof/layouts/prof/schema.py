@@ -38,7 +38,6 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
                  "op_state": str, "kernel_name": str, "rts_type": str, "kernel": int}, "op_id"),
     # launches per (device, stream, task): an id launched once (a static graph) names all its executions
     "launch_count": TableDef({"device_id": int, "stream_id": int, "task_id": int, "launches": int}),
-
 }), indexes=[
     # the association's time lookups: node- and model-level calls per thread by begin (partial, covering)
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 10000"),
