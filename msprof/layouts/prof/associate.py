@@ -18,8 +18,10 @@ iteration, and ``occ``, its rank among the launches of its (device, stream, task
 
 The node and model calls and node infos are in the database already, indexed by (thread, time). Records are
 resolved a chunk at a time, column by column: per thread, one range query fetches the calls that can
-enclose the chunk's records, and bisect (``map``, C speed) finds each record's call — no per-record query
-and no per-record Python statement, and memory bounded by the chunk and the number of distinct ops.
+enclose the chunk's records (a node call with its node info, looked up by the same query), and bisect
+(``map``, C speed) finds each record's call — no per-record query and no per-record Python statement, and
+memory bounded by the chunk and the number of distinct ops. The launches per (device, stream, task) are
+counted as ``occ`` is given out, not by a GROUP BY over the launches afterwards.
 """
 import bisect
 import itertools
@@ -44,6 +46,9 @@ TRACK_FIELDS = ("thread", "ts", "device_id", "stream_id", "task_id", "batch_id",
 LAUNCH_COLUMNS = TRACK_FIELDS[:6] + ("occ", "op_id", "model_id", "iteration", "call_begin")
 OP_COLUMNS = ("op_id", "op_name", "op_type", "task_type", "block_dim", "op_flag", "op_state", "kernel_name",
               "rts_type", "kernel")
+# a node call's node info: the content id of the first node_basic_info of its thread inside its time span
+NODE_INFO_OF_CALL = ("(SELECT n.info_id FROM node_info n WHERE n.thread = a.thread AND n.ts BETWEEN a.begin AND a.[end]"
+                     " ORDER BY n.ts, n.seq LIMIT 1)")
 
 
 def is_kernel_task(rts_type_name: Optional[str]) -> bool:
@@ -165,37 +170,24 @@ class Associator:
         launch = Rows("launch", LAUNCH_COLUMNS, list(zip(*columns[:6], occ, *extras)))
         return [self.ops.take_new(), launch]
 
+    def launch_counts(self) -> Rows:
+        """``launch_count`` rows: the launches of each (device, stream, task), as counted by ``occ``."""
+        return Rows("launch_count", ("device_id", "stream_id", "task_id", "launches"),
+                    [key + (next(counter),) for key, counter in self.occ.items()])
+
     def _resolve(self, thread: int, columns: List[list]) -> List[list]:
         """(op ids, model ids, iterations, begins of the enclosing node calls) of one thread's records."""
         moments = columns[1]
         first, last = min(moments), max(moments)
-        nodes = _Calls(self.conn, LEVEL_NODE, thread, first, last)
+        nodes = _Calls(self.conn, LEVEL_NODE, thread, first, last, extra=NODE_INFO_OF_CALL)
         node_at = nodes.enclosing(moments)
         models = _Calls(self.conn, LEVEL_MODEL, thread, first, last,
                         extra="(SELECT iteration FROM model_exec e WHERE e.seq = a.seq)")
         model_at = models.enclosing(moments)
-        infos = self._node_infos(thread, nodes, node_at)
         contents = self.contents
-        node_keys = [(item, contents.get(info)) for item, info in zip(nodes.items, infos)] + [None]
+        node_keys = [(item, contents.get(info)) for item, info in zip(nodes.items[:-1], nodes.extras)] + [None]
         keys = zip(map(node_keys.__getitem__, node_at), columns[7], columns[6])
         op_ids = list(map(self.ops.__getitem__, keys))
         node_begins = nodes.begins + [None]
         return [op_ids, list(map(models.items.__getitem__, model_at)), list(map(models.extras.__getitem__, model_at)),
                 list(map(node_begins.__getitem__, node_at))]
-
-    def _node_infos(self, thread: int, nodes: _Calls, node_at: List[int]) -> List[Optional[int]]:
-        """Per node (in ``nodes`` order): the content id of its node info — the first of the thread inside
-        the node's time span — or None."""
-        found: List[Optional[int]] = [None] * len(nodes.begins)
-        used = sorted(set(node_at) - {-1})
-        if not used:
-            return found
-        lo, hi = nodes.begins[used[0]], max(nodes.ends[p] for p in used)
-        rows = self.conn.execute("SELECT ts, info_id FROM node_info WHERE thread = ? AND ts BETWEEN ? AND ?"
-                                 " ORDER BY ts, seq", (thread, lo, hi)).fetchall()
-        stamps, ids = (list(c) for c in zip(*rows)) if rows else ([], [])
-        at = map(bisect.bisect_left, itertools.repeat(stamps), (nodes.begins[p] for p in used))
-        for p, k in zip(used, at):
-            if k < len(stamps) and stamps[k] <= nodes.ends[p]:
-                found[p] = ids[k]
-        return found

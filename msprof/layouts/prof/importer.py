@@ -67,8 +67,7 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
                      notices, counts)
         for table, columns in HOST_LATE_INDEXES:
             db[table].create_index(columns, if_not_exists=True)
-        conn.execute("INSERT INTO launch_count SELECT device_id, stream_id, task_id, count(*) FROM launch"
-                     " GROUP BY device_id, stream_id, task_id")
+        associator.launch_counts().insert(conn)
         (orphans,) = conn.execute("SELECT count(*) FROM launch l JOIN op o USING (op_id) WHERE o.kernel = 1"
                                   " AND (o.op_type IS NULL OR l.model_id IS NULL)").fetchone()
         if orphans:

@@ -42,7 +42,7 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
     # the association's time lookups: node- and model-level calls per thread by begin (partial, covering)
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 10000"),
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 15000"),
-    ("node_info", ["thread", "ts", "info_id"]),
+    ("node_info", ["thread", "ts", "seq", "info_id"]),
 ])
 # Lookups by (stream, task, occurrence) come in time order, where the occurrence (launch rank, execution
 # number) grows slowly and the task id cycles: with the occurrence first, consecutive lookups land on
