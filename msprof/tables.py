@@ -19,7 +19,7 @@ import itertools
 import operator
 import sqlite3
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 NA = "N/A"
 
@@ -198,10 +198,14 @@ class Source:
 
 class Ties:
     """The order of a table's rows that share their Source's order key (tasks that start at the same moment),
-    where it is not the SQL's (the key, then the id): ``order`` takes the ids of one such group, in the SQL's
-    order, and returns them in the table's."""
+    where it is not the SQL's (the key, then the id): ``inputs`` are SQL over the source row, ``ranks`` gives
+    the rows of any number of such groups (their inputs' values) a sort key each, and a group's rows are
+    sorted by it (stable: equal keys keep the SQL's order). Computed from values the query already has, a
+    batch at a time: a run where every task ties has as many groups as rows/2."""
 
-    def order(self, ids: List[int]) -> List[int]:
+    inputs: Sequence[str] = ()
+
+    def ranks(self, rows: List[tuple]) -> List[Any]:
         raise NotImplementedError
 
 
@@ -220,23 +224,24 @@ def whole_groups(batched: Iterable[list], key: int) -> Iterator[list]:
         yield carry
 
 
-def tie_order(keys: Sequence, ids: Sequence, ties: Ties) -> Optional[List[int]]:
-    """Positions of rows (in order of ``keys``) with each run of equal keys in ``ties``' order; None when no
-    two rows share a key (the usual case, found at C speed)."""
+def tie_order(keys: Sequence, inputs: Sequence[tuple], ties: Ties) -> Optional[List[int]]:
+    """Positions of rows (in order of ``keys``; ``inputs``: each row's values of ``ties.inputs``) with each run
+    of equal keys in ``ties``' order; None when no two rows share a key (the usual case, found at C speed)."""
     if not any(map(operator.eq, keys, itertools.islice(keys, 1, None))):
         return None
-    out: List[int] = []
+    runs: List[Tuple[int, int]] = []
     i, n = 0, len(keys)
     while i < n:
         j = i + 1
         while j < n and keys[j] == keys[i]:
             j += 1
-        if j - i > 1:
-            at = {ids[k]: k for k in range(i, j)}
-            out += [at[x] for x in ties.order([ids[k] for k in range(i, j)])]
-        else:
-            out.append(i)
+        runs.append((i, j))
         i = j
+    tied = [k for i, j in runs if j - i > 1 for k in range(i, j)]
+    rank = dict(zip(tied, ties.ranks([inputs[k] for k in tied])))
+    out: List[int] = []
+    for i, j in runs:
+        out += sorted(range(i, j), key=rank.__getitem__) if j - i > 1 else [i]
     return out
 
 
@@ -336,7 +341,7 @@ class _SourceBatches:
                  f"CASE WHEN {c.null_when} THEN NULL ELSE {c.kind.value_sql(c.sql)} END"
                  for c in varying if c.name not in filled]
         inputs = list(running.inputs) if running else []
-        extra = [source.order, source.id] if table.ties else []
+        extra = [source.order, *table.ties.inputs] if table.ties else []
         where = f" WHERE {table.where}" if table.where else ""
         sql = f"SELECT {', '.join(exprs + inputs + extra) or 'NULL'} FROM ({source.sql}){where}"
         batched = batches(source.conn.execute(sql, source.params))
@@ -358,7 +363,7 @@ class _SourceBatches:
                 at += 1
         for batch in batched:
             if table.ties:
-                order = tie_order([r[width] for r in batch], [r[width + 1] for r in batch], table.ties)
+                order = tie_order([r[width] for r in batch], [r[width + 1:] for r in batch], table.ties)
                 if order is not None:
                     batch = [batch[i] for i in order]
             if not running:

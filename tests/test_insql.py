@@ -59,8 +59,10 @@ class _Gap(Running):
 
 
 class _Reversed(Ties):
-    def order(self, ids):
-        return list(reversed(ids))
+    inputs = ("seq",)                # grows in the SQL's order within a group
+
+    def ranks(self, rows):
+        return [-seq for (seq,) in rows]
 
 
 def tables(conn, where="", running=True, ties=True):

@@ -66,6 +66,7 @@ class _TablePlan:
         self.pieces: List[object] = []    # per field run: its result position (int), or a running column name
         self.flag: Optional[int] = None    # result position of the table's where (tables sharing a query)
         self.inputs: List[int] = []        # result positions of the running inputs
+        self.tie_inputs: List[int] = []    # result positions of the ties' inputs
 
 
 class Plan:
@@ -78,7 +79,7 @@ class Plan:
         self.plans = [_TablePlan(t) for t in tables]
         self.sql = ""
         self.function = f"msprof_texts_{next(_NAMES)}"
-        self.tied: Optional[int] = None     # result position of the source's order key (its id follows)
+        self.tied: Optional[int] = None     # result position of the source's order key
 
     # --- building --------------------------------------------------------------------------------------
     def build(self) -> bool:
@@ -111,7 +112,11 @@ class Plan:
                 select += list(table.running.inputs)
         if any(t.ties for t in self.tables):
             self.tied = len(select)
-            select += [self.source.order, self.source.id]
+            select.append(self.source.order)
+            for plan in self.plans:
+                if plan.table.ties:
+                    plan.tie_inputs = list(range(len(select), len(select) + len(plan.table.ties.inputs)))
+                    select += list(plan.table.ties.inputs)
         where = f" WHERE {self.tables[0].where}" if not shared and self.tables[0].where else ""
         self.sql = f"SELECT {', '.join(select)} FROM ({self.source.sql}){where}"
         return True
@@ -257,10 +262,10 @@ class Plan:
         table = plan.table
         order = None
         if table.ties:
-            kept = [columns[self.tied], columns[self.tied + 1]]
+            kept = [columns[self.tied]] + [columns[i] for i in plan.tie_inputs]
             if keep is not None:
                 kept = [list(itertools.compress(values, keep)) for values in kept]
-            order = tie_order(kept[0], kept[1], table.ties)
+            order = tie_order(kept[0], list(zip(*kept[1:])), table.ties)
 
         def rows_of(values: tuple) -> Sequence:
             values = values if keep is None else list(itertools.compress(values, keep))

@@ -7,6 +7,7 @@ PROF_ directory has no host data, so every query is the same). One query, ``_tas
 device task with its launch (msprof.layouts.prof.associate), times in the reference's float arithmetic and
 its PMU record; the tables select from it.
 """
+import functools
 import sqlite3
 from itertools import repeat
 from operator import sub, truediv
@@ -97,6 +98,12 @@ class ProfReport(Report):
     @property
     def has_tasks(self) -> bool:
         return self.count("task") > 0
+
+    @functools.cached_property
+    def has_ties(self) -> bool:
+        """Whether two timed tasks start at the same moment (most runs: none; 0.13 s to find out at 1M tasks)."""
+        return self.conn.execute("SELECT 1 FROM task WHERE start_syscnt IS NOT NULL GROUP BY start_syscnt"
+                                 " HAVING count(*) > 1 LIMIT 1").fetchone() is not None
 
     @property
     def has_api(self) -> bool:
@@ -221,8 +228,10 @@ class ProfReport(Report):
         and, with ``pmu``, their PMU record and metrics (msprof.metrics.AscendMetrics)."""
         where, args = self._where(selection)
         metrics = self.metrics if pmu else None
+        ties = self.has_ties      # (else no ties' inputs: three columns less on every row)
         fields = ("seq", "start_syscnt", "op_id", "model_id", "task_id", "stream_id", "op_name", "op_type", "op_state",
-                  "task_type", "block_dim", "op_flag", "start_ns", "end_ns") + (TASK_TIME_FIELDS if task_time else ())
+                  "task_type", "block_dim", "op_flag", "start_ns", "end_ns") + (_GeOrder.inputs if ties else ()) + (
+                      TASK_TIME_FIELDS if task_time else ())
         span, previous = "", None
         ge_order = _GeOrder(self)
         if part is not None:
@@ -265,31 +274,32 @@ class ProfReport(Report):
             columns += [Column(name, kinds[printed], sql=expr, null_when="total_cycles IS NULL")
                         for name, printed, expr in metrics.column_sql("aicore2")]
         tables = [Table("op_summary", "op_summary", columns, source=source, where=self._included(where),
-                        running=_Wait(previous), ties=ge_order)]
+                        running=_Wait(previous), ties=ge_order if ties else None)]
         if task_time:
             tables.append(Table("task_time", "task_time", self._task_time_columns(), source=source,
-                                ties=_FirstAppearance(self, ge_order)))
+                                ties=_FirstAppearance(self, ge_order) if ties else None))
         return tables
 
     def _last_before(self, where: str, args: dict, ge_order: "_GeOrder") -> Optional[tuple]:
         """(start, duration) of op_summary's row before the first of a part (whose wait is from it): the last
         included task starting before :lo — of those starting at that same moment, the last in the
         reference's order."""
-        before = self._tasks(("seq", "start_syscnt", "op_id", "task_type", "start_ns", "end_ns"), False,
-                             "AND t.start_syscnt < :lo", "DESC")
+        before = self._tasks(("seq", "start_syscnt", "op_id", "task_type", "start_ns", "end_ns") + _GeOrder.inputs,
+                             False, "AND t.start_syscnt < :lo", "DESC")
         group: Dict[int, tuple] = {}
         moment = None
-        for seq, start, start_ns, duration in self.conn.execute(
-                f"SELECT seq, start_syscnt, start_ns, end_ns - start_ns FROM ({before}) WHERE"
-                f" {self._included(where)}", args):
+        for seq, start, start_ns, duration, *tie in self.conn.execute(
+                f"SELECT seq, start_syscnt, start_ns, end_ns - start_ns, {', '.join(_GeOrder.inputs)} FROM ({before})"
+                f" WHERE {self._included(where)}", args):
             if moment is not None and start != moment:
                 break
             moment = start
-            group[seq] = (start_ns, duration)
+            group[seq] = ((start_ns, duration), tuple(tie))
         if not group:
             return None
-        last = ge_order.order(sorted(group))[-1] if len(group) > 1 else next(iter(group))
-        return group[last]
+        seqs = sorted(group)
+        rank = dict(zip(seqs, ge_order.ranks([group[seq][1] for seq in seqs])))
+        return group[max(seqs, key=lambda seq: (rank[seq], seq))][0]
 
     def _relaunched(self) -> bool:
         """Whether the host launched a (stream, task) of this device more than once (a per-launch run, or ids
@@ -437,6 +447,7 @@ class _GeOrder(Ties):
     launches only (worked out when the first tie is met: most runs have none)."""
 
     LAST = 1 << 62
+    inputs = ("thread", "track_ts", "launch_seq")
 
     def __init__(self, report: "ProfReport"):
         self.report = report
@@ -452,13 +463,10 @@ class _GeOrder(Ties):
                 " GROUP BY thread ORDER BY min(first), thread"))}
         return self.threads
 
-    def order(self, ids: List[int]) -> List[int]:
+    def ranks(self, rows: List[tuple]) -> List[tuple]:
         threads = self.thread_ranks()
-        tasks = self.report._tasks(("seq", "thread", "track_ts", "launch_seq"),
-                                   span=f"AND t.seq IN ({', '.join(map(str, map(int, ids)))})")
-        rank = {seq: (threads.get(thread, self.LAST), ts or 0, launch or 0) for seq, thread, ts, launch in
-                self.report.conn.execute(f"SELECT seq, thread, track_ts, launch_seq FROM ({tasks})", self.report.params)}
-        return sorted(ids, key=lambda i: rank.get(i, (self.LAST, 0, 0)))
+        last = self.LAST
+        return [(threads.get(thread, last), ts or 0, launch or 0) for thread, ts, launch in rows]
 
 
 class _FirstAppearance(Ties):
@@ -466,17 +474,17 @@ class _FirstAppearance(Ties):
     reference's task list, which is sorted by start from the order of a Python set of those keys (host
     launches' keys by time, then the device's): emulated with the same set."""
 
+    inputs = ("stream_id", "task_id")
+
     def __init__(self, report: "ProfReport", ge_order: "_GeOrder"):
         self.report, self.ge_order = report, ge_order
         self.rank: Optional[Dict[tuple, tuple]] = None
 
-    def order(self, ids: List[int]) -> List[int]:
-        conn = self.report.conn
+    def ranks(self, rows: List[tuple]) -> List[tuple]:
         if self.rank is None:
             self.rank = self._ranks()
-        keys = dict(((seq, (stream, task)) for seq, stream, task in conn.execute(
-            f"SELECT seq, stream_id, task_id FROM task WHERE seq IN ({', '.join(map(str, map(int, ids)))})")))
-        return sorted(ids, key=lambda i: self.rank.get(keys.get(i), (_GeOrder.LAST, _GeOrder.LAST)))
+        rank, unknown = self.rank, (_GeOrder.LAST, _GeOrder.LAST)
+        return [rank.get(key, unknown) for key in rows]
 
     def _ranks(self) -> Dict[tuple, tuple]:
         conn, report = self.report.conn, self.report
