@@ -105,6 +105,16 @@ class ProfReport(Report):
         return self.conn.execute("SELECT 1 FROM task WHERE start_syscnt IS NOT NULL GROUP BY start_syscnt"
                                  " HAVING count(*) > 1 LIMIT 1").fetchone() is not None
 
+    # the orders of tasks that start together: one each per report, so that what they work out once (from
+    # every launch) serves every table and part this report writes
+    @functools.cached_property
+    def _ge_order(self) -> "_GeOrder":
+        return _GeOrder(self)
+
+    @functools.cached_property
+    def _first_appearance(self) -> "_FirstAppearance":
+        return _FirstAppearance(self, self._ge_order)
+
     @property
     def has_api(self) -> bool:
         return bool(self.conn.execute("SELECT 1 FROM host.api LIMIT 1").fetchone())
@@ -233,7 +243,7 @@ class ProfReport(Report):
                   "task_type", "block_dim", "op_flag", "start_ns", "end_ns") + (_GeOrder.inputs if ties else ()) + (
                       TASK_TIME_FIELDS if task_time else ())
         span, previous = "", None
-        ge_order = _GeOrder(self)
+        ge_order = self._ge_order
         if part is not None:
             args["lo"], args["hi"] = self._part_bounds(*part)
             span = "AND t.start_syscnt >= :lo AND t.start_syscnt < :hi"
@@ -277,7 +287,7 @@ class ProfReport(Report):
                         running=_Wait(previous), ties=ge_order if ties else None)]
         if task_time:
             tables.append(Table("task_time", "task_time", self._task_time_columns(), source=source,
-                                ties=_FirstAppearance(self, ge_order) if ties else None))
+                                ties=self._first_appearance if ties else None))
         return tables
 
     def _last_before(self, where: str, args: dict, ge_order: "_GeOrder") -> Optional[tuple]:
