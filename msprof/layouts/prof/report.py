@@ -8,6 +8,7 @@ device task with its launch (msprof.layouts.prof.associate), times in the refere
 its PMU record; the tables select from it.
 """
 import functools
+import itertools
 import sqlite3
 from itertools import repeat
 from operator import sub, truediv
@@ -505,26 +506,37 @@ class _FirstAppearance(Ties):
         def key(stream: int, task: int, batch: int) -> tuple:
             return (stream, task, context, batch) if batched else (stream, task, context)
 
-        # host tasks by time, those of one moment in the GE task list's thread order (the few threads' ranks in
-        # a temporary table: SQLite sorts the launches, and only their distinct keys are kept here)
+        # The reference's set of keys: host launches' keys by time (those of one moment in the GE task list's
+        # thread order; the threads' ranks in a temporary table, so SQLite sorts the launches), then the device
+        # tasks' keys by first start, joined by the same expression (| may size the set from a dict's length
+        # before adding its keys, and the set's order depends on that). Its order depends on every key; only
+        # the keys of tasks that tie keep a rank (a run where nothing ties keeps none).
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS msprof_thread_rank (thread INTEGER PRIMARY KEY, rank INTEGER)")
         conn.execute("DELETE FROM msprof_thread_rank")
         conn.executemany("INSERT INTO msprof_thread_rank VALUES (?, ?)", self.ge_order.thread_ranks().items())
         if conn.in_transaction:         # (the temporary table's rows are written in a transaction of its own)
             conn.commit()
-        host = dict.fromkeys(key(s, t, b) for s, t, b in conn.execute(
+        host = dict.fromkeys(itertools.starmap(key, conn.execute(
             "SELECT h.stream_id, h.task_id, h.batch_id FROM host.launch h LEFT JOIN msprof_thread_rank r"
             f" ON r.thread = h.thread WHERE h.device_id = :dev ORDER BY h.ts, coalesce(r.rank, {_GeOrder.LAST}),"
-            " h.seq", report.params))
+            " h.seq", report.params)))
+        tied = set(conn.execute(
+            "SELECT DISTINCT stream_id, task_id FROM task WHERE start_syscnt IN (SELECT start_syscnt FROM task"
+            " WHERE start_syscnt IS NOT NULL GROUP BY start_syscnt HAVING count(*) > 1)"))
+        device = {}
         first = {}
         for stream, task, start in conn.execute(
                 "SELECT stream_id, task_id, min(start_syscnt) FROM task WHERE start_syscnt IS NOT NULL"
                 " GROUP BY stream_id, task_id ORDER BY min(start_syscnt), min(seq)"):
-            first[(stream, task)] = start
-        device = dict.fromkeys(key(s, t, 0) for s, t in first)
+            device[key(stream, task, 0)] = None
+            if (stream, task) in tied:
+                first[(stream, task)] = start
+        keys = host.keys() | device.keys()
+        del host, device, tied
         place: Dict[tuple, int] = {}
-        for i, k in enumerate(host.keys() | device.keys()):
-            place.setdefault(k[:2], i)
+        for i, k in enumerate(keys):
+            if k[:2] in first:
+                place.setdefault(k[:2], i)
         return {k: (start, place.get(k, _GeOrder.LAST)) for k, start in first.items()}
 
 
