@@ -35,6 +35,9 @@ DEFAULT_PROF_SIZES = "100000,250000,1000000"
 PROF_SHAPES = {
     "static": ({"static_graph": True}, "a static graph: launched once at model load, run each iteration"),
     "per-launch": ({"static_graph": False}, "launched by the host every iteration (4 host records a task)"),
+    # tasks that start at the same moment (docs/prof-format.md "Ties"): their order is the reference's, not SQL's
+    "tied": ({"static_graph": True, "jitter": None, "streams": 2},
+             "a static graph on two streams whose tasks start together (every task ties with another)"),
 }
 PROF_SHAPE = "static"       # --prof-shape
 
@@ -70,18 +73,24 @@ def job_description(tasks: int) -> dict:
 
 def prof_description(tasks: int) -> dict:
     """A fixtures/profgen description (prof_shape_text): chip 3 as the issue's data; every execution with
-    its own duration and counters (jitter), so that no output value repeats more than a device's would."""
+    its own duration and counters (jitter), so that no output value repeats more than a device's would. A
+    shape with ``streams`` spreads the ops over that many threads, one stream each, starting together."""
     ops = min(PROF_OPS, tasks)
+    shape = dict(PROF_SHAPES[PROF_SHAPE][0])
+    streams = shape.pop("streams", 1)
+    each = max(1, ops // streams)
     return {
         "platform_version": "3",
         "jitter": 1,
         "models": [{"id": 1, "name": "bench"}],
-        "iterations": max(1, tasks // ops),
-        **PROF_SHAPES[PROF_SHAPE][0],
+        "iterations": max(1, tasks // (each * streams)),
+        **shape,
         "pmu": "PipeUtilization",
-        "threads": [{"ops": [{"name": f"op{i}", "type": ("Conv2D", "MatMul", "Relu", "Add")[i % 4],
-                              "task_type": "AI_CORE", "block_dim": 8, "dur_us": 5 + i % 11}
-                             for i in range(ops)]}],
+        "threads": [{**({"tid": 100 + k, "stream": 3 + 2 * k, "start_us": 10} if streams > 1 else {}),
+                     "ops": [{"name": f"op{i}" if streams == 1 else f"s{k}_op{i}",
+                              "type": ("Conv2D", "MatMul", "Relu", "Add")[i % 4],
+                              "task_type": "AI_CORE", "block_dim": 8, "dur_us": 5 + i % 11} for i in range(each)]}
+                    for k in range(streams)],
     }
 
 

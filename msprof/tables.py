@@ -186,19 +186,17 @@ class Source:
     """The rows one or more tables select their columns from: ``sql``, a SELECT of named columns in the
     tables' row order, with its ``params``. Tables of one Source are filled by one pass over its rows (PROF
     op_summary and task_time), each keeping the rows its ``where`` accepts. ``order``: SQL of the key the
-    rows are in order of, and ``id`` of a unique row id, for tables whose rows of equal keys are ordered
-    otherwise (``Ties``)."""
+    rows are in order of, for tables whose rows of equal keys are ordered otherwise (``Ties``)."""
 
     conn: sqlite3.Connection
     sql: str
     params: dict = field(default_factory=dict)
     order: Optional[str] = None
-    id: Optional[str] = None
 
 
 class Ties:
     """The order of a table's rows that share their Source's order key (tasks that start at the same moment),
-    where it is not the SQL's (the key, then the id): ``inputs`` are SQL over the source row, ``ranks`` gives
+    where it is not the SQL's: ``inputs`` are SQL over the source row, ``ranks`` gives
     the rows of any number of such groups (their inputs' values) a sort key each, and a group's rows are
     sorted by it (stable: equal keys keep the SQL's order). Computed from values the query already has, a
     batch at a time: a run where every task ties has as many groups as rows/2."""

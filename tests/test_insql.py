@@ -67,7 +67,7 @@ class _Reversed(Ties):
 
 def tables(conn, where="", running=True, ties=True):
     texts = "SELECT s FROM t"
-    source = Source(conn, "SELECT * FROM t ORDER BY k, seq", {}, order="k", id="seq")
+    source = Source(conn, "SELECT * FROM t ORDER BY k, seq", {}, order="k")
     columns = [Column("const%", constant="a%d,b"), Column("k", INT, sql="k", nullable=False),
                Column("python x", ROUND3, sql="x"), Column("sqlite x", SQLITE_ROUND3, sql="x"),
                Column("gap", ROUND3), Column("python y", ROUND3, sql="y", null_when="y IS NULL"),
@@ -153,7 +153,7 @@ def test_a_source_table_read_twice_gives_the_same_rows():
 def test_a_one_column_table_writes_its_empty_fields_quoted():
     """A row whose only field is empty is written "" (an empty line would be no row), by write_many too."""
     conn = database()
-    source = Source(conn, "SELECT * FROM t ORDER BY k, seq", {}, order="k", id="seq")
+    source = Source(conn, "SELECT * FROM t ORDER BY k, seq", {}, order="k")
     texts = [Column("text", TEXT, sql="s", domain="SELECT s FROM t")]
     many = [io.StringIO()]
     CsvRenderer().write_many([Table("one", "one", texts, source=source)], many)

@@ -257,7 +257,7 @@ class ProfReport(Report):
         tasks = self._tasks(fields, metrics is not None, span, inner=metrics.inner("p.") if metrics else (),
                             selected=not selection.everything, counters=metrics.counters() if metrics else None)
         source = Source(self.conn, f"SELECT *, {', '.join(derived)} FROM ({tasks}) LIMIT -1 OFFSET 0", args,
-                        order="start_syscnt", id="seq")
+                        order="start_syscnt")
 
         ops = "SELECT {} FROM host.op"
         task_types = f"{ops.format('task_type')} UNION ALL SELECT 'UNKNOWN'"
