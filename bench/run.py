@@ -43,9 +43,10 @@ PROF_SHAPE = "static"       # --prof-shape
 
 
 def prof_shape_text() -> str:
+    runs = ("every run of an op alike" if PROF_SHAPES[PROF_SHAPE][0].get("jitter", 1) is None
+            else "every run its own duration and PMU counters")
     return (f"chip 3, one model of {PROF_OPS} AI_CORE ops (Conv2D, MatMul, Relu, Add), "
-            f"{PROF_SHAPES[PROF_SHAPE][1]}; every run its own duration and PMU counters; PMU PipeUtilization; "
-            f"iterations = tasks / {PROF_OPS}")
+            f"{PROF_SHAPES[PROF_SHAPE][1]}; {runs}; PMU PipeUtilization; iterations = tasks / {PROF_OPS}")
 # what msprof writes into a result directory (a JOB, or a PROF_'s host/ and device_N/)
 OUTPUT_DIRS = ("sqlite", "summary", "timeline", "log", "query")
 # bytes per raw record, by file name prefix (lower case); slices of a stream are counted as one byte stream
