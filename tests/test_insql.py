@@ -9,6 +9,7 @@ import pytest
 
 from msprof.renderers import insql
 from msprof.renderers.csvfile import CSV_FIELDS, CsvRenderer
+from msprof.renderers.jsonfile import JSON_FIELDS, JsonRenderer
 from msprof.tables import EPOCH_US, INT, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, Source, Table, Ties
 
 # values where SQL's printing and Python's disagree unless the guards hand them to Python
@@ -18,9 +19,12 @@ FLOATS = [0.0625, 0.0075, 0.3125, 2.5, 0.0, -0.0, -1.2345, 1e6 + 0.5, 123456.789
           9213822499954.72, 999999999999.9995, 123456789012345.6, -54321987654321.123]
 INTS = [0, 7, -3, 2 ** 62]
 TEXTS = ["plain", "a,b", 'say "hi"', "two\nlines", "cr\rhere", "%d%s%%", "ünïcode", ""]
+# texts JSON prints as they are, quoted (no quote, backslash or control character to escape)
+JSON_TEXTS = ["plain", "a,b", "%d%s%%", "ünïcode", "", "back`tick", "tab-less", "sp ace"]
+FORMATS = {"csv": (CsvRenderer, CSV_FIELDS, TEXTS), "json": (JsonRenderer, JSON_FIELDS, JSON_TEXTS)}
 
 
-def database():
+def database(texts=TEXTS):
     conn = sqlite3.connect(":memory:")
     conn.create_function("py_round", 2, round)
     conn.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, k INTEGER, x REAL, y, n INTEGER, e INTEGER, s TEXT,"
@@ -32,7 +36,7 @@ def database():
             seq += 1
             n = INTS[(i + j) % len(INTS)] if (i + j) % 5 else None
             e = [1700000000000012800, 0, -1500, 999, None][(i + j) % 5]
-            s = (TEXTS + [None])[(i * 3 + j) % (len(TEXTS) + 1)]
+            s = (texts + [None])[(i * 3 + j) % (len(texts) + 1)]
             rows.append((seq, seq // 3, x, y, n, e, s, (seq * 7) % 5))
     conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     return conn
@@ -84,11 +88,12 @@ def tables(conn, where="", running=True, ties=True):
     return [first, second]
 
 
-def render(made, sql: bool):
+def render(made, sql: bool, fmt: str = "csv"):
+    renderer_class, fields, _texts = FORMATS[fmt]
     outs = [io.StringIO() for _ in made]
-    renderer = CsvRenderer()
+    renderer = renderer_class()
     if sql:
-        assert insql.plan(made, insql_format()) is not None
+        assert insql.plan(made, fields) is not None
         renderer.write_many(made, outs)
     else:
         for table, out in zip(made, outs):
@@ -96,19 +101,42 @@ def render(made, sql: bool):
     return [out.getvalue() for out in outs]
 
 
-def insql_format():
-    return CSV_FIELDS
-
-
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
 @pytest.mark.parametrize("where,running,ties", [("", True, True), ("n IS NOT NULL", True, True),
                                                ("", False, False), ("x > 0", False, True)])
-def test_printed_by_sqlite_as_value_by_value(where, running, ties):
-    conn = database()
-    by_sql = render(tables(conn, where, running, ties), sql=True)
-    by_values = render(tables(conn, where, running, ties), sql=False)
+def test_printed_by_sqlite_as_value_by_value(where, running, ties, fmt):
+    conn = database(FORMATS[fmt][2])
+    by_sql = render(tables(conn, where, running, ties), sql=True, fmt=fmt)
+    by_values = render(tables(conn, where, running, ties), sql=False, fmt=fmt)
     assert by_sql[0].splitlines() == by_values[0].splitlines()
     assert by_sql == by_values
     assert len(by_sql[0].splitlines()) > 50
+
+
+def test_json_printed_by_sqlite_parses_to_the_values():
+    """The JSON SQL prints is JSON, and holds the values Python computes for them (not only the same bytes
+    as the value path)."""
+    import json
+
+    conn = database(JSON_TEXTS)
+    [first, second] = [json.loads(text) for text in render(tables(conn), sql=True, fmt="json")]
+    rows = conn.execute("SELECT seq, round(x, 3), s FROM t ORDER BY k, seq").fetchall()   # x: SQLITE_ROUND3
+    assert [r["seq"] for r in second] == [seq for seq, _x, _s in rows]
+    assert [r["text"] for r in second] == ["N/A" if s is None else s for _seq, _x, s in rows]
+    assert [r["x"] for r in second] == ["N/A" if x is None else x for _seq, x, _s in rows]
+    assert all(isinstance(r["epoch"], str) for r in first) and first[0]["const%"] == "a%d,b"
+    assert list(first[0]) == [c.name for c in tables(conn)[0].columns]
+
+
+def test_json_texts_to_escape_are_printed_by_python():
+    """A text column whose domain holds what JSON escapes cannot be printed by SQL: the renderer prints the
+    table value by value, the same bytes as ever."""
+    conn = database(TEXTS)
+    assert insql.plan(tables(conn), JSON_FIELDS) is None
+    outs = [io.StringIO(), io.StringIO()]
+    JsonRenderer().write_many(tables(conn), outs)
+    assert [o.getvalue() for o in outs] == render(tables(conn), sql=False, fmt="json")
+    assert '"say \\"hi\\""' in outs[0].getvalue() and '"two\\nlines"' in outs[0].getvalue()
 
 
 def test_what_python_prints():

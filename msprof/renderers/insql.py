@@ -2,7 +2,7 @@
 
 Taking a row's values out of SQLite costs a Python object per value, and printing them one more each: most
 of the time of a million-row op_summary. For a table whose columns are SQL over a ``Source``
-(msprof.tables), a renderer that can describe its fields in SQL (a ``TextFormat``: csv) has SQLite print
+(msprof.tables), a renderer that can describe its fields in SQL (a ``TextFormat``: csv, json) has SQLite print
 them with ``printf()`` as each column's kind says (``Kind.printf``), so that Python receives one text per
 run of columns. Python still prints what SQL cannot: the columns a ``Running`` computes (the wait since the
 row before), and a value outside its kind's ``guard`` (a near tie of Python's rounding, a number beyond
@@ -16,7 +16,7 @@ import collections
 import itertools
 from typing import Deque, Iterator, List, Optional, Sequence
 
-from msprof.tables import NA, Column, Printf, Table, tie_order, whole_groups
+from msprof.tables import Column, Printf, Table, tie_order, whole_groups
 
 BATCH = 1024
 # Each plan's Python printer is a function of its own name: SQLite refuses to redefine a function while a
@@ -25,7 +25,7 @@ _NAMES = itertools.count()
 
 
 class TextFormat:
-    """What a renderer's fields look like, for SQL to print them."""
+    """What a renderer's fields and records look like, for SQL to print them."""
 
     separator = ","
 
@@ -34,20 +34,37 @@ class TextFormat:
         raise NotImplementedError
 
     def na(self) -> str:
-        """The field of a value that is N/A (NULL)."""
+        """The text of a value that is N/A (NULL)."""
         raise NotImplementedError
+
+    def field(self, column: Column, conversion: str) -> str:
+        """The printf() format of a column's field, around its value's conversion (a field may carry more
+        than the value: a key, quotes)."""
+        return conversion
+
+    def na_field(self, column: Column) -> str:
+        """The field of a column's value that is N/A."""
+        return self.na()
 
     def care_sql(self, expr: str) -> str:
         """SQL: whether a text cannot be a field as it is (it holds a separator, a quote)."""
         raise NotImplementedError
 
-    def text_sql(self, expr: str) -> str:
-        """SQL making the field of a text that may need care."""
+    def quote_sql(self, expr: str) -> str:
+        """SQL making the value of a text that needs no care."""
+        return expr
+
+    def text_sql(self, expr: str) -> Optional[str]:
+        """SQL making the value of a text that may need care; None when SQL cannot."""
         raise NotImplementedError
 
     def texts(self, column: Column, values: Sequence) -> List[str]:
         """The fields of values of a column, printed by Python."""
         raise NotImplementedError
+
+    def records(self, lines: List[str]) -> str:
+        """Records of a batch from their fields' lines."""
+        return "\n".join(lines) + "\n"
 
 
 class _Nested:
@@ -140,19 +157,21 @@ class Plan:
                 text = self._text_sql(column)
                 if text is None:
                     return None
-                parts.append(("%s", [text]))
+                parts.append((self._field(column, "%s"), [text]))
                 nested = None
                 continue
             printf = column.kind.printf(column.sql)
             if printf is None:
                 return None
             if printf.guard is None and printf.conversion in ("%d", "%s"):      # integers print N/A as text
+                na = _sql_text(self.fmt.na())
                 if column.null_when is not None:
-                    parts.append(("%s", [f"CASE WHEN {column.null_when} THEN '{NA}' ELSE ({column.sql}) END"]))
+                    parts.append((self._field(column, "%s"),
+                                  [f"CASE WHEN {column.null_when} THEN {na} ELSE ({column.sql}) END"]))
                 elif column.nullable:
-                    parts.append(("%s", [f"coalesce(({column.sql}), '{NA}')"]))
+                    parts.append((self._field(column, "%s"), [f"coalesce(({column.sql}), {na})"]))
                 else:
-                    parts.append((printf.conversion, printf.args))
+                    parts.append((self._field(column, printf.conversion), printf.args))
                 nested = None
                 continue
             null = column.null_when if column.null_when is not None else (
@@ -179,7 +198,7 @@ class Plan:
                 continue
             nested_conversions.append("%s")
             nested_args.append(self._nested_sql(arg))
-            flat_conversions.append(sep.join(p.conversion for p in arg.printfs))
+            flat_conversions.append(sep.join(self._field(c, p.conversion) for c, p in zip(arg.columns, arg.printfs)))
             flat_args += [a for p in arg.printfs for a in p.args]
             if arg.null is not None:
                 fast.append(f"NOT ({arg.null})")
@@ -195,14 +214,18 @@ class Plan:
         """CASE: N/A where null; an integer as it is (a kind that says so, alone in its group); the printf
         where the guards hold; else Python's text (``msprof_texts``)."""
         sep = _escape(self.fmt.separator)
-        printed = (f"printf({_sql_text(sep.join(p.conversion for p in nested.printfs))}, "
+        conversions = [self._field(c, p.conversion) for c, p in zip(nested.columns, nested.printfs)]
+        printed = (f"printf({_sql_text(sep.join(conversions))}, "
                    f"{', '.join(a for p in nested.printfs for a in p.args)})")
         cases = []
         if nested.null is not None:
-            na = self.fmt.separator.join([self.fmt.na()] * len(nested.columns))
+            na = self.fmt.separator.join(self.fmt.na_field(c) for c in nested.columns)
             cases.append(f"WHEN {nested.null} THEN {_sql_text(na)}")
         if nested.printfs[0].integers:
-            cases.append(f"WHEN typeof(({nested.columns[0].sql})) = 'integer' THEN ({nested.columns[0].sql})")
+            first = nested.columns[0]
+            around = self._field(first, "%s")
+            value = f"({first.sql})" if around == "%s" else f"printf({_sql_text(around)}, ({first.sql}))"
+            cases.append(f"WHEN typeof(({first.sql})) = 'integer' THEN {value}")
         guards = [p.guard for p in nested.printfs if p.guard]
         if guards:
             number = len(self.nested)
@@ -212,15 +235,21 @@ class Plan:
             printed = f"{self.function}({number}, {values})"
         return f"CASE {' '.join(cases)} ELSE {printed} END" if cases else printed
 
+    def _field(self, column: Column, conversion: str) -> str:
+        return self.fmt.field(column, conversion)
+
     def _text_sql(self, column: Column) -> Optional[str]:
-        """A text column's field: as it is when no text of its domain needs care, else through the format's
-        SQL; None without a domain."""
+        """A text column's value: as it is (quoted as the format quotes every text) when no text of its
+        domain needs care, else through the format's SQL; None without a domain, or when the format's SQL
+        cannot print one."""
         if column.domain is None:
             return None
         careful = self.source.conn.execute(
             f"WITH d(v) AS ({column.domain}) SELECT 1 FROM d WHERE {self.fmt.care_sql('v')} LIMIT 1",
             self.source.params).fetchone() is not None
-        expr = self.fmt.text_sql(column.sql) if careful else column.sql
+        expr = self.fmt.text_sql(column.sql) if careful else self.fmt.quote_sql(column.sql)
+        if expr is None:
+            return None
         return f"coalesce({expr}, {_sql_text(self.fmt.na())})" if column.nullable else expr
 
     # --- printing --------------------------------------------------------------------------------------
@@ -282,8 +311,8 @@ class Plan:
         fields = [rows_of(columns[piece]) if isinstance(piece, int) else running[piece] for piece in plan.pieces]
         if not fields[0]:
             return ""
-        lines = map(self.fmt.separator.join, zip(*fields)) if len(fields) > 1 else fields[0]
-        return "\n".join(lines) + "\n"
+        lines = list(map(self.fmt.separator.join, zip(*fields))) if len(fields) > 1 else list(fields[0])
+        return self.fmt.records(lines)
 
 
 def plan(tables: List[Table], fmt: TextFormat) -> Optional[Plan]:
