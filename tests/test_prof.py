@@ -421,3 +421,30 @@ def test_op_statistic_of_a_static_graph_summed_per_task_id_first(tmp_path):
     expected = expected_op_statistic(pg.build(desc))
     assert [(r[1], r[2], r[3], r[6]) for r in summed] == [
         (e["OP Type"], e["Core Type"], int(e["Count"]), e["Avg Time(us)"]) for e in expected]
+
+
+def test_enclosing_call_of_few_calls_over_many_moments_as_by_bisecting_each():
+    """The association's enclosing call (the latest call beginning at or before a moment, unless it ended
+    before it): its slice path for few calls over many time-ordered moments gives what bisecting each moment
+    gives, on random calls that overlap, share a begin or end before they begin."""
+    import bisect
+    import random
+
+    from msprof.layouts.prof.associate import _Calls
+
+    rng = random.Random(5)
+    fast = 0
+    for _ in range(2000):
+        calls = _Calls.__new__(_Calls)
+        begins = sorted(rng.randint(0, 100) for _ in range(rng.randint(0, 6)))
+        calls.begins, calls.ends = begins, [b + rng.randint(-3, 40) for b in begins] + [None]
+        moments = [rng.randint(-5, 150) for _ in range(rng.randint(1, 80))]
+        if rng.random() < 0.8:
+            moments.sort()
+        expected = []
+        for m in moments:
+            p = bisect.bisect_right(begins, m) - 1
+            expected.append(p if p >= 0 and calls.ends[p] >= m else -1)
+        assert calls.enclosing(moments) == expected, (begins, calls.ends, moments)
+        fast += len(begins) * 8 < len(moments) and moments == sorted(moments)
+    assert fast > 500                  # the slice path was taken often

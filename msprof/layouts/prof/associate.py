@@ -26,7 +26,7 @@ counted as ``occ`` is given out, not by a GROUP BY over the launches afterwards.
 import bisect
 import itertools
 from collections import defaultdict
-from operator import and_
+from operator import and_, le
 from typing import Dict, List, Optional, Tuple
 
 from msprof.decode.api_event import LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME
@@ -73,10 +73,22 @@ class _Calls:
         self.items = items + [None]
         self.extras = extras + [None]
 
-    def enclosing(self, moments) -> List[int]:
-        """Position of the call enclosing each moment, -1 where none does."""
-        at = map(bisect.bisect_right, itertools.repeat(self.begins), moments)
-        ends = self.ends
+    def enclosing(self, moments: List[int]) -> List[int]:
+        """Position of the call enclosing each moment, -1 where none does: the call with the latest begin at
+        or before the moment, if it has not ended before it."""
+        begins, ends = self.begins, self.ends
+        if len(begins) * 8 < len(moments) and all(map(le, moments, itertools.islice(moments, 1, None))):
+            # few calls over many moments in time order (model-level calls): each call's run of moments is
+            # found by bisecting the moments, and filled in one slice assignment
+            out = [-1] * len(moments)
+            starts = [bisect.bisect_left(moments, b) for b in begins] + [len(moments)]
+            for p, end in enumerate(ends[:-1]):
+                lo, after = starts[p], starts[p + 1]
+                if lo < after:
+                    hi = bisect.bisect_right(moments, end, lo, after)
+                    out[lo:hi] = itertools.repeat(p, hi - lo)
+            return out
+        at = map(bisect.bisect_right, itertools.repeat(begins), moments)
         return [p if p >= 0 and ends[p] >= m else -1 for p, m in zip(map(int.__sub__, at, itertools.repeat(1)),
                                                                        moments)]
 
