@@ -157,7 +157,7 @@ class Plan:
                 text = self._text_sql(column)
                 if text is None:
                     return None
-                parts.append((self._field(column, "%s"), [text]))
+                parts.append((self.fmt.field(column, "%s"), [text]))
                 nested = None
                 continue
             printf = column.kind.printf(column.sql)
@@ -166,12 +166,12 @@ class Plan:
             if printf.guard is None and printf.conversion in ("%d", "%s"):      # integers print N/A as text
                 na = _sql_text(self.fmt.na())
                 if column.null_when is not None:
-                    parts.append((self._field(column, "%s"),
+                    parts.append((self.fmt.field(column, "%s"),
                                   [f"CASE WHEN {column.null_when} THEN {na} ELSE ({column.sql}) END"]))
                 elif column.nullable:
-                    parts.append((self._field(column, "%s"), [f"coalesce(({column.sql}), {na})"]))
+                    parts.append((self.fmt.field(column, "%s"), [f"coalesce(({column.sql}), {na})"]))
                 else:
-                    parts.append((self._field(column, printf.conversion), printf.args))
+                    parts.append((self.fmt.field(column, printf.conversion), printf.args))
                 nested = None
                 continue
             null = column.null_when if column.null_when is not None else (
@@ -198,7 +198,7 @@ class Plan:
                 continue
             nested_conversions.append("%s")
             nested_args.append(self._nested_sql(arg))
-            flat_conversions.append(sep.join(self._field(c, p.conversion) for c, p in zip(arg.columns, arg.printfs)))
+            flat_conversions.append(sep.join(self.fmt.field(c, p.conversion) for c, p in zip(arg.columns, arg.printfs)))
             flat_args += [a for p in arg.printfs for a in p.args]
             if arg.null is not None:
                 fast.append(f"NOT ({arg.null})")
@@ -214,7 +214,7 @@ class Plan:
         """CASE: N/A where null; an integer as it is (a kind that says so, alone in its group); the printf
         where the guards hold; else Python's text (``msprof_texts``)."""
         sep = _escape(self.fmt.separator)
-        conversions = [self._field(c, p.conversion) for c, p in zip(nested.columns, nested.printfs)]
+        conversions = [self.fmt.field(c, p.conversion) for c, p in zip(nested.columns, nested.printfs)]
         printed = (f"printf({_sql_text(sep.join(conversions))}, "
                    f"{', '.join(a for p in nested.printfs for a in p.args)})")
         cases = []
@@ -223,7 +223,7 @@ class Plan:
             cases.append(f"WHEN {nested.null} THEN {_sql_text(na)}")
         if nested.printfs[0].integers:
             first = nested.columns[0]
-            around = self._field(first, "%s")
+            around = self.fmt.field(first, "%s")
             value = f"({first.sql})" if around == "%s" else f"printf({_sql_text(around)}, ({first.sql}))"
             cases.append(f"WHEN typeof(({first.sql})) = 'integer' THEN {value}")
         guards = [p.guard for p in nested.printfs if p.guard]
@@ -234,9 +234,6 @@ class Plan:
             cases.append(f"WHEN {' AND '.join(f'({g})' for g in guards)} THEN {printed}")
             printed = f"{self.function}({number}, {values})"
         return f"CASE {' '.join(cases)} ELSE {printed} END" if cases else printed
-
-    def _field(self, column: Column, conversion: str) -> str:
-        return self.fmt.field(column, conversion)
 
     def _text_sql(self, column: Column) -> Optional[str]:
         """A text column's value: as it is (quoted as the format quotes every text) when no text of its

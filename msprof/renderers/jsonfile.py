@@ -73,16 +73,13 @@ class JsonRenderer(Renderer):
         if made is None:
             super().write_many(tables, outs, part)
             return
-        bare = part is not None                   # a part: the objects only (``join`` brackets them)
-        started = [False] * len(outs)
+        sinks = [_JsonSink(table, out, bare=part is not None) for table, out in zip(tables, outs)]
         for step in itertools.zip_longest(*made.streams()):
-            for i, (out, text) in enumerate(zip(outs, step)):
+            for sink, text in zip(sinks, step):
                 if text:
-                    out.write((",\n" if started[i] else "" if bare else "[\n") + text)
-                    started[i] = True
-        if not bare:
-            for out, done in zip(outs, started):
-                out.write("\n]\n" if done else "[]\n")
+                    sink.objects(text)
+        for sink in sinks:
+            sink.close()
 
     def join(self, parts: List[Path], out: BinaryIO) -> None:
         """Parts hold bare objects: the array's brackets go around them, commas between them."""
@@ -100,7 +97,7 @@ class _JsonSink(Sink):
         """``bare``: the objects only, comma-separated (a part of a file), no brackets."""
         def field(c) -> str:
             value = "%s" if c.varies else encode(c.kind, c.constant).replace("%", "%%")
-            return f"  {json.dumps(c.name, ensure_ascii=False).replace('%', '%%')}: {value}"
+            return _key(c).replace("%", "%%") + value
 
         self.table, self.out = table, out
         self.template = " {\n" + ",\n".join(field(c) for c in table.columns) + "\n }"
@@ -115,15 +112,18 @@ class _JsonSink(Sink):
         values = zip(*batch)
         texts = [column_json(column, next(values)) for column in self.varying]
         objects = list(map(self.template.__mod__, zip(*texts))) if texts else [self.template] * len(batch)
-        self.out.write((self.opening if self.first else ",\n") + ",\n".join(objects))
+        self.objects(",\n".join(objects))
+
+    def objects(self, text: str) -> None:
+        """Objects made already (``text``: one or more, comma-separated), in their place in the array."""
+        self.out.write((self.opening if self.first else ",\n") + text)
         self.first = False
 
     def close(self) -> None:
         columns = self.table.columns
         if self.table.total is not None:
             total = tuple(encode(c.kind, v) for v, c in zip(self.table.total, columns) if c.varies)
-            self.out.write((self.opening if self.first else ",\n") + self.template % total)
-            self.first = False
+            self.objects(self.template % total)
         if not self.bare:
             self.out.write("[]\n" if self.first else "\n]\n")
 

@@ -8,7 +8,6 @@ columns went, so that the caller can tell the user (``--wide`` shows them all).
 """
 from typing import List, Optional, TextIO
 
-
 from msprof.renderers.base import Renderer, register
 from msprof.renderers.csvfile import column_texts
 from msprof.tables import Table

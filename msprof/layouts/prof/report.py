@@ -43,6 +43,9 @@ _V6_SQE = {0: "AI_CORE", 1: "AIV_SQE", 2: "FUSION", 3: "PLACE_HOLDER_SQE", 4: "A
            20: "CONDITION_SQE", 21: "END_SQE"}
 SQE_TYPES = {"1": {}, "15": _V6_SQE, "16": _V6_SQE, **{p: dict(enumerate(_STARS_SQE)) for p in ("5", "7", "8", "11")}}
 DEFAULT_SQE_TYPES = dict(enumerate(_HW_SQE))
+# the start counters two or more timed tasks share (tasks that start at the same moment: "Ties")
+_TIED_STARTS = ("SELECT start_syscnt FROM task WHERE start_syscnt IS NOT NULL GROUP BY start_syscnt"
+                " HAVING count(*) > 1")
 TASK_TIME_FIELDS = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id", "task_id", "start_ns", "end_ns")
 TENSOR_COLUMNS = ["Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
                   "Output Formats"]
@@ -103,8 +106,7 @@ class ProfReport(Report):
     @functools.cached_property
     def has_ties(self) -> bool:
         """Whether two timed tasks start at the same moment (most runs: none; 0.13 s to find out at 1M tasks)."""
-        return self.conn.execute("SELECT 1 FROM task WHERE start_syscnt IS NOT NULL GROUP BY start_syscnt"
-                                 " HAVING count(*) > 1 LIMIT 1").fetchone() is not None
+        return self.conn.execute(f"{_TIED_STARTS} LIMIT 1").fetchone() is not None
 
     # the orders of tasks that start together: one each per report, so that what they work out once (from
     # every launch) serves every table and part this report writes
@@ -520,9 +522,7 @@ class _FirstAppearance(Ties):
             "SELECT h.stream_id, h.task_id, h.batch_id FROM host.launch h LEFT JOIN msprof_thread_rank r"
             f" ON r.thread = h.thread WHERE h.device_id = :dev ORDER BY h.ts, coalesce(r.rank, {_GeOrder.LAST}),"
             " h.seq", report.params)))
-        tied = set(conn.execute(
-            "SELECT DISTINCT stream_id, task_id FROM task WHERE start_syscnt IN (SELECT start_syscnt FROM task"
-            " WHERE start_syscnt IS NOT NULL GROUP BY start_syscnt HAVING count(*) > 1)"))
+        tied = set(conn.execute(f"SELECT DISTINCT stream_id, task_id FROM task WHERE start_syscnt IN ({_TIED_STARTS})"))
         device = {}
         first = {}
         for stream, task, start in conn.execute(
