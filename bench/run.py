@@ -34,7 +34,10 @@ DEFAULT_PROF_SIZES = "100000,250000,1000000"
 # record a device one), or every op of every iteration (node, runtime call, node info and task_track each).
 PROF_SHAPES = {
     "static": ({"static_graph": True}, "a static graph: launched once at model load, run each iteration"),
-    "per-launch": ({"static_graph": False}, "launched by the host every iteration (4 host records a task)"),
+    # (every launch's host calls with their own durations, as a host's are: api_statistic then groups many
+    # distinct durations per API, not one)
+    "per-launch": ({"static_graph": False, "host_jitter": 1},
+                   "launched by the host every iteration (4 host records a task, host calls of varied duration)"),
     # tasks that start at the same moment (docs/prof-format.md "Ties"): their order is the reference's, not SQL's
     "tied": ({"static_graph": True, "jitter": None, "streams": 2},
              "a static graph on two streams whose tasks start together (every task ties with another)"),

@@ -31,8 +31,8 @@ from msprof import api  # noqa: E402
 
 SCENARIOS = {
     **SMOKE_SCENARIOS,  # the four the reference smoke tests in test_profgen run
-    "hwts_pipe_3threads_extra": {
-        "platform_version": "1", "pmu": "PipeUtilization", "iterations": 2, "ai_core_num": 2,
+    "hwts_pipe_3threads_extra": {   # (every launch's host calls with their own durations: host_jitter)
+        "platform_version": "1", "pmu": "PipeUtilization", "iterations": 2, "ai_core_num": 2, "host_jitter": 5,
         "models": [{"id": 1, "name": "resnet50"}, {"id": 7, "name": "bert"}],
         "threads": [
             {"tid": 11, "ops": [{"name": "mm1", "type": "MatMul", "block_dim": 5, "dur_us": [8.25, 8.5]},
