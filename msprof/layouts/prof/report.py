@@ -445,29 +445,32 @@ class ProfReport(Report):
         try:
             read = "SELECT name, level, d, n FROM temp.msprof_api_durations ORDER BY rowid"
             to_us = self._host_us
-            sums: Dict[tuple, list] = {}           # (name, level) → [count, total, min, max]
+            # sums as integers (ticks; squares in thousandths: each is rounded to 3 decimals first), exact
+            # whatever the order and Python's float sum() (3.12 compensates): the reference's float sums of
+            # the same values differ from them by far less than the 3rd decimal
+            sums: Dict[tuple, list] = {}           # (name, level) → [count, ticks, min, max]
             for name, level, delta, n in conn.execute(read):
                 group = sums.get((name, level))
                 if group is None:
-                    sums[(name, level)] = [n, to_us(delta) * n, delta, delta]
+                    sums[(name, level)] = [n, delta * n, delta, delta]
                 else:
                     group[0] += n
-                    group[1] += to_us(delta) * n
+                    group[1] += delta * n
                     group[3] = delta                 # (ascending)
-            averages = {k: round(round(g[1], 3) / g[0], 3) for k, g in sums.items()}
-            squares = dict.fromkeys(sums, 0.0)
+            averages = {k: round(round(to_us(g[1]), 3) / g[0], 3) for k, g in sums.items()}
+            squares = dict.fromkeys(sums, 0)
             for name, level, delta, n in conn.execute(read):
-                squares[(name, level)] += round((to_us(delta) - averages[(name, level)]) ** 2, 3) * n
+                squares[(name, level)] += round(round((to_us(delta) - averages[(name, level)]) ** 2, 3) * 1000) * n
         finally:
             conn.execute("DROP TABLE IF EXISTS temp.msprof_api_durations")
             if conn.in_transaction:
                 conn.commit()
         rows = []
         for (name, level) in sorted(sums, key=lambda k: (k[0], LEVELS.get(k[1], str(k[1])))):
-            count, total, low, high = sums[(name, level)]
-            rows.append((self.device_id, LEVELS.get(level, str(level)), name, round(total, 3), count,
+            count, ticks, low, high = sums[(name, level)]
+            rows.append((self.device_id, LEVELS.get(level, str(level)), name, round(to_us(ticks), 3), count,
                          averages[(name, level)], round(to_us(low), 3), round(to_us(high), 3),
-                         round(squares[(name, level)] / count, 3)))
+                         round(squares[(name, level)] / 1000 / count, 3)))
         return rows
 
     def _host_us(self, delta: int) -> float:
