@@ -195,6 +195,30 @@ def test_end_without_start_not_invented(tmp_path):
         assert m == r
 
 
+# 3 ops launched every iteration, task ids wrapping every 4 launches (a long eager-mode run wraps every 65536)
+REUSED_IDS = {"platform_version": "1", "pmu": "PipeUtilization", "iterations": 5, "task_id_wrap": 4,
+              "threads": [{"ops": [{"name": "a", "type": "Add", "dur_us": 5}, {"name": "b", "type": "Relu", "dur_us": 7},
+                                   {"name": "c", "type": "MatMul", "dur_us": 9}]}]}
+
+
+def test_reused_task_ids_paired_in_order(tmp_path):
+    """docs/prof.md difference 5: the n-th run of a reused (stream, task) id is the n-th launch's, one row a task."""
+    prof = pg.build(REUSED_IDS)
+    out = run_msprof(pg.write_prof(tmp_path, REUSED_IDS))
+    assert len({(t.stream, t.task) for t in prof.tasks}) == 4 < len(prof.tasks) == 15
+    assert_rows_equal("op_summary", out["op_summary"], expected_op_summary(prof))
+    assert_rows_equal("task_time", out["task_time"], expected_task_time(prof))
+    assert_rows_equal("op_statistic", out["op_statistic"], expected_op_statistic(prof))
+
+
+@pytest.mark.reference
+def test_reference_multiplies_reused_task_ids(tmp_path):
+    """What difference 5 is about: the reference joins launches and runs on the ids alone (L x R rows)."""
+    need_reference()
+    ref = run_reference(pg.write_prof(tmp_path / "gen", REUSED_IDS), tmp_path / "ref")
+    assert len(ref["task_time"]) == 15 and len(ref["op_summary"]) == 57
+
+
 @pytest.mark.reference
 @pytest.mark.parametrize("scenario,kept", [("hwts_pipe_3threads_extra", 5), ("chip_v3_arith_dev1", 4),
                                            ("hwts_pipe_3threads_extra", 0)])
