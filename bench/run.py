@@ -420,6 +420,12 @@ def reference_ratio(tasks: int, out: Path) -> None:
           f"import + export summary:")
     print(f"  reference {times['reference']:.2f} s, msprof {times['msprof']:.2f} s, "
           f"ratio reference/msprof = {ratio:.1f}x")
+    # the same work only when both wrote the same rows: the reference multiplies reused task ids (docs/prof.md
+    # difference 5), which a per-launch run of more than 65536 launches a stream has
+    rows = {copy: sum(sum(1 for _ in f.open(encoding="utf-8", errors="replace")) - 1
+                      for f in (work / copy).rglob("op_summary*.csv")) for copy in ("ref", "ours")}
+    print(f"  op_summary rows: reference {rows['ref']:,}, msprof {rows['ours']:,}"
+          + ("" if rows["ref"] == rows["ours"] else "  (not the same work: see docs/prof.md difference 5)"))
     if tasks == 250_000:
         print(f"  reference takes >= 20x as long as msprof   {ratio:6.1f}x          {VERDICT[ratio >= 20]}")
     else:
