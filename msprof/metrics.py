@@ -291,20 +291,22 @@ class AscendMetrics:
 
 def counter_ratios(pmu: str = "") -> List[str]:
     """The ratio of each counter of a PMU row (alias ``pmu``) to its total cycles, as columns ``r0``…``r7``
-    (0.0 without cycles): what ``AscendMetrics`` columns read."""
+    (the raw counter without cycles, as the reference): what ``AscendMetrics`` columns read."""
     return [f"{ratio_sql(i, pmu)} AS r{i}" for i in range(8)]
 
 
 def ratio_sql(slot: int, pmu: str = "") -> str:
-    return f"CASE WHEN {pmu}total_cycles THEN CAST({pmu}c{slot} AS REAL) / {pmu}total_cycles ELSE 0.0 END"
+    """A counter's ratio to the total cycles; without cycles the reference keeps the raw counter instead."""
+    return (f"CASE WHEN {pmu}total_cycles THEN CAST({pmu}c{slot} AS REAL) / {pmu}total_cycles"
+            f" ELSE CAST({pmu}c{slot} AS REAL) END")
 
 
 def aicore_time_sql(cycles: str, block_num: str, aic_mhz: Optional[float], core_num: Optional[int]) -> str:
     """cycles·10⁶/f_Hz / B · ceil(B/C), in the reference's order of float operations, before its 2-decimal
-    rounding; 0 without a block num, core count or frequency."""
+    rounding; 0.0 without a block num, core count or frequency (the reference stores its 0 as a REAL)."""
     if not core_num or not aic_mhz:
-        return "0"
+        return "0.0"
     f_hz = float(aic_mhz) * 1e6
     c = int(core_num)
     return (f"(CASE WHEN {block_num} THEN {cycles} * 1000000 / {f_hz!r} / {block_num} * (({block_num} + {c} - 1)"
-            f" / {c}) ELSE 0 END)")
+            f" / {c}) ELSE 0.0 END)")

@@ -49,6 +49,18 @@ SCENARIOS = {
                         "begin_ns": 10 ** 12 + 950_000, "end_ns": 10 ** 12 + 950_777}],
     },
     "demo_sample": make_demo.prof_description(),     # what `msprof demo --prof` shows
+    # PMU edge cases: an op of block dim 0 (aicore time 0.0) and records without cycles (the reference keeps
+    # the raw counters as the ratios), in both metric sets
+    "pmu_zero_cycles_block_dim": {
+        "platform_version": "1", "pmu": "PipeUtilization", "iterations": 2,
+        "threads": [{"ops": [{"name": "nodim", "type": "Add", "block_dim": 0, "dur_us": 5},
+                             {"name": "nocyc", "type": "Mul", "total_cycles": 0, "pmu": [1, 2, 0, 0, 1, 0, 1, 1]},
+                             {"name": "nocyc_noreq", "type": "Mul", "total_cycles": 0, "pmu": [0, 0, 3, 0, 0, 0, 0, 4]},
+                             {"name": "plain", "type": "Relu", "dur_us": 3}]}]},
+    "arith_zero_cycles": {
+        "platform_version": "2", "pmu": "ArithmeticUtilization",
+        "threads": [{"ops": [{"name": "nocyc", "type": "Add", "total_cycles": 0, "pmu": [2, 1, 3, 1, 1, 1, 2, 0]},
+                             {"name": "nodim", "type": "MatMul", "block_dim": 0}]}]},
     # aicore.data with its reserved head bytes clear (no 0x6BD3, no log type): every PMU column still there
     "hwts_pipe_reserved_zero": dict(MULTI, platform_version="1", pmu="PipeUtilization", pmu_reserved="zero"),
     "chip_v3_arith_dev1": dict(MULTI, platform_version="2", pmu="ArithmeticUtilization", device_id=1,

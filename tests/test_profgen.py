@@ -272,25 +272,27 @@ def pmu_columns(prof, x):
         return None
     cyc = x.total_cycles
     cores = d["ai_core_num"]
+    # 0.0 without a block dim (the reference stores its 0 in a REAL column)
     aicore_time = round(cyc * 1000 * 1000.0 / (d["aic_freq_mhz"] * 1e6) / x.block_dim
-                        * ((x.block_dim + cores - 1) // cores), 2)
+                        * ((x.block_dim + cores - 1) // cores), 2) if x.block_dim else 0.0
     out = OrderedDict()
     out["aicore_time(us)"] = r3_half_up(aicore_time)
     out["total_cycles"] = cyc
     c = x.pmu
+    # a record without cycles: the reference keeps each raw counter as its ratio
+    r = [v / cyc if cyc else float(v) for v in c]
     if d["pmu"] == "PipeUtilization":
-        ratios = OrderedDict([("vec", c[0] / cyc), ("mac", c[1] / cyc), ("scalar", c[2] / cyc),
-                              ("mte1", c[3] / cyc), ("mte2", c[4] / cyc), ("mte3", c[5] / cyc)])
+        ratios = OrderedDict([("vec", r[0]), ("mac", r[1]), ("scalar", r[2]), ("mte1", r[3]), ("mte2", r[4]),
+                              ("mte3", r[5])])
         for k, v in ratios.items():
             out["%s_time(us)" % k] = r3_half_up(aicore_time * v)
             out["%s_ratio" % k] = r3_half_up(v)
-        out["icache_miss_rate"] = r3_half_up((c[7] / cyc) / (c[6] / cyc)) if c[6] else r3_half_up(c[7] / cyc)
+        out["icache_miss_rate"] = r3_half_up(r[7] / r[6]) if c[6] else r3_half_up(r[7])
         vec, mac, mte2 = out["vec_ratio"], out["mac_ratio"], out["mte2_ratio"]
         out["memory_bound"] = round(mte2 / max(vec, mac), 3) if max(vec, mac) else 0
         out["cube_utilization(%)"] = round(cyc / (d["aic_freq_mhz"] * cores * x.dur_ns) * 1000 * 100, 3) \
             if min(mac, cyc, x.dur_ns) else 0
     else:
-        r = [v / cyc for v in c]
         out["mac_fp16_ratio"] = r3_half_up(r[0])
         out["mac_int8_ratio"] = r3_half_up(r[1])
         out["vec_fp32_ratio"] = r3_half_up(r[2])
