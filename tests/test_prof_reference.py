@@ -57,6 +57,12 @@ SCENARIOS = {
                              {"name": "nocyc", "type": "Mul", "total_cycles": 0, "pmu": [1, 2, 0, 0, 1, 0, 1, 1]},
                              {"name": "nocyc_noreq", "type": "Mul", "total_cycles": 0, "pmu": [0, 0, 3, 0, 0, 0, 0, 4]},
                              {"name": "plain", "type": "Relu", "dur_us": 3}]}]},
+    # api_statistic's Variance at a tie (ModelExecute's: 14.0625), which the last bits of the reference's float
+    # sum in record order decide
+    "api_variance_tie": {
+        "platform_version": "1", "iterations": 6,
+        "threads": [{"tid": 1, "gap_us": 1, "ops": [{"name": "a0"}, {"name": "a1"}]},
+                    {"tid": 2, "gap_us": 1, "ops": [{"name": f"b{i}"} for i in range(5)]}]},
     "arith_zero_cycles": {
         "platform_version": "2", "pmu": "ArithmeticUtilization",
         "threads": [{"ops": [{"name": "nocyc", "type": "Add", "total_cycles": 0, "pmu": [2, 1, 3, 1, 1, 1, 2, 0]},

@@ -11,7 +11,7 @@ import functools
 import itertools
 import sqlite3
 from itertools import repeat
-from operator import sub, truediv
+from operator import itemgetter, sub, truediv
 from typing import Dict, List, Optional, Tuple
 
 from msprof import store
@@ -424,12 +424,18 @@ class ProfReport(Report):
         return Table("api_statistic", "api_statistic", columns, [self._api_rows()])
 
     def _api_rows(self) -> list:
-        """Per (name, level): the reference's sums and variance of µs durations, from the distinct durations
-        and their counts (exact: durations are whole host ticks), so 2M calls are one GROUP BY in SQL. The
-        levels named by their struct type are grouped by it, not by item id (a node-level call's item is its
-        op: a thousand ops would give a thousand times the rows for one name). The grouped rows go to a
-        temporary table once and are read twice in (name, level, duration) order, the variance's pass
-        needing the average: Python holds one row at a time, whatever the spread of the durations."""
+        """Per (name, level): the reference's sums and variance of µs durations (docs/prof-format.md §7).
+
+        The reference keeps every call's duration and sums floats in record order; msprof sums the distinct
+        durations and their counts as integers (ticks; squares in thousandths, each rounded to 3 decimals
+        first), so 2M calls are one GROUP BY in SQL and Python holds one row at a time. The two agree wherever
+        a result is not within a hair of a half (the reference's float error is far smaller than the 3rd
+        decimal); a group whose exact total or variance is that close to a tie (14.0625 rounds either way) is
+        summed again as the reference sums it: its calls in record order, with Python's sum().
+
+        The levels named by their struct type are grouped by it, not by item id (a node-level call's item is
+        its op: a thousand ops would give a thousand times the rows for one name). The grouped rows go to a
+        temporary table once and are read twice (the variance needs the average); integer sums need no order."""
         typed = "a.level IN (20000, 15000, 10000, 5000)"
         key = f"CASE WHEN {typed} THEN a.struct_type ELSE a.item_id END"
         named = (f"CASE WHEN {typed.replace('a.', 'g.')} THEN coalesce(tn.name, CAST(g.k AS TEXT))"
@@ -437,29 +443,28 @@ class ProfReport(Report):
         conn = self.conn
         conn.execute("DROP TABLE IF EXISTS temp.msprof_api_durations")
         conn.execute(
-            f"CREATE TEMP TABLE msprof_api_durations AS SELECT {named} AS name, g.level AS level, g.d AS d,"
-            f" sum(g.n) AS n FROM (SELECT a.level, {key} AS k, a.[end] - a.begin AS d, count(*) AS n FROM host.api a"
+            f"CREATE TEMP TABLE msprof_api_durations AS SELECT {named} AS name, g.level AS level, g.k AS k, g.d AS d,"
+            f" g.n AS n FROM (SELECT a.level, {key} AS k, a.[end] - a.begin AS d, count(*) AS n FROM host.api a"
             " WHERE a.from_events = 0 GROUP BY a.level, k, d) g"
             " LEFT JOIN host.type_name tn ON tn.level = g.level AND tn.type = g.k"
-            " LEFT JOIN host.hash_string hs ON hs.hash = g.k GROUP BY 1, 2, 3 ORDER BY 1, 2, 3")
+            " LEFT JOIN host.hash_string hs ON hs.hash = g.k")
         try:
-            read = "SELECT name, level, d, n FROM temp.msprof_api_durations ORDER BY rowid"
+            read = "SELECT name, level, k, d, n FROM temp.msprof_api_durations"
             to_us = self._host_us
-            # sums as integers (ticks; squares in thousandths: each is rounded to 3 decimals first), exact
-            # whatever the order and Python's float sum() (3.12 compensates): the reference's float sums of
-            # the same values differ from them by far less than the 3rd decimal
-            sums: Dict[tuple, list] = {}           # (name, level) → [count, ticks, min, max]
-            for name, level, delta, n in conn.execute(read):
+            sums: Dict[tuple, list] = {}           # (name, level) → [count, ticks, min, max, raw keys]
+            for name, level, k, delta, n in conn.execute(read):
                 group = sums.get((name, level))
                 if group is None:
-                    sums[(name, level)] = [n, delta * n, delta, delta]
+                    sums[(name, level)] = [n, delta * n, delta, delta, {k}]
                 else:
                     group[0] += n
                     group[1] += delta * n
-                    group[3] = delta                 # (ascending)
+                    group[2] = min(group[2], delta)
+                    group[3] = max(group[3], delta)
+                    group[4].add(k)
             averages = {k: round(round(to_us(g[1]), 3) / g[0], 3) for k, g in sums.items()}
             squares = dict.fromkeys(sums, 0)
-            for name, level, delta, n in conn.execute(read):
+            for name, level, _k, delta, n in conn.execute(read):
                 squares[(name, level)] += round(round((to_us(delta) - averages[(name, level)]) ** 2, 3) * 1000) * n
         finally:
             conn.execute("DROP TABLE IF EXISTS temp.msprof_api_durations")
@@ -467,14 +472,39 @@ class ProfReport(Report):
                 conn.commit()
         rows = []
         for (name, level) in sorted(sums, key=lambda k: (k[0], LEVELS.get(k[1], str(k[1])))):
-            count, ticks, low, high = sums[(name, level)]
-            rows.append((self.device_id, LEVELS.get(level, str(level)), name, round(to_us(ticks), 3), count,
-                         averages[(name, level)], round(to_us(low), 3), round(to_us(high), 3),
-                         round(squares[(name, level)] / 1000 / count, 3)))
+            count, ticks, low, high, keys = sums[(name, level)]
+            total, average = round(to_us(ticks), 3), averages[(name, level)]
+            square_sum = squares[(name, level)]            # thousandths
+            if _near_half(to_us(ticks) * 1000) or _near_half(square_sum / count):
+                total, average, variance = self._reference_sums(level, sorted(keys), count)
+            else:
+                variance = round(square_sum / 1000 / count, 3)
+            rows.append((self.device_id, LEVELS.get(level, str(level)), name, total, count, average,
+                         round(to_us(low), 3), round(to_us(high), 3), variance))
         return rows
 
+    def _reference_sums(self, level: int, keys: List[int], count: int) -> Tuple[float, float, float]:
+        """(total, average, variance) of one API's calls summed as the reference sums them: every call's µs in
+        record order, by Python's sum() (streamed from SQLite, one call at a time)."""
+        key = "struct_type" if level in (20000, 15000, 10000, 5000) else "item_id"
+        sql = (f"SELECT [end] - begin FROM host.api WHERE from_events = 0 AND level = ? AND {key} IN"
+               f" ({', '.join('?' * len(keys))}) ORDER BY seq")
+        to_us = self._host_us
+        total = round(sum(map(to_us, map(itemgetter(0), self.conn.execute(sql, (level, *keys))))), 3)
+        average = round(total / count, 3)
+        squares = sum(round((to_us(d) - average) ** 2, 3) for (d,) in self.conn.execute(sql, (level, *keys)))
+        return total, average, round(squares / count, 3)
+
     def _host_us(self, delta: int) -> float:
-        return delta / self.host_cpu_mhz if self.host_cpu_mhz else delta * 1000000 / 1000000000
+        """A host duration in µs, in the reference's float operations (its InfoConfReader.get_host_duration)."""
+        hz = self.host_cpu_mhz * 1000000.0 if self.host_cpu_mhz else 1000000000.0
+        return delta / hz * 1000000.0 if hz != 1000000000.0 else delta * 1000000.0 / 1000000000.0
+
+
+def _near_half(thousandths: float) -> bool:
+    """Whether a value in thousandths is within a hair of a half: its 3-decimal rounding depends on the last bits
+    of the reference's float sums."""
+    return abs(thousandths - int(thousandths) - 0.5) < 1e-6
 
 
 # --- tasks that start at the same moment (docs/prof-format.md §5 and §8, "Ties") ----------------------------
