@@ -424,27 +424,28 @@ def test_op_statistic_of_a_static_graph_summed_per_task_id_first(tmp_path):
 
 
 def test_enclosing_call_of_few_calls_over_many_moments_as_by_bisecting_each():
-    """The association's enclosing call (the latest call beginning at or before a moment, unless it ended
-    before it): its slice path for few calls over many time-ordered moments gives what bisecting each moment
-    gives, on random calls that overlap, share a begin or end before they begin."""
+    """The association's enclosing call of a moment: of the calls begun at or before it and not ended before
+    it, the latest begun (the innermost of nested calls). Both its paths — slices for few calls over many
+    time-ordered moments, bisection for the rest — give what a scan of every call gives, on random calls that
+    nest, overlap, share a begin or end before they begin."""
     import bisect
     import random
 
     from msprof.layouts.prof.associate import _Calls
 
     rng = random.Random(5)
-    fast = 0
-    for _ in range(2000):
+    fast = nested = 0
+    for _ in range(3000):
         calls = _Calls.__new__(_Calls)
         begins = sorted(rng.randint(0, 100) for _ in range(rng.randint(0, 6)))
         calls.begins, calls.ends = begins, [b + rng.randint(-3, 40) for b in begins] + [None]
         moments = [rng.randint(-5, 150) for _ in range(rng.randint(1, 80))]
         if rng.random() < 0.8:
             moments.sort()
-        expected = []
-        for m in moments:
-            p = bisect.bisect_right(begins, m) - 1
-            expected.append(p if p >= 0 and calls.ends[p] >= m else -1)
+        expected = [max((p for p, b in enumerate(begins) if b <= m <= calls.ends[p]), default=-1) for m in moments]
         assert calls.enclosing(moments) == expected, (begins, calls.ends, moments)
         fast += len(begins) * 8 < len(moments) and moments == sorted(moments)
+        latest_begun = [bisect.bisect_right(begins, m) - 1 for m in moments]
+        nested += sum(e != -1 and e != p for e, p in zip(expected, latest_begun))
+    assert nested > 100                # moments after a nested call ended, inside an earlier one
     assert fast > 500                  # the slice path was taken often

@@ -63,6 +63,16 @@ SCENARIOS = {
         "platform_version": "1", "iterations": 6,
         "threads": [{"tid": 1, "gap_us": 1, "ops": [{"name": "a0"}, {"name": "a1"}]},
                     {"tid": 2, "gap_us": 1, "ops": [{"name": f"b{i}"} for i in range(5)]}]},
+    # node calls nested in an op's node call (as HCCL's: hcom_allReduce holding hcomAicpuInit) that end before
+    # its launch: the launch is still the outer node's
+    "nested_node_calls": {
+        "platform_version": "1", "iterations": 3, "pmu": "PipeUtilization",
+        "threads": [{"tid": 1, "ops": [{"name": "allReduce", "type": "HcomAllReduce", "block_dim": 4, "dur_us": 5},
+                                       {"name": "plain", "type": "Add", "dur_us": 3}]}],
+        "extra_apis": [{"thread": 1, "level": 10000, "name": "launch", "begin_ns": 10 ** 12 + 10650,
+                        "end_ns": 10 ** 12 + 10850},
+                       {"thread": 1, "level": 10000, "name": "launch", "begin_ns": 10 ** 12 + 10860,
+                        "end_ns": 10 ** 12 + 10900}]},
     "arith_zero_cycles": {
         "platform_version": "2", "pmu": "ArithmeticUtilization",
         "threads": [{"ops": [{"name": "nocyc", "type": "Add", "total_cycles": 0, "pmu": [2, 1, 3, 1, 1, 1, 2, 0]},

@@ -3,8 +3,9 @@
 
 For a task_track record at time ts on a thread:
 
-* its **node** is the node-level API call (level 10000) of that thread with the latest begin <= ts, when it
-  has not ended before ts; op name = the call's item id through hash_dic;
+* its **node** is, of the node-level API calls (level 10000) of that thread begun at or before ts and not
+  ended before it, the latest begun (the innermost of nested calls); op name = the call's item id through
+  hash_dic;
 * its **node info** is the first node_basic_info of that thread inside the node's [begin, end]: op type,
   GE task type, block dim, HF32 flag, and OP State (aging → dynamic);
 * its **model** is the model-level API call (level 15000) enclosing it the same way: model id = its item id;
@@ -26,7 +27,7 @@ counted as ``occ`` is given out, not by a GROUP BY over the launches afterwards.
 import bisect
 import itertools
 from collections import defaultdict
-from operator import and_, le
+from operator import and_, le, lt
 from typing import Dict, List, Optional, Tuple
 
 from msprof.decode.api_event import LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME
@@ -58,15 +59,22 @@ def is_kernel_task(rts_type_name: Optional[str]) -> bool:
 
 
 class _Calls:
-    """The calls of one level on one thread that can enclose moments in [first, last], from the index:
-    the last one beginning at or before ``first``, and every one beginning up to ``last``. The per-call
-    lists end with a None entry, so that position -1 (no enclosing call) reads as None."""
+    """The calls of one level on one thread that can enclose moments in [first, last], from the index: every
+    one beginning up to ``last``, from the last one beginning at or before ``first`` — or from an earlier one
+    still open at ``first`` (an outer call whose nested calls came since; looked for among the LOOKBACK calls
+    before ``first``). The per-call lists end with a None entry, so that position -1 (no enclosing call)
+    reads as None."""
+
+    LOOKBACK = 256
 
     def __init__(self, conn, level: int, thread: int, first: int, last: int, extra: str = "NULL"):
+        before = (f"SELECT begin, [end] FROM api WHERE level = {level} AND thread = :thread AND begin <= :first"
+                  f" ORDER BY begin DESC LIMIT {self.LOOKBACK}")
         rows = conn.execute(
-            f"SELECT a.begin, a.[end], a.item_id, {extra} FROM api a WHERE a.level = {level} AND a.thread = ?"
-            f" AND a.begin <= ? AND a.begin >= coalesce((SELECT max(begin) FROM api WHERE level = {level}"
-            " AND thread = ? AND begin <= ?), ?) ORDER BY a.begin", (thread, last, thread, first, first)).fetchall()
+            f"SELECT a.begin, a.[end], a.item_id, {extra} FROM api a WHERE a.level = {level} AND a.thread = :thread"
+            f" AND a.begin <= :last AND a.begin >= coalesce((SELECT min(begin) FROM ({before}) WHERE [end] >= :first),"
+            f" (SELECT max(begin) FROM api WHERE level = {level} AND thread = :thread AND begin <= :first), :first)"
+            " ORDER BY a.begin", {"thread": thread, "first": first, "last": last}).fetchall()
         begins, ends, items, extras = (list(c) for c in zip(*rows)) if rows else ([], [], [], [])
         self.begins = begins
         self.ends = ends + [None]
@@ -74,23 +82,35 @@ class _Calls:
         self.extras = extras + [None]
 
     def enclosing(self, moments: List[int]) -> List[int]:
-        """Position of the call enclosing each moment, -1 where none does: the call with the latest begin at
-        or before the moment, if it has not ended before it."""
+        """Position of the call enclosing each moment, -1 where none does: of the calls begun at or before the
+        moment and not ended before it, the latest begun (the innermost, when calls nest: the reference's call
+        tree gives a node call back its launches once a node call nested in it has ended)."""
         begins, ends = self.begins, self.ends
         if len(begins) * 8 < len(moments) and all(map(le, moments, itertools.islice(moments, 1, None))):
             # few calls over many moments in time order (model-level calls): each call's run of moments is
-            # found by bisecting the moments, and filled in one slice assignment
+            # found by bisecting the moments, and filled in one slice assignment (later calls over earlier)
             out = [-1] * len(moments)
-            starts = [bisect.bisect_left(moments, b) for b in begins] + [len(moments)]
-            for p, end in enumerate(ends[:-1]):
-                lo, after = starts[p], starts[p + 1]
-                if lo < after:
-                    hi = bisect.bisect_right(moments, end, lo, after)
+            for p, (begin, end) in enumerate(zip(begins, ends)):
+                lo = bisect.bisect_left(moments, begin)
+                hi = bisect.bisect_right(moments, end, lo)
+                if lo < hi:
                     out[lo:hi] = itertools.repeat(p, hi - lo)
             return out
         at = map(bisect.bisect_right, itertools.repeat(begins), moments)
-        return [p if p >= 0 and ends[p] >= m else -1 for p, m in zip(map(int.__sub__, at, itertools.repeat(1)),
-                                                                       moments)]
+        out = [p if p >= 0 and ends[p] >= m else -1 for p, m in zip(map(int.__sub__, at, itertools.repeat(1)),
+                                                                      moments)]
+        if -1 in out and any(map(lt, begins[1:], itertools.accumulate(ends[:-2], max))):
+            # nested calls: a moment after the latest call ended may still be inside an earlier one
+            latest = list(itertools.accumulate(ends[:-1], max))
+            for i, m in enumerate(moments):
+                if out[i] == -1:
+                    q = bisect.bisect_right(begins, m) - 2
+                    while q >= 0 and latest[q] >= m:
+                        if ends[q] >= m:
+                            out[i] = q
+                            break
+                        q -= 1
+        return out
 
 
 class _Ops(dict):
