@@ -9,6 +9,7 @@ the file. Where msprof differs on purpose
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import struct
 import sys
 import time
@@ -267,3 +268,31 @@ def test_tasks_without_their_launch(scenario, kept, tmp_path):
     assert len(mine["task_time"]) == len(prof.tasks) and len(mine["op_summary"]) < len(prof.tasks)
     for table in TABLES:
         assert_tables_agree(table, mine[table], ref[table], f" ({scenario}, {kept} launches kept)")
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("scenario,kept", [("hwts_pipe_3threads_extra", 3), ("chip_v3_arith_dev1", 0),
+                                           ("chip3_static_pipe_jitter", 5)])
+def test_launches_without_their_node_info(scenario, kept, tmp_path):
+    """A node_basic_info file cut short: a kernel launched in a node call without its node info is no task of the
+    reference's GE task list (it finds no node desc), so it is left out of op_summary and op_statistic and named
+    by its runtime type (KERNEL_AICORE) in task_time; every table agrees with the reference, and the import says
+    how many."""
+    need_reference()
+    desc = SCENARIOS[scenario]
+    prof_dir = pg.write_prof(tmp_path / "gen", desc)
+    infos = next((prof_dir / "host" / "data").glob("*node_basic_info*"))
+    infos.write_bytes(infos.read_bytes()[:kept * 64])
+    ref = run_reference(prof_dir, tmp_path / "ref")
+    mine_dir = tmp_path / "mine" / prof_dir.name
+    shutil.copytree(prof_dir, mine_dir)
+    mine = run_msprof(mine_dir)
+    prof = pg.build(desc)
+    assert len(mine["task_time"]) == len(prof.tasks) and len(mine["op_summary"]) < len(prof.tasks)
+    assert any(r["kernel_type"].startswith("KERNEL_") for r in mine["task_time"])
+    for table in TABLES:
+        assert_tables_agree(table, mine[table], ref[table], f" ({scenario}, {kept} node infos kept)")
+    notices = [m for (m,) in sqlite3.connect(mine_dir / "host" / "sqlite" / "msprof.db").execute(
+        "SELECT message FROM notice")]
+    assert any("without its node_basic_info" in m for m in notices), notices
+

@@ -46,7 +46,7 @@ TRACK_FIELDS = ("thread", "ts", "device_id", "stream_id", "task_id", "batch_id",
 # a launch keeps its own fields; its runtime type, kernel name and aging are its op's
 LAUNCH_COLUMNS = TRACK_FIELDS[:6] + ("occ", "op_id", "model_id", "iteration", "call_begin")
 OP_COLUMNS = ("op_id", "op_name", "op_type", "task_type", "block_dim", "op_flag", "op_state", "kernel_name",
-              "rts_type", "kernel")
+              "rts_type", "kernel", "ge")
 # a node call's node info: the content id of the first node_basic_info of its thread inside its time span
 NODE_INFO_OF_CALL = ("(SELECT n.info_id FROM node_info n WHERE n.thread = a.thread AND n.ts BETWEEN a.begin AND a.[end]"
                      " ORDER BY n.ts, n.seq LIMIT 1)")
@@ -127,14 +127,15 @@ class _Ops(dict):
         rts_name = self.rts_names.get(rts_type)
         kernel_name = names.get(kernel_hash)
         block_dim = op_flag = op_state = None
+        ge = 1
         if node is None:
             op_name, op_type = kernel_name, kernel_name
             task_type = RTS_TASK_TYPES.get(rts_name, rts_name)
         else:
             item, info = node
             op_name = names.get(item, str(item))
-            if info is None:
-                op_type, task_type = None, RTS_TASK_TYPES.get(rts_name, rts_name)
+            if info is None:         # no GE task (the reference finds no node desc): its runtime type names it
+                op_type, task_type, ge = None, rts_name, 0
             else:
                 ge_type, type_hash, block_dim, op_flag, aging = info
                 op_type = names.get(type_hash, str(type_hash))
@@ -142,7 +143,7 @@ class _Ops(dict):
                 op_state = "dynamic" if aging else "static"
         op_id = self[key] = len(self) + 1
         self.new.append((op_id, op_name, op_type, task_type, block_dim, op_flag, op_state, kernel_name, rts_name,
-                         1 if is_kernel_task(rts_name) else 0))
+                         1 if is_kernel_task(rts_name) else 0, ge))
         return op_id
 
     def take_new(self) -> Rows:

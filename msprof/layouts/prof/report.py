@@ -46,7 +46,8 @@ DEFAULT_SQE_TYPES = dict(enumerate(_HW_SQE))
 # the start counters two or more timed tasks share (tasks that start at the same moment: "Ties")
 _TIED_STARTS = ("SELECT start_syscnt FROM task WHERE start_syscnt IS NOT NULL GROUP BY start_syscnt"
                 " HAVING count(*) > 1")
-TASK_TIME_FIELDS = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id", "task_id", "start_ns", "end_ns")
+TASK_TIME_FIELDS = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id", "task_id", "start_ns", "end_ns",
+                    "ge", "exec_n", "launches")
 TENSOR_COLUMNS = ["Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
                   "Output Formats"]
 
@@ -145,7 +146,7 @@ class ProfReport(Report):
         "seq": "t.seq", "stream_id": "t.stream_id", "task_id": "t.task_id", "hw_type": "t.task_type",
         "exec_n": "t.exec_n", "start_syscnt": "t.start_syscnt", "op_id": "o.op_id", "op_name": "o.op_name",
         "op_type": "o.op_type", "task_type": "coalesce(o.task_type, 'UNKNOWN')", "block_dim": "o.block_dim",
-        "op_flag": "o.op_flag", "op_state": "o.op_state", "kernel_name": "o.kernel_name",
+        "op_flag": "o.op_flag", "op_state": "o.op_state", "kernel_name": "o.kernel_name", "ge": "o.ge",
         "model_id": "CASE WHEN o.op_id IS NOT NULL THEN h.model_id END",
         "iteration": ("CASE WHEN o.op_id IS NULL THEN NULL WHEN h.iteration IS NULL AND lc.launches = 1"
                       " THEN t.exec_n + 1 ELSE h.iteration END"),
@@ -242,8 +243,8 @@ class ProfReport(Report):
         where, args = self._where(selection)
         metrics = self.metrics if pmu else None
         ties = self.has_ties      # (else no ties' inputs: three columns less on every row)
-        fields = ("seq", "start_syscnt", "op_id", "model_id", "task_id", "stream_id", "op_name", "op_type", "op_state",
-                  "task_type", "block_dim", "op_flag", "start_ns", "end_ns") + (_GeOrder.inputs if ties else ()) + (
+        fields = ("seq", "start_syscnt", "op_id", "ge", "model_id", "task_id", "stream_id", "op_name", "op_type",
+                  "op_state", "task_type", "block_dim", "op_flag", "start_ns", "end_ns") + (_GeOrder.inputs if ties else ()) + (
                       TASK_TIME_FIELDS if task_time else ())
         span, previous = "", None
         ge_order = self._ge_order
@@ -297,7 +298,7 @@ class ProfReport(Report):
         """(start, duration) of op_summary's row before the first of a part (whose wait is from it): the last
         included task starting before :lo — of those starting at that same moment, the last in the
         reference's order."""
-        before = self._tasks(("seq", "start_syscnt", "op_id", "task_type", "start_ns", "end_ns") + _GeOrder.inputs,
+        before = self._tasks(("seq", "start_syscnt", "op_id", "ge", "task_type", "start_ns", "end_ns") + _GeOrder.inputs,
                              False, "AND t.start_syscnt < :lo", "DESC")
         group: Dict[int, tuple] = {}
         moment = None
@@ -324,7 +325,7 @@ class ProfReport(Report):
         """Which timed tasks op_summary has (of the selection ``where``): those an op task launched (the
         reference joins its GE task list) but WRITE_BACK and INVALID ones, starting after the collection
         began (or spanning its beginning)."""
-        return (f"{where} AND op_id IS NOT NULL AND task_type NOT IN ({_NOT_IN_OP_SUMMARY_SQL})"
+        return (f"{where} AND ge = 1 AND task_type NOT IN ({_NOT_IN_OP_SUMMARY_SQL})"
                 " AND (start_ns / 1000.0 + :offset_us > :begin_us OR"
                 " (start_ns / 1000.0 + :offset_us < :begin_us AND :begin_us < end_ns / 1000.0 + :offset_us))")
 
@@ -406,7 +407,9 @@ class ProfReport(Report):
         return [Column("Device_id", constant=str(self.device_id)),
                 Column("kernel_name", sql="coalesce(kernel_name, op_name)",
                        domain="SELECT kernel_name FROM host.op UNION ALL SELECT op_name FROM host.op"),
-                Column("kernel_type", sql="CASE WHEN task_type != 'UNKNOWN' THEN task_type ELSE "
+                # a GE task's type names every run; a launch no GE task has (no node_basic_info) names only the
+                # run paired with it, the reference pairing host and device tasks one to one in order
+                Column("kernel_type", sql="CASE WHEN task_type != 'UNKNOWN' AND (ge OR exec_n < launches) THEN task_type ELSE "
                                           + (f"CASE hw_type {type_names} ELSE 'Other' END" if sqe else "'Other'")
                                           + " END", nullable=False,
                        domain=f"SELECT task_type FROM host.op UNION ALL {hw_names}"),
