@@ -19,7 +19,7 @@ from msprof.decode.api_event import LEVELS
 from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.schema import HOST
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, py_round_sql
-from msprof.tables import (EPOCH_US, INT, NUMBER, ROUND3, SQLITE_ROUND3, Column, Running, Source, Table, Ties,
+from msprof.tables import (EPOCH_US, INT, NA, NUMBER, ROUND3, SQLITE_ROUND3, Column, Running, Source, Table, Ties,
                            part_cut)
 
 UNKNOWN_MODEL = 4294967295
@@ -350,7 +350,9 @@ class ProfReport(Report):
         # grouped by op id (an integer: a cheap sort), then by (op type, task type) here: a few rows. The
         # reference keeps durations in an INTEGER column, so whole ns are integers there and its average
         # sum/count of a group of them is an integer division (``fractional``: the group's other durations)
-        filtered = f"op_type IS NOT NULL AND task_type NOT IN ({_NOT_IN_OP_SUMMARY_SQL})"
+        # every GE task counts in the total the ratios divide; its report then drops the rows of op type "N/A"
+        # and of WRITE_BACK and INVALID tasks
+        filtered = "op_type IS NOT NULL"
         timed = "start_ns / 1000.0 + :offset_us > :begin_us"
         if selection.everything and not self._relaunched():
             # every execution of a (stream, task) is its one launch's (a static graph): the tasks are summed up
@@ -384,6 +386,8 @@ class ProfReport(Report):
         grand = sum(g[3] for g in groups)
         rows = []
         for op_type, task_type, count, total, low, high, fractional in groups:
+            if op_type == NA or task_type in NOT_IN_OP_SUMMARY:
+                continue
             ratio = round(round(total / grand * 100, 6), 3) if grand else 0
             average = total / count if fractional else _truncated_division(int(total), count)
             rows.append((self.device_id, op_type, task_type, count, _us(total), _us(low), _us(average),
