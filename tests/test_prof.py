@@ -424,10 +424,11 @@ def test_op_statistic_of_a_static_graph_summed_per_task_id_first(tmp_path):
 
 
 def test_enclosing_call_of_few_calls_over_many_moments_as_by_bisecting_each():
-    """The association's enclosing call of a moment: of the calls begun at or before it and not ended before
-    it, the latest begun (the innermost of nested calls). Both its paths — slices for few calls over many
-    time-ordered moments, bisection for the rest — give what a scan of every call gives, on random calls that
-    nest, overlap, share a begin or end before they begin."""
+    """The association's enclosing call of a moment: the call begun latest at or before it, unless it ended
+    before it; for node calls (``nested``) then the latest begun of the calls still open (the innermost of
+    nested calls). Both paths — slices for few calls over many time-ordered moments, bisection for the rest —
+    give what a scan of every call gives, on random calls that nest, overlap, share a begin or end before
+    they begin."""
     import bisect
     import random
 
@@ -442,10 +443,12 @@ def test_enclosing_call_of_few_calls_over_many_moments_as_by_bisecting_each():
         moments = [rng.randint(-5, 150) for _ in range(rng.randint(1, 80))]
         if rng.random() < 0.8:
             moments.sort()
-        expected = [max((p for p, b in enumerate(begins) if b <= m <= calls.ends[p]), default=-1) for m in moments]
-        assert calls.enclosing(moments) == expected, (begins, calls.ends, moments)
-        fast += len(begins) * 8 < len(moments) and moments == sorted(moments)
         latest_begun = [bisect.bisect_right(begins, m) - 1 for m in moments]
-        nested += sum(e != -1 and e != p for e, p in zip(expected, latest_begun))
+        expected = [p if p >= 0 and calls.ends[p] >= m else -1 for p, m in zip(latest_begun, moments)]
+        assert calls.enclosing(moments) == expected, (begins, calls.ends, moments)
+        innermost = [max((p for p, b in enumerate(begins) if b <= m <= calls.ends[p]), default=-1) for m in moments]
+        assert calls.enclosing(moments, nested=True) == innermost, (begins, calls.ends, moments)
+        fast += len(begins) * 8 < len(moments) and moments == sorted(moments)
+        nested += sum(e != -1 and e != p for e, p in zip(innermost, latest_begun))
     assert nested > 100                # moments after a nested call ended, inside an earlier one
     assert fast > 500                  # the slice path was taken often

@@ -74,6 +74,13 @@ SCENARIOS = {
                         "end_ns": 10 ** 12 + 10850},
                        {"thread": 1, "level": 10000, "name": "launch", "begin_ns": 10 ** 12 + 10860,
                         "end_ns": 10 ** 12 + 10900}]},
+    # a model-level call nested in a model execution, between two launches: the launch after it has no model
+    # (unlike a node call nested in a node call, which hands the outer one its launches back)
+    "model_call_nested": {"platform_version": "1",
+                          "threads": [{"tid": 1, "ops": [{"name": "opA", "type": "Add", "dur_us": 5},
+                                                         {"name": "opB", "type": "Relu", "dur_us": 7}]}],
+                          "extra_apis": [{"thread": 1, "level": 15000, "name": "xModel", "begin_ns": 10 ** 12 + 12500,
+                                          "end_ns": 10 ** 12 + 14000}]},
     # an op whose type is the text "N/A": op_statistic has no row for it, but its time is in the total the
     # ratios divide (the reference drops such rows only when it reports)
     "op_type_na": {"platform_version": "1", "iterations": 2,
@@ -137,7 +144,11 @@ def assert_tables_agree(table: str, mine, ref, context=""):
 
 
 # ---------------------------------------------------------------------------------------------- truth
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+# scenarios where the reference's reading is not the generator's truth (and msprof follows the reference)
+NOT_TRUTH = {"model_call_nested"}     # the generator puts opB in the model execution it is in
+
+
+@pytest.mark.parametrize("scenario", sorted(set(SCENARIOS) - NOT_TRUTH))
 def test_msprof_matches_truth(scenario, tmp_path):
     desc = SCENARIOS[scenario]
     prof = pg.build(desc)

@@ -81,26 +81,30 @@ class _Calls:
         self.items = items + [None]
         self.extras = extras + [None]
 
-    def enclosing(self, moments: List[int]) -> List[int]:
-        """Position of the call enclosing each moment, -1 where none does: of the calls begun at or before the
-        moment and not ended before it, the latest begun (the innermost, when calls nest: the reference's call
-        tree gives a node call back its launches once a node call nested in it has ended)."""
+    def enclosing(self, moments: List[int], nested: bool = False) -> List[int]:
+        """Position of the call enclosing each moment, -1 where none does: the call begun latest at or before the
+        moment, if it has not ended before it. ``nested`` (node calls): if it has, the latest begun of the calls
+        still open — the reference's call tree gives a node call back its launches once a node call nested in
+        it has ended (and only a node call: a model-level call nested in a model execution leaves the launches
+        after it without a model)."""
         begins, ends = self.begins, self.ends
         if len(begins) * 8 < len(moments) and all(map(le, moments, itertools.islice(moments, 1, None))):
             # few calls over many moments in time order (model-level calls): each call's run of moments is
-            # found by bisecting the moments, and filled in one slice assignment (later calls over earlier)
+            # found by bisecting the moments, and filled in one slice assignment (later calls over earlier; not
+            # nested: each run stops where the next call begins)
             out = [-1] * len(moments)
-            for p, (begin, end) in enumerate(zip(begins, ends)):
-                lo = bisect.bisect_left(moments, begin)
-                hi = bisect.bisect_right(moments, end, lo)
+            starts = [bisect.bisect_left(moments, b) for b in begins] + [len(moments)]
+            for p, end in enumerate(ends[:-1]):
+                lo = starts[p]
+                hi = bisect.bisect_right(moments, end, lo, None if nested else starts[p + 1])
                 if lo < hi:
                     out[lo:hi] = itertools.repeat(p, hi - lo)
             return out
         at = map(bisect.bisect_right, itertools.repeat(begins), moments)
         out = [p if p >= 0 and ends[p] >= m else -1 for p, m in zip(map(int.__sub__, at, itertools.repeat(1)),
                                                                       moments)]
-        if -1 in out and any(map(lt, begins[1:], itertools.accumulate(ends[:-2], max))):
-            # nested calls: a moment after the latest call ended may still be inside an earlier one
+        if nested and -1 in out and any(map(lt, begins[1:], itertools.accumulate(ends[:-2], max))):
+            # a moment after the latest call ended may still be inside an earlier one
             latest = list(itertools.accumulate(ends[:-1], max))
             for i, m in enumerate(moments):
                 if out[i] == -1:
@@ -213,7 +217,7 @@ class Associator:
         moments = columns[1]
         first, last = min(moments), max(moments)
         nodes = _Calls(self.conn, LEVEL_NODE, thread, first, last, extra=NODE_INFO_OF_CALL)
-        node_at = nodes.enclosing(moments)
+        node_at = nodes.enclosing(moments, nested=True)
         models = _Calls(self.conn, LEVEL_MODEL, thread, first, last,
                         extra="(SELECT iteration FROM model_exec e WHERE e.seq = a.seq)")
         model_at = models.enclosing(moments)
