@@ -74,6 +74,13 @@ SCENARIOS = {
                         "end_ns": 10 ** 12 + 10850},
                        {"thread": 1, "level": 10000, "name": "launch", "begin_ns": 10 ** 12 + 10860,
                         "end_ns": 10 ** 12 + 10900}]},
+    # ... and one holding the op's node_basic_info: the info is the nested call's, the op's node has none
+    "nested_node_call_holds_info": {
+        "platform_version": "1", "iterations": 2,
+        "threads": [{"tid": 1, "ops": [{"name": "outerOp", "type": "Softmax", "block_dim": 4, "dur_us": 5},
+                                       {"name": "plain", "type": "Add", "dur_us": 3}]}],
+        "extra_apis": [{"thread": 1, "level": 10000, "name": "launch", "begin_ns": 10 ** 12 + 10550,
+                        "end_ns": 10 ** 12 + 10650}]},
     # a model-level call nested in a model execution, between two launches: the launch after it has no model
     # (unlike a node call nested in a node call, which hands the outer one its launches back)
     "model_call_nested": {"platform_version": "1",
@@ -145,7 +152,8 @@ def assert_tables_agree(table: str, mine, ref, context=""):
 
 # ---------------------------------------------------------------------------------------------- truth
 # scenarios where the reference's reading is not the generator's truth (and msprof follows the reference)
-NOT_TRUTH = {"model_call_nested"}     # the generator puts opB in the model execution it is in
+NOT_TRUTH = {"model_call_nested",      # the generator puts opB in the model execution it is in
+             "nested_node_call_holds_info"}   # ... and outerOp's node info in outerOp's node
 
 
 @pytest.mark.parametrize("scenario", sorted(set(SCENARIOS) - NOT_TRUTH))

@@ -212,11 +212,26 @@ class Associator:
         return Rows("launch_count", ("device_id", "stream_id", "task_id", "launches"),
                     [key + (next(counter),) for key, counter in self.occ.items()])
 
+    def _own_node_infos(self, nodes: _Calls, thread: int) -> None:
+        """Where node calls nest, a node_basic_info belongs to the innermost call open at its time (the
+        reference attaches it to the call begun latest that is still open): an outer call's info is the first
+        of its span that no nested call holds, not merely the first of its span."""
+        begins, ends = nodes.begins, nodes.ends
+        if not any(map(le, itertools.islice(begins, 1, None), ends)):
+            return                                  # no call begins inside the one before it: none nest
+        outer = [i for i, (b, e) in enumerate(zip(begins, ends)) if i + 1 < len(begins) and begins[i + 1] <= e]
+        for i in outer:
+            infos = self.conn.execute("SELECT ts, info_id FROM node_info WHERE thread = ? AND ts BETWEEN ? AND ?"
+                                      " ORDER BY ts, seq", (thread, begins[i], ends[i])).fetchall()
+            owners = nodes.enclosing([ts for ts, _info in infos], nested=True) if infos else []
+            nodes.extras[i] = next((info for (_ts, info), owner in zip(infos, owners) if owner == i), None)
+
     def _resolve(self, thread: int, columns: List[list]) -> List[list]:
         """(op ids, model ids, iterations, begins of the enclosing node calls) of one thread's records."""
         moments = columns[1]
         first, last = min(moments), max(moments)
         nodes = _Calls(self.conn, LEVEL_NODE, thread, first, last, extra=NODE_INFO_OF_CALL)
+        self._own_node_infos(nodes, thread)
         node_at = nodes.enclosing(moments, nested=True)
         models = _Calls(self.conn, LEVEL_MODEL, thread, first, last,
                         extra="(SELECT iteration FROM model_exec e WHERE e.seq = a.seq)")
