@@ -250,7 +250,8 @@ def test_end_without_start_not_invented(tmp_path):
 
 # 3 ops launched every iteration, task ids wrapping every 4 launches (a long eager-mode run wraps every 65536)
 REUSED_IDS = {"platform_version": "1", "pmu": "PipeUtilization", "iterations": 5, "task_id_wrap": 4,
-              "threads": [{"ops": [{"name": "a", "type": "Add", "dur_us": 5}, {"name": "b", "type": "Relu", "dur_us": 7},
+              "threads": [{"ops": [{"name": "a", "type": "Add", "dur_us": 5},
+                                   {"name": "b", "type": "Relu", "dur_us": 7},
                                    {"name": "c", "type": "MatMul", "dur_us": 9}]}]}
 
 

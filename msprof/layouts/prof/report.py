@@ -244,8 +244,8 @@ class ProfReport(Report):
         metrics = self.metrics if pmu else None
         ties = self.has_ties      # (else no ties' inputs: three columns less on every row)
         fields = ("seq", "start_syscnt", "op_id", "ge", "model_id", "task_id", "stream_id", "op_name", "op_type",
-                  "op_state", "task_type", "block_dim", "op_flag", "start_ns", "end_ns") + (_GeOrder.inputs if ties else ()) + (
-                      TASK_TIME_FIELDS if task_time else ())
+                  "op_state", "task_type", "block_dim", "op_flag", "start_ns", "end_ns")
+        fields += (_GeOrder.inputs if ties else ()) + (TASK_TIME_FIELDS if task_time else ())
         span, previous = "", None
         ge_order = self._ge_order
         if part is not None:
@@ -298,7 +298,8 @@ class ProfReport(Report):
         """(start, duration) of op_summary's row before the first of a part (whose wait is from it): the last
         included task starting before :lo — of those starting at that same moment, the last in the
         reference's order."""
-        before = self._tasks(("seq", "start_syscnt", "op_id", "ge", "task_type", "start_ns", "end_ns") + _GeOrder.inputs,
+        before = self._tasks(("seq", "start_syscnt", "op_id", "ge", "task_type", "start_ns", "end_ns")
+                             + _GeOrder.inputs,
                              False, "AND t.start_syscnt < :lo", "DESC")
         group: Dict[int, tuple] = {}
         moment = None
@@ -413,7 +414,8 @@ class ProfReport(Report):
                        domain="SELECT kernel_name FROM host.op UNION ALL SELECT op_name FROM host.op"),
                 # a GE task's type names every run; a launch no GE task has (no node_basic_info) names only the
                 # run paired with it, the reference pairing host and device tasks one to one in order
-                Column("kernel_type", sql="CASE WHEN task_type != 'UNKNOWN' AND (ge OR exec_n < launches) THEN task_type ELSE "
+                Column("kernel_type", sql="CASE WHEN task_type != 'UNKNOWN' AND (ge OR exec_n < launches)"
+                                          " THEN task_type ELSE "
                                           + (f"CASE hw_type {type_names} ELSE 'Other' END" if sqe else "'Other'")
                                           + " END", nullable=False,
                        domain=f"SELECT task_type FROM host.op UNION ALL {hw_names}"),
