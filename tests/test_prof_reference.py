@@ -321,3 +321,34 @@ def test_launches_without_their_node_info(scenario, kept, tmp_path):
         "SELECT message FROM notice")]
     assert any("without its node_basic_info" in m for m in notices), notices
 
+
+@pytest.mark.reference
+def test_task_that_is_no_kernel(tmp_path):
+    """A task_track whose runtime type is no kernel (an event record, a memcpy) makes no GE task: no op_summary
+    or op_statistic row, and task_time names its run by the runtime type and its kernel name, as the
+    reference does (the generator writes kernels only: one op's records are given another type here)."""
+    need_reference()
+    desc = {"platform_version": "3", "iterations": 3, "static_graph": True,
+            "threads": [{"ops": [{"name": "a", "type": "Add", "dur_us": 5},
+                                 {"name": "b", "type": "Relu", "dur_us": 7}]}]}
+    prof_dir = pg.write_prof(tmp_path / "gen", desc)
+    data = prof_dir / "host" / "data"
+    names = data / "unaging.additional.type_info_dic.slice_0"
+    names.write_text(names.read_text() + "5000_77:EVENT_RECORD\n")
+    track = next(data.glob("*task_track*"))
+    raw = bytearray(track.read_bytes())
+    for offset in range(0, len(raw), 64):
+        fields = list(struct.unpack_from(pg.TASK_TRACK_FMT, raw, offset))
+        if fields[8] == 1:               # task id 1: op b
+            fields[10] = 77
+            struct.pack_into(pg.TASK_TRACK_FMT, raw, offset, *fields)
+    track.write_bytes(bytes(raw))
+    ref = run_reference(prof_dir, tmp_path / "ref")
+    mine_dir = tmp_path / "mine" / prof_dir.name
+    shutil.copytree(prof_dir, mine_dir)
+    mine = run_msprof(mine_dir)
+    assert [r["kernel_type"] for r in mine["task_time"] if r["task_id"] == "1"] == ["EVENT_RECORD", "AI_CORE", "AI_CORE"]
+    assert len(mine["op_summary"]) == 3
+    for table in TABLES:
+        assert_tables_agree(table, mine[table], ref[table], " (a task that is no kernel)")
+

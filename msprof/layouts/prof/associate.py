@@ -145,9 +145,12 @@ class _Ops(dict):
                 op_type = names.get(type_hash, str(type_hash))
                 task_type = GE_TASK_TYPES.get(ge_type, str(ge_type))
                 op_state = "dynamic" if aging else "static"
+        kernel = 1 if is_kernel_task(rts_name) else 0
+        if not kernel:               # no GE task either (a memcpy, an event record): its runtime type names it
+            task_type, ge = rts_name, 0
         op_id = self[key] = len(self) + 1
         self.new.append((op_id, op_name, op_type, task_type, block_dim, op_flag, op_state, kernel_name, rts_name,
-                         1 if is_kernel_task(rts_name) else 0, ge))
+                         kernel, ge))
         return op_id
 
     def take_new(self) -> Rows:

@@ -181,7 +181,7 @@ class ProfReport(Report):
                                            AND lc.task_id = t.task_id
             LEFT JOIN host.launch h ON h.device_id = :dev AND h.stream_id = t.stream_id AND h.task_id = t.task_id
                                     AND h.occ = CASE WHEN lc.launches = 1 THEN 0 ELSE t.exec_n END
-            LEFT JOIN host.op o ON o.op_id = h.op_id AND o.kernel = 1
+            LEFT JOIN host.op o ON o.op_id = h.op_id
             {join}
             WHERE t.start_syscnt IS NOT NULL AND t.end_syscnt IS NOT NULL {span}
             ORDER BY t.start_syscnt {order}, t.seq {order} LIMIT -1 OFFSET 0"""
@@ -353,7 +353,7 @@ class ProfReport(Report):
         # sum/count of a group of them is an integer division (``fractional``: the group's other durations)
         # every GE task counts in the total the ratios divide; its report then drops the rows of op type "N/A"
         # and of WRITE_BACK and INVALID tasks
-        filtered = "op_type IS NOT NULL"
+        filtered = "op_type IS NOT NULL AND ge = 1"
         timed = "start_ns / 1000.0 + :offset_us > :begin_us"
         if selection.everything and not self._relaunched():
             # every execution of a (stream, task) is its one launch's (a static graph): the tasks are summed up
@@ -373,7 +373,7 @@ class ProfReport(Report):
         else:
             sql = (f"SELECT op_type, task_type, count(*), sum(d), min(d), max(d), sum(d != CAST(d AS INTEGER)) FROM"
                    f" (SELECT op_id, op_type, task_type, end_ns - start_ns AS d, start_ns FROM"
-                   f" ({self._tasks(('op_id', 'op_type', 'task_type', 'start_ns', 'end_ns'))}) WHERE {where}"
+                   f" ({self._tasks(('op_id', 'ge', 'op_type', 'task_type', 'start_ns', 'end_ns'))}) WHERE {where}"
                    f" AND {filtered} AND {timed}) GROUP BY op_id")
         merged: Dict[tuple, list] = {}
         for op_type, task_type, count, total, low, high, fractional in self.conn.execute(sql, args):
