@@ -15,7 +15,7 @@ from operator import itemgetter, sub, truediv
 from typing import Dict, List, Optional, Tuple
 
 from msprof import store
-from msprof.decode.api_event import LEVELS
+from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
 from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.schema import HOST
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, py_round_sql
@@ -445,9 +445,9 @@ class ProfReport(Report):
         The levels named by their struct type are grouped by it, not by item id (a node-level call's item is
         its op: a thousand ops would give a thousand times the rows for one name). The grouped rows go to a
         temporary table once and are read twice (the variance needs the average); integer sums need no order."""
-        typed = "a.level IN (20000, 15000, 10000, 5000)"
-        key = f"CASE WHEN {typed} THEN a.struct_type ELSE a.item_id END"
-        named = (f"CASE WHEN {typed.replace('a.', 'g.')} THEN coalesce(tn.name, CAST(g.k AS TEXT))"
+        typed = f"level IN ({', '.join(map(str, NAMED_BY_TYPE))})"
+        key = f"CASE WHEN a.{typed} THEN a.struct_type ELSE a.item_id END"
+        named = (f"CASE WHEN g.{typed} THEN coalesce(tn.name, CAST(g.k AS TEXT))"
                  " ELSE coalesce(hs.text, CAST(g.k AS TEXT)) END")
         conn = self.conn
         conn.execute("DROP TABLE IF EXISTS temp.msprof_api_durations")
@@ -495,7 +495,7 @@ class ProfReport(Report):
     def _reference_sums(self, level: int, keys: List[int], count: int) -> Tuple[float, float, float]:
         """(total, average, variance) of one API's calls summed as the reference sums them: every call's µs in
         record order, by Python's sum() (streamed from SQLite, one call at a time)."""
-        key = "struct_type" if level in (20000, 15000, 10000, 5000) else "item_id"
+        key = "struct_type" if level in NAMED_BY_TYPE else "item_id"
         sql = (f"SELECT [end] - begin FROM host.api WHERE from_events = 0 AND level = ? AND {key} IN"
                f" ({', '.join('?' * len(keys))}) ORDER BY seq")
         to_us = self._host_us

@@ -15,7 +15,7 @@ import itertools
 import logging
 from typing import Dict, Iterator, List
 
-from msprof.decode.api_event import LEVELS
+from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
 from msprof.layouts.base import Selection
 from msprof.layouts.prof.report import HWTS_TASK_TYPES, UNKNOWN_MODEL
 from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number, jstr,
@@ -160,7 +160,7 @@ class _CallTexts(dict):
         level, struct_type, item = key
         text = self.host.strings.get(item)
         item_name = jstr(text if text is not None else str(item))
-        if level in (20000, 15000, 10000, 5000):
+        if level in NAMED_BY_TYPE:
             name = self.host.types.get((level, struct_type))
             name = jstr(name if name is not None else str(struct_type))
         else:
