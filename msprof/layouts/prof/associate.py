@@ -27,7 +27,7 @@ counted as ``occ`` is given out, not by a GROUP BY over the launches afterwards.
 import bisect
 import itertools
 from collections import defaultdict
-from operator import and_, le, lt
+from operator import and_, le
 from typing import Dict, List, Optional, Tuple
 
 from msprof.decode.api_event import LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME
@@ -81,6 +81,11 @@ class _Calls:
         self.items = items + [None]
         self.extras = extras + [None]
 
+    @property
+    def nest(self) -> bool:
+        """Whether a call begins inside the one before it (then calls nest, or overlap)."""
+        return any(map(le, itertools.islice(self.begins, 1, None), self.ends))
+
     def enclosing(self, moments: List[int], nested: bool = False) -> List[int]:
         """Position of the call enclosing each moment, -1 where none does: the call begun latest at or before the
         moment, if it has not ended before it. ``nested`` (node calls): if it has, the latest begun of the calls
@@ -103,7 +108,7 @@ class _Calls:
         at = map(bisect.bisect_right, itertools.repeat(begins), moments)
         out = [p if p >= 0 and ends[p] >= m else -1 for p, m in zip(map(int.__sub__, at, itertools.repeat(1)),
                                                                       moments)]
-        if nested and -1 in out and any(map(lt, begins[1:], itertools.accumulate(ends[:-2], max))):
+        if nested and -1 in out and self.nest:
             # a moment after the latest call ended may still be inside an earlier one
             latest = list(itertools.accumulate(ends[:-1], max))
             for i, m in enumerate(moments):
@@ -219,11 +224,10 @@ class Associator:
         """Where node calls nest, a node_basic_info belongs to the innermost call open at its time (the
         reference attaches it to the call begun latest that is still open): an outer call's info is the first
         of its span that no nested call holds, not merely the first of its span."""
+        if not nodes.nest:
+            return
         begins, ends = nodes.begins, nodes.ends
-        if not any(map(le, itertools.islice(begins, 1, None), ends)):
-            return                                  # no call begins inside the one before it: none nest
-        outer = [i for i, (b, e) in enumerate(zip(begins, ends)) if i + 1 < len(begins) and begins[i + 1] <= e]
-        for i in outer:
+        for i in [i for i in range(len(begins) - 1) if begins[i + 1] <= ends[i]]:
             infos = self.conn.execute("SELECT ts, info_id FROM node_info WHERE thread = ? AND ts BETWEEN ? AND ?"
                                       " ORDER BY ts, seq", (thread, begins[i], ends[i])).fetchall()
             owners = nodes.enclosing([ts for ts, _info in infos], nested=True) if infos else []
