@@ -150,6 +150,21 @@ def assert_tables_agree(table: str, mine, ref, context=""):
             assert mv == rv, f"{table} row {i} {column!r}: msprof {mv!r}, reference {rv!r}\n{m}\n{r}"
 
 
+def run_both(prof_dir: Path, tmp_path: Path) -> tuple:
+    """(msprof's tables, the reference's tables, msprof's copy) of one PROF_ directory: the reference on it,
+    msprof on a copy of it (each writes its outputs beside the data)."""
+    ref = run_reference(prof_dir, tmp_path / "ref")
+    mine_dir = tmp_path / "mine" / prof_dir.name
+    shutil.copytree(prof_dir, mine_dir)
+    return run_msprof(mine_dir), ref, mine_dir
+
+
+def cut_host_file(prof_dir: Path, kind: str, records: int) -> None:
+    """A host file of 64-byte records (task_track, node_basic_info) cut to its first ``records``."""
+    path = next((prof_dir / "host" / "data").glob(f"*{kind}*"))
+    path.write_bytes(path.read_bytes()[:records * 64])
+
+
 # ---------------------------------------------------------------------------------------------- truth
 # scenarios where the reference's reading is not the generator's truth (and msprof follows the reference)
 NOT_TRUTH = {"model_call_nested",      # the generator puts opB in the model execution it is in
@@ -283,12 +298,8 @@ def test_tasks_without_their_launch(scenario, kept, tmp_path):
     need_reference()
     desc = SCENARIOS[scenario]
     prof_dir = pg.write_prof(tmp_path / "gen", desc)
-    track = next((prof_dir / "host" / "data").glob("*task_track*"))
-    track.write_bytes(track.read_bytes()[:kept * 64])
-    ref = run_reference(prof_dir, tmp_path / "ref")
-    mine_dir = tmp_path / "mine" / prof_dir.name
-    shutil.copytree(prof_dir, mine_dir)
-    mine = run_msprof(mine_dir)
+    cut_host_file(prof_dir, "task_track", kept)
+    mine, ref, _mine_dir = run_both(prof_dir, tmp_path)
     prof = pg.build(desc)
     assert len(mine["task_time"]) == len(prof.tasks) and len(mine["op_summary"]) < len(prof.tasks)
     for table in TABLES:
@@ -306,12 +317,8 @@ def test_launches_without_their_node_info(scenario, kept, tmp_path):
     need_reference()
     desc = SCENARIOS[scenario]
     prof_dir = pg.write_prof(tmp_path / "gen", desc)
-    infos = next((prof_dir / "host" / "data").glob("*node_basic_info*"))
-    infos.write_bytes(infos.read_bytes()[:kept * 64])
-    ref = run_reference(prof_dir, tmp_path / "ref")
-    mine_dir = tmp_path / "mine" / prof_dir.name
-    shutil.copytree(prof_dir, mine_dir)
-    mine = run_msprof(mine_dir)
+    cut_host_file(prof_dir, "node_basic_info", kept)
+    mine, ref, mine_dir = run_both(prof_dir, tmp_path)
     prof = pg.build(desc)
     assert len(mine["task_time"]) == len(prof.tasks) and len(mine["op_summary"]) < len(prof.tasks)
     assert any(r["kernel_type"].startswith("KERNEL_") for r in mine["task_time"])
@@ -343,10 +350,7 @@ def test_task_that_is_no_kernel(tmp_path):
             fields[10] = 77
             struct.pack_into(pg.TASK_TRACK_FMT, raw, offset, *fields)
     track.write_bytes(bytes(raw))
-    ref = run_reference(prof_dir, tmp_path / "ref")
-    mine_dir = tmp_path / "mine" / prof_dir.name
-    shutil.copytree(prof_dir, mine_dir)
-    mine = run_msprof(mine_dir)
+    mine, ref, _mine_dir = run_both(prof_dir, tmp_path)
     assert [r["kernel_type"] for r in mine["task_time"] if r["task_id"] == "1"] == ["EVENT_RECORD", "AI_CORE", "AI_CORE"]
     assert len(mine["op_summary"]) == 3
     for table in TABLES:
