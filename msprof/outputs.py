@@ -11,7 +11,8 @@ the log).
   versions), so a later run can tell the leftovers of a killed process from a live writer's files and
   remove them (``remove_stale``).
 * **Permissions**: files at most 0640 and directories 0750 (the SS928 tool's umask 0027 rule), narrower
-  when the user's umask is narrower (``restrict_umask``; temporaries made 0600 are opened up to that).
+  when the user's umask is narrower (``effective_umask``; temporaries made 0600 are opened up to that) —
+  from the CLI and from the library alike.
 * **Errors named** (``naming_errors``): a full disk, a read-only directory or a refused permission becomes
   one line naming the path and a documented exit code (6, 7) instead of a traceback.
 """
@@ -41,10 +42,16 @@ def restrict_umask() -> int:
     return current | UMASK
 
 
-def file_mode() -> int:
+def effective_umask() -> int:
+    """The process umask, narrowed to at least UMASK: what every file and directory msprof makes is held to,
+    called from the CLI (which narrows the process umask itself) or as a library (which leaves it alone)."""
     current = os.umask(0)
     os.umask(current)
-    return 0o666 & ~current
+    return current | UMASK
+
+
+def file_mode() -> int:
+    return 0o666 & ~effective_umask()
 
 
 def output_dir(path: Path) -> Path:
@@ -58,7 +65,7 @@ def output_dir(path: Path) -> Path:
         except FileNotFoundError:
             os.makedirs(path.parent, exist_ok=True)
             try:
-                os.mkdir(path, 0o777)
+                os.mkdir(path, 0o777 & ~UMASK)
                 return path
             except FileExistsError:
                 info = os.lstat(path)

@@ -120,6 +120,26 @@ def test_outputs_respect_umask_0027(job, msprof_cli):
         assert path.stat().st_mode & 0o027 == 0, path
 
 
+@pytest.mark.parametrize("layout", ["JOB", "PROF_"])
+def test_library_outputs_respect_umask_0027_too(tmp_path, layout):
+    """The library (no CLI to narrow the umask) keeps results within umask 0027 under a user's 0022."""
+    from fixtures import profgen
+    from msprof import api
+
+    root = jobgen.write_job(tmp_path, small_job()) if layout == "JOB" else profgen.write_prof(tmp_path)
+    before = {p for p in root.rglob("*")}
+    old = os.umask(0o022)
+    try:
+        api.export_summary(root)
+        api.export_timeline(root)
+    finally:
+        os.umask(old)
+    made = [p for p in root.rglob("*") if p not in before]
+    assert any(p.suffix == ".db" for p in made) and any(p.suffix == ".json" for p in made)
+    assert any(p.name == "msprof.log" for p in made) and any(p.is_dir() for p in made)
+    assert [(str(p), oct(p.stat().st_mode & 0o777)) for p in made if p.stat().st_mode & 0o027] == []
+
+
 def test_demo_runs_the_bundled_sample(tmp_path, msprof_cli):
     proc = msprof_cli("demo", "--output", tmp_path / "demo", cwd=tmp_path, env={"COLUMNS": "250"})
     assert proc.returncode == 0, proc.stderr
