@@ -312,6 +312,8 @@ class ProfReport(Report):
             group[seq] = ((start_ns, duration), tuple(tie))
         if not group:
             return None
+        if len(group) == 1:               # no tie: no order to work out (its thread ranks scan every host call)
+            return next(iter(group.values()))[0]
         seqs = sorted(group)
         rank = dict(zip(seqs, ge_order.ranks([group[seq][1] for seq in seqs])))
         return group[max(seqs, key=lambda seq: (rank[seq], seq))][0]
