@@ -149,6 +149,14 @@ class Lanes:
                 first.last = start
                 first.horizon = end
                 return first
+            stack = first.stack
+            if stack and start >= first.last and start < stack[-1] and end <= stack[-1]:
+                # Nested in the innermost open slice of the first lane (a host call inside its caller): what
+                # the walk below would find first, without it. (That slice being open, so are those under it;
+                # its end bounds ``end``, so the horizon stands.)
+                stack.append(end)
+                first.last = start
+                return first
         first = lanes[0]
         if first.horizon is None or end > first.horizon:
             first.horizon = end

@@ -438,3 +438,44 @@ def test_files_above_the_check_limit_are_checked_only_on_request(tmp_path, monke
 def test_check_limit_in_the_cli_help(msprof_cli):
     result = msprof_cli("export", "timeline", "--help")
     assert result.returncode == 0 and f"{tl.CHECK_MAX_EVENTS:,}" in result.stdout
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lanes_put_each_slice_on_the_first_lane_where_it_nests(seed):
+    """Random slices of two threads, nested calls with strays that overlap them partly, fed in start order: each
+    goes to the first lane of its thread where every slice still open when it starts encloses it (a new lane
+    when none does), as a plain model of the rule finds (every placed slice kept and checked)."""
+    import random
+
+    rng = random.Random(seed)
+    slices = []
+    for thread in (1, 2):
+        t = 0
+        for _ in range(400):
+            t += rng.choice([0, 1, 5, 40])
+            outer = rng.randint(1, 60)
+            slices.append((t, t + outer, thread))
+            inner = t
+            for _depth in range(rng.randint(0, 3)):          # calls nested in it (sharing ends sometimes)
+                inner += rng.randint(0, 3)
+                slices.append((inner, min(inner + rng.randint(0, 30), t + outer), thread))
+            if rng.random() < 0.15:                          # one crossing its end
+                slices.append((t + rng.randint(0, outer), t + outer + rng.randint(1, 20), thread))
+    slices.sort(key=lambda s: (s[0], -s[1]))
+    lanes = tl.Lanes()
+    model = {}                  # thread -> per lane, every slice placed on it
+    seen = {}                   # thread -> its lanes' tids, in the order they appeared
+    for start, end, thread in slices:
+        lane = lanes.place(thread, thread, "Thread", thread, start, end)
+        placed = model.setdefault(thread, [])
+        expected = next((i for i, on in enumerate(placed) if all(end <= e for s, e in on if e > start)),
+                        len(placed))
+        if expected == len(placed):
+            placed.append([])
+        placed[expected].append((start, end))
+        tids = seen.setdefault(thread, [])
+        if lane.tid not in tids:
+            tids.append(lane.tid)
+        assert tids.index(lane.tid) == expected, (start, end, thread)
+    assert seen[1][0] == 1 and seen[2][0] == 2
+    assert all(len(p) > 1 for p in model.values())           # overlap lanes were needed
