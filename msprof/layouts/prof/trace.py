@@ -26,8 +26,10 @@ LEVEL_NAMES = {level: jstr(name) for level, name in LEVELS.items()}
 _X_TASK = (',\n{"ph":"X","pid":%d,"tid":%d,"ts":%r,"dur":%r,"name":%s,"args":{"Task ID":%d,"Stream ID":%d,'
            '"Task Type":%s,"OP Type":%s,"Model ID":%d,"Iteration":%s}}')
 _X_API = ',\n{"ph":"X","pid":%d,"tid":%d,"ts":%r,"dur":%r,"name":%s,"args":{"level":%s,"item":%s}}'
-_FLOW_S = ',\n{"ph":"s","cat":"%s","name":"%s","id":%d,"pid":%d,"tid":%d,"ts":%r}'
-_FLOW_F = ',\n{"ph":"f","bp":"e","cat":"%s","name":"%s","id":%d,"pid":%d,"tid":%d,"ts":%r}'
+# a task with the HostToDevice flow from its launch: one format for the three events
+_X_TASK_FLOW = _X_TASK + (',\n{"ph":"s","cat":"%s","name":"%s","id":%%d,"pid":%%d,"tid":%%d,"ts":%%r}'
+                          ',\n{"ph":"f","bp":"e","cat":"%s","name":"%s","id":%%d,"pid":%%d,"tid":%%d,"ts":%%r}'
+                          ) % ((FLOW_CATEGORY,) * 4)
 # node-level calls remembered per host thread for the flows of tasks still to come (the oldest are dropped)
 REMEMBERED_CALLS = 1 << 16
 
@@ -237,19 +239,20 @@ class TaskSource(Source):
             tid = lane.tid
             if (pid, tid) not in threads:
                 writer.use(pid, tid, self.process, lane)
-            out.append(fmt % (pid, tid, start / 1000, (end - start) / 1000, names[name], task_id, stream,
-                              names[task_type], NA if op_type is None else names[op_type], model_id,
-                              NA if iteration is None else iteration))
+            values = (pid, tid, start / 1000, (end - start) / 1000, names[name], task_id, stream, names[task_type],
+                      NA if op_type is None else names[op_type], model_id, NA if iteration is None else iteration)
             count += 1
             # the flow shares the file with its node-level call (written into this slice) and the task
             if track is not None and call is not None and track <= start and count + 2 <= limit:
                 host_tid = host.lane_of_call(thread, call, writer)
                 if host_tid is not None:
                     flow_id = (self.device << 40) | next(self.flow_ids)
-                    out.append(_FLOW_S % (FLOW_CATEGORY, FLOW_CATEGORY, flow_id, host.pid, host_tid, track / 1000))
-                    out.append(_FLOW_F % (FLOW_CATEGORY, FLOW_CATEGORY, flow_id, pid, tid, start / 1000))
+                    out.append(_X_TASK_FLOW % (values + (flow_id, host.pid, host_tid, track / 1000, flow_id, pid, tid,
+                                                         start / 1000)))
                     count += 2
                     self.flows += 1
+                    continue
+            out.append(fmt % values)
         writer.body.write("".join(out))
         writer.count = count
 
