@@ -62,13 +62,14 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 FETCH_ROWS = 1024
 
 
-def sorted_query(conn, sql: str, args=()):
+def sorted_query(conn, sql: str, args=(), cache_mb: int = 128):
     """A cursor over ``sql``, whose ORDER BY sorts a whole table. SQLite sorts in runs of the cache size
     (2 MB by default), spilled to a temporary file and merged; with room for 128 MB, 1M task or ACL rows
-    (~75 MB) are sorted in memory at once (0.2-1 s less per 1M rows). The sort is done by the first
-    step, inside execute(), so the connection's setting can be restored right after."""
+    (~75 MB) are sorted in memory at once (0.2-1 s less per 1M rows; a JOB's 1M-task timeline 3.2 s against
+    3.4 s with 32 MB, at 164 MB of RSS against 99 MB). The sort is done by the first step, inside execute(),
+    so the connection's setting can be restored right after."""
     (cache_size,) = conn.execute("PRAGMA cache_size").fetchone()
-    conn.execute("PRAGMA cache_size = -131072")
+    conn.execute(f"PRAGMA cache_size = -{int(cache_mb) * 1024}")
     try:
         return conn.execute(sql, args)
     finally:

@@ -30,6 +30,10 @@ _X_API = ',\n{"ph":"X","pid":%d,"tid":%d,"ts":%r,"dur":%r,"name":%s,"args":{"lev
 _X_TASK_FLOW = _X_TASK + (',\n{"ph":"s","cat":"%s","name":"%s","id":%%d,"pid":%%d,"tid":%%d,"ts":%%r}'
                           ',\n{"ph":"f","bp":"e","cat":"%s","name":"%s","id":%%d,"pid":%%d,"tid":%%d,"ts":%%r}'
                           ) % ((FLOW_CATEGORY,) * 4)
+# The host calls' sort spills to a temporary file beyond this: a per-launch run's 1.5M calls per half (3M
+# at 1M tasks) took as long sorted in 32 MB runs as in memory (7.6 s for the timeline) at 88 MB of RSS
+# instead of 119 MB (memory stays flat with the number of tasks)
+SORT_CACHE_MB = 32
 # node-level calls remembered per host thread for the flows of tasks still to come (the oldest are dropped)
 REMEMBERED_CALLS = 1 << 16
 
@@ -112,7 +116,8 @@ class HostSource(Source):
             where += f" AND {begin} {'<' if side == 0 else '>='} {int(split_ns)}"
         return batches(sorted_query(self.report.conn,
                                     f"SELECT level, thread, struct_type, item_id, {begin}, {end} FROM host.api"
-                                    f" WHERE {where} ORDER BY begin, [end] DESC, level DESC, seq", args))
+                                    f" WHERE {where} ORDER BY begin, [end] DESC, level DESC, seq", args,
+                                    SORT_CACHE_MB))
 
     def start(self, row) -> int:
         return row[4]
