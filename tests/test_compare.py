@@ -288,7 +288,8 @@ def test_base_new_must_each_be_one_result_dir(job_pair, tmp_path, msprof_cli):
     result = msprof_cli("compare", parent, leaky_dir)
     assert result.returncode == 2
     assert f"{parent} holds 2 result directories; name one of them:" in result.stderr
-    assert str(parent / mish_dir.name) in result.stderr and str(parent / leaky_dir.name) in result.stderr
+    [line] = [l for l in result.stderr.splitlines() if "name one of them" in l]    # one line, both named
+    assert str(parent / mish_dir.name) in line and str(parent / leaky_dir.name) in line and "\\n" not in line
     shutil.rmtree(parent / leaky_dir.name)          # a parent holding exactly one is that one
     one = msprof_cli("compare", parent, leaky_dir, "--format", "json")
     assert one.returncode == 0 and json.loads(one.stdout)["base"] == str(parent / mish_dir.name)

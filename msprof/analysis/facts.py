@@ -280,6 +280,7 @@ def single_unit(path: Path, output: Optional[Path] = None) -> Unit:
 
     units = find_units(path, output)
     if len(units) != 1:
-        listed = "\n".join(f"  {unit.path}" for unit in units)
-        raise UsageError(f"{path} holds {len(units)} result directories; name one of them:\n{listed}")
+        # one line, as every message (a name from the data cannot add a line)
+        listed = ", ".join(str(unit.path) for unit in units)
+        raise UsageError(f"{path} holds {len(units)} result directories; name one of them: {listed}")
     return units[0]
