@@ -160,6 +160,7 @@ def show(path: Path, selection: Selection = Selection(), view: Optional["View"] 
     selection.check()
 
     def sections(unit: Unit, report):
+        report.check(selection)              # before the timeline is written for nothing
         if not timelines_current(report):
             _announce(write_timelines(report))
         return unit.layout.show_tables(report, selection)

@@ -40,6 +40,9 @@ def test_show_selected_iteration_and_style(job, msprof_cli):
 def test_show_unknown_iteration_is_usage_error(job, msprof_cli):
     proc = msprof_cli("show", "-dir", job, "--model-id", "1", "--iteration-id", "9")
     assert proc.returncode == 2 and "no recorded iteration 9 of model 1" in proc.stderr
+    assert not (job / "timeline").exists()            # checked before any work: no timeline written for nothing
+    proc = msprof_cli("show", "-dir", job, "--model-id", "7", "--iteration-id", "1")
+    assert proc.returncode == 2 and "no model 7 recorded (models: 1;" in proc.stderr
 
 
 def test_export_summary_of_one_iteration(job, msprof_cli):

@@ -130,6 +130,10 @@ class Report:
         selection.check()
         iterations = self.iterations(selection)
         if not selection.everything and not iterations:
+            models = sorted({i.model_id for i in self.iterations(Selection())})
+            if selection.model_id not in models:
+                raise UsageError(f"{self.unit.label}: no model {selection.model_id} recorded (models: "
+                                 f"{', '.join(map(str, models)) or 'none'}; msprof query lists their iterations)")
             raise UsageError(f"{self.unit.label}: no recorded iteration {selection.iteration_id} of model "
                              f"{selection.model_id} (msprof query lists what is there)")
         return iterations
