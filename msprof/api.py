@@ -188,7 +188,7 @@ def _sections(units: List[Unit], command: str, tables, view):
     for unit in units:
         with reading(unit, command) as report:
             yield Section(unit.label, os.path.abspath(unit.path), unit.layout.name,
-                          selected(tables(unit, report), view),
+                          selected(tables(unit, report), view, unit.label),
                           report.quality())
 
 

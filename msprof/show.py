@@ -108,10 +108,15 @@ def _first(rows: Iterator[tuple], top: int, count: List[int]) -> Iterator[tuple]
     # rows beyond the top are still counted (the iterator above counts as it goes)
 
 
-def selected(tables: List[Table], view: View) -> List[Table]:
-    """The tables --table asks for (a result dir without one of them says why when it makes its tables),
-    checked against --sort: it must name a column of at least one of them."""
+def selected(tables: List[Table], view: View, label: str = "") -> List[Table]:
+    """The tables --table asks for (a result dir without one of them says why when it makes its tables; one
+    whose layout has no such table says which it has), checked against --sort: it must name a column of at
+    least one of them."""
     if view.tables:
+        keys = [t.key for t in tables]
+        for key in view.tables:
+            if key not in keys:
+                notice(f"{label}: no {key} table here (it has {', '.join(keys) or 'none'})")
         tables = [t for t in tables if t.key in view.tables]
     if view.sort is not None and tables and all(sort_column(t, view.sort) is None for t in tables):
         names = sorted({c.key for t in tables for c in t.columns})

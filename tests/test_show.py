@@ -157,6 +157,21 @@ def test_json_top_and_table_selection(job, msprof_cli):
     assert tables["op_summary"]["row_count"] == 3
 
 
+def test_a_table_the_layout_does_not_have_is_named_with_those_it_has(job, tmp_path, msprof_cli):
+    """--table acl_statistic of a PROF_ device (which has api_statistic), api_statistic of a JOB: a notice, not
+    an empty section alone."""
+    from fixtures import profgen
+
+    prof = profgen.write_prof(tmp_path / "prof")
+    proc = msprof_cli("show", "-dir", prof, "--table", "acl_statistic", "--table", "op_statistic")
+    assert proc.returncode == 0, proc.stderr
+    assert (f"{prof.name}/device_0: no acl_statistic table here (it has op_summary, op_statistic, api_statistic)"
+            in proc.stderr)
+    assert "Op statistic" in proc.stdout
+    proc = msprof_cli("show", "-dir", job, "--table", "api_statistic")
+    assert proc.returncode == 0 and f"{job.name}: no api_statistic table here (it has op_summary," in proc.stderr
+
+
 def test_several_result_dirs_are_headed_and_keyed(tmp_path, msprof_cli):
     a = jobgen.write_job(tmp_path, small_job(seed="first"))
     b = jobgen.write_job(tmp_path, small_job(seed="second"))
