@@ -193,11 +193,11 @@ def _sections(units: List[Unit], command: str, tables, view):
 
 
 # --- answers (msprof.analysis) ------------------------------------------------------------------------------
-def compare(base: Path, new: Path, fmt: str = "table", top: Optional[int] = 20,
+def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[int] = 20,
             fail_if_slower: Optional[float] = None, output: Optional[Path] = None) -> dict:
     """Compare two collections (each one result directory, or a parent holding exactly one) per model, op
-    type, op and API; print the comparison and return its document (what ``--format json`` prints).
-    ``fail_if_slower``: raise RegressionError (exit 9) when a model both have grew by more than that %."""
+    type, op and API; print the comparison (``fmt`` None: not) and return its document (what ``--format json``
+    prints). ``fail_if_slower``: raise RegressionError (exit 9) when a model both have grew by more than that %."""
     from msprof.analysis.compare import check_gate, compare_sides, print_comparison, read_side
     from msprof.analysis.facts import single_unit
 
@@ -215,15 +215,16 @@ def compare(base: Path, new: Path, fmt: str = "table", top: Optional[int] = 20,
                 sides.append(read_side(unit))
                 shown.advance()
     document = compare_sides(*sides)
-    print_comparison(document, fmt, top)
+    if fmt is not None:
+        print_comparison(document, fmt, top)
     check_gate(document, fail_if_slower)
     return document
 
 
-def advise(path: Path, fmt: str = "table", selection: Selection = Selection(),
+def advise(path: Path, fmt: Optional[str] = "table", selection: Selection = Selection(),
            output: Optional[Path] = None) -> List[dict]:
     """Findings of the advise rules on one collection (a result directory, or a parent holding exactly
-    one); print them and return them (what ``--format json`` prints under "findings")."""
+    one); print them (``fmt`` None: not) and return them (what ``--format json`` prints under "findings")."""
     from msprof.analysis.advise import find, print_findings
     from msprof.analysis.facts import single_unit
 
@@ -231,7 +232,8 @@ def advise(path: Path, fmt: str = "table", selection: Selection = Selection(),
     unit = single_unit(path, output)
     with reading(unit, "advise") as report:
         findings = find(unit.layout.facts(report), selection)
-    print_findings(findings, fmt, unit.label)
+    if fmt is not None:
+        print_findings(findings, fmt, unit.label)
     return findings
 
 

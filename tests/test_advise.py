@@ -240,6 +240,7 @@ def test_prof_collection(tmp_path):
     prof, path = pg.build(desc), pg.write_prof(tmp_path, desc)
     findings = api.advise(path, fmt="json")
     by = by_id(findings)
+    assert api.advise(path, fmt=None) == findings          # (the library's: nothing printed)
 
     # iteration 2: conv1 22, sig1 5, mul1 3, nms 40 µs
     [silu] = by["decomposed_activation"]

@@ -320,6 +320,7 @@ def test_prof_pair(tmp_path, capsys):
     base, new = prof_truth(pg.build(PROF_BASE)), prof_truth(pg.build(prof_new()))
     document = api.compare(base_dir, new_dir, fmt="json")
     assert json.loads(capsys.readouterr().out) == document
+    assert api.compare(base_dir, new_dir, fmt=None) == document and capsys.readouterr().out == ""  # the library's
     assert document["base"] == str(base_dir / "device_0") and document["new"] == str(new_dir / "device_0")
     # (20 + 5 + 3 + 40 + 22 + 5 + 3 + 40) / 2 = 69 µs; (30.5 + 4.02 + 3 + 25 + 33 + 4.02 + 3 + 25) / 2 = 63.77
     assert r3(base["model"]) == 69.0 and r3(new["model"]) == 63.77

@@ -55,3 +55,24 @@ def test_the_tests_cited_as_proof_exist(doc):
     cited = set(re.findall(r"`(test_\w+)`", (ROOT / doc).read_text(encoding="utf-8")))
     assert cited, f"{doc} cites no test"
     assert cited - _test_names() == set(), f"{doc} cites tests that do not exist"
+
+
+def test_the_readme_library_example_runs(tmp_path, capsys):
+    """The README's library example, run as written on a generated PROF_ directory and two JOBs."""
+    from fixtures import profgen
+    from fixtures.board import jobgen
+    from fixtures.networks import small_job
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    [code] = re.findall(r"```python\n(.*?)```", readme, re.S)
+    prof = profgen.write_prof(tmp_path / "prof")
+    before = jobgen.write_job(tmp_path / "a", small_job(seed="before"))
+    after = jobgen.write_job(tmp_path / "b", small_job(seed="after"))
+    code = code.replace('"PROF_xxx"', repr(str(prof))).replace('"JOB_before"', repr(str(before))).replace(
+        '"JOB_after"', repr(str(after)))
+    scope = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    assert isinstance(scope["findings"], list) and scope["document"]["base"] == str(before)
+    assert (prof / "device_0" / "summary" / "op_summary.csv").is_file()
+    assert list((prof / "device_0" / "timeline").glob("msprof_model1_iter1*.json"))
+    assert capsys.readouterr().out == ""                  # fmt=None: the library printed nothing
