@@ -108,6 +108,7 @@ class SliceStream:
         self.label = label
         self.sizes = [p.stat().st_size for p in self.files]
         self.total_bytes = sum(self.sizes)
+        self.marked = looks_aligned is not None       # records carry a mark that shows where they start
         self.head_lost = self._head_offset(looks_aligned)
         self.tail_lost = (self.total_bytes - self.head_lost) % record_size
         self.records = (self.total_bytes - self.head_lost - self.tail_lost) // record_size
@@ -187,8 +188,12 @@ class SliceStream:
     def loss_messages(self) -> List[str]:
         messages = []
         if self.head_lost:
+            why = "partial record, ring buffer overwrite"
+            if not self.marked:     # nothing in the records says which end lost the bytes: the spec's rule
+                why += ("; taken to be at the head as the format says, since its records carry no mark: had the"
+                        " file been cut at its end instead, every record is misread")
             messages.append(f"{self.head_lost} bytes of {self.label} data lost at the head of "
-                            f"{self.files[0].name} (partial record, ring buffer overwrite)")
+                            f"{self.files[0].name} ({why})")
         if self.tail_lost:
             messages.append(f"{self.tail_lost} bytes of {self.label} data lost at the tail of "
                             f"{self.files[-1].name} (partial record, collection cut off)")
