@@ -10,10 +10,11 @@ import os
 import shlex
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from msprof import progress
 from msprof.console import log, notice, result_log
+from msprof.errors import MsprofError, SeveralFailed
 from msprof.layouts import find_units
 from msprof.layouts.base import Database, Selection, Unit, opened
 from msprof.outputs import naming_errors, output_dir, remove_stale
@@ -43,30 +44,86 @@ def _build(database: Database, spare_cores: bool) -> Path:
     return path
 
 
-def build_databases(databases: List[Database]) -> List[Path]:
+def _build_or_error(database: Database, spare_cores: bool) -> Tuple[Optional[Path], Optional[MsprofError]]:
+    """``_build``, with a user's error (bad data, a refused write) returned instead of raised, so that the
+    other databases of the run are still built."""
+    try:
+        return _build(database, spare_cores), None
+    except MsprofError as exc:
+        return None, exc
+
+
+def build_databases(databases: List[Database], keep_going: bool = False) -> List[Path]:
     """(Re)build databases: two at a time in two processes when there are several of some size and a second
     core (a PROF host and its device side by side). When one holds nearly all the raw data (a static graph's
     device: the host has little to say), the small ones are built first and the large one alone, which may
-    then use a worker process of its own."""
+    then use a worker process of its own. A database that cannot be built fails the call; with
+    ``keep_going``, the others are built first and the failures are said and summed up (``Failures``)."""
     if len(databases) > 1 and several_cores():
         sizes = [_raw_bytes(d) for d in databases]
         largest = max(range(len(databases)), key=sizes.__getitem__)
         if sum(sizes) - sizes[largest] > sizes[largest] // 8:
             with process_pool(2) as pool:
-                return progress.pool_map(pool, f"importing {len(databases)} databases", _build, databases,
-                                         [False] * len(databases))
-        paths = [_build(d, False) if i != largest else None for i, d in enumerate(databases)]
-        paths[largest] = _build(databases[largest], True)
-        return paths
-    return [_build(database, True) for database in databases]
+                results = progress.pool_map(pool, f"importing {len(databases)} databases", _build_or_error,
+                                            databases, [False] * len(databases))
+        else:
+            results = [_build_or_error(d, False) if i != largest else None for i, d in enumerate(databases)]
+            results[largest] = _build_or_error(databases[largest], True)
+    else:
+        results = [_build_or_error(database, True) for database in databases]
+    failures = Failures(len(databases) if keep_going else 1, "databases")
+    for database, (_path, error) in zip(databases, results):
+        failures.add(database.source_dir, error)
+    failures.done()
+    return [path for path, _error in results if path is not None]
+
+
+class Failures:
+    """The errors of a run over several result directories (or databases): with more than one, each that
+    fails (bad data, a refused write, a selection it lacks) is said as it happens and the others are still
+    done; ``done`` then fails the run with the highest exit code, naming them. With one, its error is raised
+    as it is."""
+
+    def __init__(self, count: int, noun: str = "result directories"):
+        self.count, self.noun = count, noun
+        self.failed: List[Tuple[int, str]] = []      # (exit code, name)
+
+    def add(self, name, error: Optional[MsprofError]) -> None:
+        if error is None:
+            return
+        if self.count == 1:
+            raise error
+        log.error("%s", error.message if str(name) in error.message else f"{name}: {error.message}")
+        self.failed.append((error.exit_code, str(name)))
+
+    @contextlib.contextmanager
+    def each(self, unit: Unit):
+        """The frame of one unit's work: its user's error is said and kept (with several units)."""
+        try:
+            yield
+        except MsprofError as exc:
+            if self.count == 1:
+                raise
+            self.add(unit.path, exc)
+
+    def done(self) -> None:
+        if self.failed:
+            names = ", ".join(name for _code, name in self.failed)
+            raise SeveralFailed(f"{len(self.failed)} of {self.count} {self.noun} failed (see above): {names}; the "
+                                "others were done", max(code for code, _name in self.failed))
 
 
 def _raw_bytes(database: Database) -> int:
+    """About the size of a database's raw files (what cannot be read is said when its import opens it)."""
+    try:
+        sources = database.sources()
+    except (OSError, MsprofError):
+        return 0
     total = 0
-    for path in database.sources():
+    for path in sources:
         try:
             total += path.stat().st_size
-        except OSError:           # said with its name when the import opens it
+        except OSError:
             pass
     return total
 
@@ -103,7 +160,7 @@ def import_collection(path: Path, output: Optional[Path] = None) -> List[Path]:
     for unit in find_units(path, output):
         for database in unit.databases:
             databases.setdefault(database.path, database)
-    return build_databases(list(databases.values()))
+    return build_databases(list(databases.values()), keep_going=True)
 
 
 # --- exports ---------------------------------------------------------------------------------------------
@@ -115,11 +172,14 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
 
     selection.check()
     written: List[Path] = []
-    for unit in find_units(path, output):
-        with reading(unit, f"export summary --format {fmt}") as report:
+    units = find_units(path, output)
+    failures = Failures(len(units))
+    for unit in units:
+        with failures.each(unit), reading(unit, f"export summary --format {fmt}") as report:
             files = unit.layout.summary_files(report, selection)
             written += write_summary(report, files, fmt, unit.out / "summary")
     _announce(written)
+    failures.done()
     if hint and written:
         _next_steps(path, output)
     return written
@@ -134,10 +194,13 @@ def export_timeline(path: Path, selection: Selection = Selection(), check_all: b
 
     selection.check()
     written: List[Path] = []
-    for unit in find_units(path, output):
-        with reading(unit, "export timeline") as report:
+    units = find_units(path, output)
+    failures = Failures(len(units))
+    for unit in units:
+        with failures.each(unit), reading(unit, "export timeline") as report:
             written += write_timelines(report, selection, check_all)
     _announce(written)
+    failures.done()
     if hint:
         _view_hint(written)
     return written
@@ -166,7 +229,9 @@ def show(path: Path, selection: Selection = Selection(), view: Optional["View"] 
         return unit.layout.show_tables(report, selection)
 
     units = find_units(path, output)
-    print_sections(_sections(units, "show", sections, view or View()), view or View(), len(units) > 1)
+    failures = Failures(len(units))
+    print_sections(_sections(units, "show", sections, view or View(), failures), view or View(), len(units) > 1)
+    failures.done()
 
 
 def query(path: Path, view: Optional["View"] = None, output: Optional[Path] = None) -> None:
@@ -178,15 +243,18 @@ def query(path: Path, view: Optional["View"] = None, output: Optional[Path] = No
     def tables(unit: Unit, report):
         return unit.layout.query_tables(report) + [report.notice_table()]
 
-    print_sections(_sections(units, "query", tables, view), view, len(units) > 1)
+    failures = Failures(len(units))
+    print_sections(_sections(units, "query", tables, view, failures), view, len(units) > 1)
+    failures.done()
 
 
-def _sections(units: List[Unit], command: str, tables, view):
-    """One msprof.show.Section per unit, made while its report is open (its rows stream from it)."""
+def _sections(units: List[Unit], command: str, tables, view, failures: "Failures"):
+    """One msprof.show.Section per unit, made while its report is open (its rows stream from it); a unit that
+    fails is left out (``failures``)."""
     from msprof.show import Section, selected
 
     for unit in units:
-        with reading(unit, command) as report:
+        with failures.each(unit), reading(unit, command) as report:
             yield Section(unit.label, os.path.abspath(unit.path), unit.layout.name,
                           selected(tables(unit, report), view, unit.label),
                           report.quality())

@@ -53,6 +53,15 @@ class RegressionError(MsprofError):
     exit_code = 9
 
 
+class SeveralFailed(MsprofError):
+    """Several things went wrong in one run (result directories of a parent, JOBs of a collect): each was said
+    as it happened; this is the summary, with the highest of their exit codes."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 EXIT_CODES = {
     0: "success",
     1: "unexpected internal error",

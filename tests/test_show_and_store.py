@@ -173,3 +173,24 @@ def test_disk_full_during_import_is_exit_6(job, tmp_path, msprof_cli):
         assert not (target / "sqlite" / "msprof.db").exists()
     finally:
         subprocess.run(["umount", "-l", str(mount)])
+
+
+@pytest.mark.parametrize("command", [("import",), ("export", "summary"), ("export", "timeline"), ("show",),
+                                     ("query",)])
+def test_one_broken_result_dir_of_several_does_not_stop_the_others(tmp_path, msprof_cli, command):
+    """A parent of three JOBs, the second with corrupt metadata: the first and third are done, the second is
+    named with its error, and the run ends with a line naming it and the data error's exit code (8)."""
+    jobs = sorted((jobgen.write_job(tmp_path, small_job(seed=seed)) for seed in ("one", "two", "three")),
+                  key=lambda p: p.name)
+    (jobs[1] / "info.json.0").write_text("{broken")
+    proc = msprof_cli(*command, "-dir", tmp_path)
+    assert proc.returncode == 8, proc.stderr
+    assert f"{jobs[1] / 'info.json.0'}: line 1: invalid JSON" in proc.stderr and "Traceback" not in proc.stderr
+    noun = "databases" if command == ("import",) else "result directories"
+    assert f"1 of 3 {noun} failed (see above): {jobs[1]}; the others were done" in proc.stderr
+    made = {"import": "sqlite", "summary": "summary", "timeline": "timeline", "show": "timeline", "query": "sqlite"}
+    for job in (jobs[0], jobs[2]):
+        assert any((job / made[command[-1]]).iterdir()), job
+        if command[0] in ("show", "query"):
+            assert job.name in proc.stdout
+    assert jobs[1].name not in proc.stdout

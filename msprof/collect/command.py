@@ -27,7 +27,7 @@ from msprof.collect.config import BoardConfig, load_config
 from msprof.collect.project import inside, walk
 from msprof.collect.pull import Unpullable, check_local_space, list_jobs, local_state, manifest, pull_job
 from msprof.console import log, notice
-from msprof.errors import EXIT_CODES, DiskSpaceError, MsprofError, RemoteError, UsageError
+from msprof.errors import EXIT_CODES, DiskSpaceError, MsprofError, RemoteError, SeveralFailed, UsageError
 from msprof.paths import check_path_argument
 
 STATE_FILE = "collect-state.json"
@@ -126,15 +126,6 @@ def collect(main_path, config_path, interval, acl_api, aacpu, switch, aac_metric
     nfs_spec = parse_nfs(nfs) if nfs else None
     Collector(Path(main_path), Path(config_path), Path(output), profiler, options, remote_dir, timeout,
               accept_new_host_key, nfs_spec, keep_remote, run_all, force).run()
-
-
-class CollectFailed(MsprofError):
-    """Several things went wrong (JOBs left on the board, analyses failed): each was said as it happened;
-    this is the summary, with the highest of their exit codes."""
-
-    def __init__(self, message: str, exit_code: int):
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def parse_nfs(value: str):
@@ -501,7 +492,7 @@ def _report(jobs: List[Path], unpulled: List[str], run_all: bool) -> None:
                         f"{_count(len(jobs) - len(failed), 'JOB was', 'JOBs were')} analysed)")
         codes.extend(code for code, _ in failed)
     if problems:
-        raise CollectFailed("; ".join(problems), max(codes))
+        raise SeveralFailed("; ".join(problems), max(codes))
 
 
 def _count(number: int, one: str, many: str) -> str:
