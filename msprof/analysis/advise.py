@@ -293,19 +293,19 @@ def _data_loss(facts: Facts, selection: Selection) -> Iterator[Hit]:
 RULES: List[Rule] = [
     Rule("decomposed_activation", _decomposed_activation,
          "{activation} is computed as {chain} in {places} place(s) of {where}: {time_us} µs, {share_pct} % of "
-         "the iteration's device time. The {processor} has no {activation} layer, so the model converter split "
-         "it into separate elementwise layers, each reading and writing the whole tensor. Use an activation "
+         "the iteration's device time. The {processor} has no {activation} {layer_word}, so the model converter "
+         "split it into separate elementwise {layers_word}, each reading and writing the whole tensor. Use an activation "
          "the {processor} runs natively ({native}); LeakyRelu is the usual replacement.",
          "{group}: {layers} — {time_us} µs, {share_pct} %"),
     Rule("memory_bound", _memory_bound,
-         "{count} of the {layers} layers of {where} are memory-bound (Memory Bound > 1: they wait for data "
+         "{count} of the {layers} {layers_word} of {where} are memory-bound (Memory Bound > 1: they wait for data "
          "more than they compute): {time_us} µs, {share_pct} % of the iteration's device time; the longest is "
          "{top} ({top_us} µs, {top_value}). Cut their memory traffic: fuse them with a neighbour, use smaller "
-         "tensors (fewer channels, lower precision) or remove layers that only move data.",
+         "tensors (fewer channels, lower precision) or remove {layers_word} that only move data.",
          "{layer_name} ({layer_type}): Memory Bound {memory_bound}, {time_us} µs, {share_pct} %"),
     Rule("cpu_fallback", _cpu_fallback,
          "{share_pct} % of the device time of {model} runs on the {cpu} ({time_us} µs per iteration): {ops}. "
-         "The {processor} cannot run these layers; use an equivalent it supports where one exists, or move the "
+         "The {processor} cannot run these {layers_word}; use an equivalent it supports where one exists, or move the "
          "work out of the model (e.g. post-processing on the host).",
          "{op_name} ({op_type}): {time_us} µs per iteration, {share_pct} %"),
     Rule("acl_hotspot", _acl_hotspot,
@@ -348,7 +348,7 @@ def _ranked(rule: Rule, order: int, facts: Facts, selection: Selection) -> list:
     ranked = []
     for hit in rule.check(facts, selection):
         ranked.append((SEVERITIES.index(hit.severity), -hit.impact, order, {
-            "id": rule.id, "severity": hit.severity, "message": rule.message.format(**hit.fields),
+            "id": rule.id, "severity": hit.severity, "message": rule.message.format(**facts.words, **hit.fields),
             "evidence": hit.evidence}))
     return ranked
 

@@ -123,6 +123,7 @@ class Facts:
     cpu = ""                       # where unsupported ops fall back: "AA CPU" / "AI CPU"
     native_activations = ""        # what decomposed activations should be replaced by
     table_names = {}               # fact → the output table a user finds it in (evidence "table")
+    words = {"layer_word": "layer", "layers_word": "layers"}     # what messages call a layer (an op on Ascend)
 
     def __init__(self, report):
         self.report = report

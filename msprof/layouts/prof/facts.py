@@ -24,6 +24,7 @@ class ProfFacts(Facts):
     processor = "AI Core"
     cpu = "AI CPU"
     native_activations = "Relu, LeakyRelu, PRelu, Elu, or one fused operator from CANN's library"
+    words = {"layer_word": "operator", "layers_word": "ops"}
     table_names = {"layers": "op_summary", "ops": "op_statistic", "apis": "api_statistic", "idle": "op_summary"}
 
     def __init__(self, report):
