@@ -194,3 +194,19 @@ def test_one_broken_result_dir_of_several_does_not_stop_the_others(tmp_path, msp
         if command[0] in ("show", "query"):
             assert job.name in proc.stdout
     assert jobs[1].name not in proc.stdout
+
+
+def test_result_dirs_of_the_same_name_are_told_apart(tmp_path, msprof_cli):
+    """Two copies of one JOB in two directories of a parent: show and query key them by their path under it (not
+    one key for both); under --output, where their results would mix, they are refused."""
+    import json
+    import shutil
+
+    first = jobgen.write_job(tmp_path / "a", small_job())
+    shutil.copytree(first, tmp_path / "b" / first.name)
+    proc = msprof_cli("query", "-dir", tmp_path, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(json.loads(proc.stdout)) == [f"a/{first.name}", f"b/{first.name}"]
+    proc = msprof_cli("export", "summary", "-dir", tmp_path, "--output", tmp_path / "out")
+    assert proc.returncode == 2 and "result directories of the same name would share their results" in proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -1,11 +1,14 @@
 """The input layouts, as plug-ins of the one pipeline: ``find_units(path)`` finds the result directories
 under a path (raw-format.md §1), gives each to the first layout that claims it by its content, and returns
 the units every command loops over, in path order."""
+import dataclasses
 import os
+from collections import Counter
 from pathlib import Path
 from typing import List, Optional
 
 from msprof.collection import find_result_dirs
+from msprof.errors import UsageError
 from msprof.layouts.base import Layout, Unit
 from msprof.layouts.job import JobLayout
 from msprof.layouts.prof import ProfLayout
@@ -28,4 +31,18 @@ def find_units(path: Path, output: Optional[Path] = None) -> List[Unit]:
         by_layout.setdefault(id(layout_of(result_dir)), []).append(result_dir)
     units = [unit for layout in LAYOUTS for unit in layout.units(by_layout.get(id(layout), []), output)]
     order = {d: i for i, d in enumerate(result_dirs)}
-    return sorted(units, key=lambda unit: order.get(unit.path, len(order)))
+    return _distinct(sorted(units, key=lambda unit: order.get(unit.path, len(order))), path, output)
+
+
+def _distinct(units: List[Unit], path: Path, output: Optional[Path]) -> List[Unit]:
+    """Units that share a name (copies of one collection in two directories of a parent) are labelled by
+    their path under ``path`` (what show and query key their sections by); under --output, where their
+    results would go to one directory, they are refused."""
+    outs = Counter(unit.out for unit in units)
+    if output is not None and any(n > 1 for n in outs.values()):
+        same = sorted(str(unit.path) for unit in units if outs[unit.out] > 1)
+        raise UsageError(f"{', '.join(same)}: result directories of the same name would share their results "
+                         f"under --output {output}; name one of them at a time")
+    labels = Counter(unit.label for unit in units)
+    return [dataclasses.replace(unit, label=os.path.relpath(unit.path, path)) if labels[unit.label] > 1 else unit
+            for unit in units]
