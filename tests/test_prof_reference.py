@@ -288,6 +288,22 @@ def test_reference_multiplies_reused_task_ids(tmp_path):
     assert len(ref["task_time"]) == 15 and len(ref["op_summary"]) == 57
 
 
+def cut_host_file_and_agree(tmp_path, scenario: str, family: str, kept: int, what: str):
+    """A scenario's host ``family`` file cut to its first ``kept`` records: every device task is still in
+    task_time, some leave op_summary, and every table agrees with the reference's. Returns (msprof's tables,
+    msprof's copy of the directory)."""
+    need_reference()
+    desc = SCENARIOS[scenario]
+    prof_dir = pg.write_prof(tmp_path / "gen", desc)
+    cut_host_file(prof_dir, family, kept)
+    mine, ref, mine_dir = run_both(prof_dir, tmp_path)
+    prof = pg.build(desc)
+    assert len(mine["task_time"]) == len(prof.tasks) and len(mine["op_summary"]) < len(prof.tasks)
+    for table in TABLES:
+        assert_tables_agree(table, mine[table], ref[table], f" ({scenario}, {kept} {what} kept)")
+    return mine, mine_dir
+
+
 @pytest.mark.reference
 @pytest.mark.parametrize("scenario,kept", [("hwts_pipe_3threads_extra", 5), ("chip_v3_arith_dev1", 4),
                                            ("hwts_pipe_3threads_extra", 0)])
@@ -295,15 +311,7 @@ def test_tasks_without_their_launch(scenario, kept, tmp_path):
     """A task_track file cut short (the host's ring buffer, a lost slice): device tasks no launch names are
     left out of op_summary (the reference joins its GE task list) and named by their device type in
     task_time ("Other" on chip v2), as the reference does; every table agrees with it."""
-    need_reference()
-    desc = SCENARIOS[scenario]
-    prof_dir = pg.write_prof(tmp_path / "gen", desc)
-    cut_host_file(prof_dir, "task_track", kept)
-    mine, ref, _mine_dir = run_both(prof_dir, tmp_path)
-    prof = pg.build(desc)
-    assert len(mine["task_time"]) == len(prof.tasks) and len(mine["op_summary"]) < len(prof.tasks)
-    for table in TABLES:
-        assert_tables_agree(table, mine[table], ref[table], f" ({scenario}, {kept} launches kept)")
+    cut_host_file_and_agree(tmp_path, scenario, "task_track", kept, "launches")
 
 
 @pytest.mark.reference
@@ -314,16 +322,8 @@ def test_launches_without_their_node_info(scenario, kept, tmp_path):
     reference's GE task list (it finds no node desc), so it is left out of op_summary and op_statistic and named
     by its runtime type (KERNEL_AICORE) in task_time; every table agrees with the reference, and the import says
     how many."""
-    need_reference()
-    desc = SCENARIOS[scenario]
-    prof_dir = pg.write_prof(tmp_path / "gen", desc)
-    cut_host_file(prof_dir, "node_basic_info", kept)
-    mine, ref, mine_dir = run_both(prof_dir, tmp_path)
-    prof = pg.build(desc)
-    assert len(mine["task_time"]) == len(prof.tasks) and len(mine["op_summary"]) < len(prof.tasks)
+    mine, mine_dir = cut_host_file_and_agree(tmp_path, scenario, "node_basic_info", kept, "node infos")
     assert any(r["kernel_type"].startswith("KERNEL_") for r in mine["task_time"])
-    for table in TABLES:
-        assert_tables_agree(table, mine[table], ref[table], f" ({scenario}, {kept} node infos kept)")
     notices = [m for (m,) in sqlite3.connect(mine_dir / "host" / "sqlite" / "msprof.db").execute(
         "SELECT message FROM notice")]
     assert any("without its node_basic_info" in m for m in notices), notices
