@@ -102,8 +102,6 @@ class Failures:
         try:
             yield
         except MsprofError as exc:
-            if self.count == 1:
-                raise
             self.add(unit.path, exc)
 
     def done(self) -> None:

@@ -37,9 +37,9 @@ _TEMPORARY = re.compile(r"^\..*\.(?P<pid>\d+)\.[^.]*\.tmp$|^\.part-(?P<part>\d+)
 
 def restrict_umask() -> int:
     """Make the process umask at least 0027 (narrower stays narrower); return it."""
-    current = os.umask(UMASK)
-    os.umask(current | UMASK)
-    return current | UMASK
+    mask = effective_umask()
+    os.umask(mask)
+    return mask
 
 
 def effective_umask() -> int:
