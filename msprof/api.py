@@ -53,12 +53,14 @@ def _build_or_error(database: Database, spare_cores: bool) -> Tuple[Optional[Pat
         return None, exc
 
 
-def build_databases(databases: List[Database], keep_going: bool = False) -> List[Path]:
+def build_databases(databases: List[Database], keep_going: bool = False,
+                    broken: Sequence[Tuple[Path, MsprofError]] = ()) -> List[Path]:
     """(Re)build databases: two at a time in two processes when there are several of some size and a second
     core (a PROF host and its device side by side). When one holds nearly all the raw data (a static graph's
     device: the host has little to say), the small ones are built first and the large one alone, which may
     then use a worker process of its own. A database that cannot be built fails the call; with
-    ``keep_going``, the others are built first and the failures are said and summed up (``Failures``)."""
+    ``keep_going``, the others are built first and the failures are said and summed up (``Failures``), with
+    those of ``broken`` (result directories found unusable, with their error)."""
     if len(databases) > 1 and several_cores():
         sizes = [_raw_bytes(d) for d in databases]
         largest = max(range(len(databases)), key=sizes.__getitem__)
@@ -71,7 +73,9 @@ def build_databases(databases: List[Database], keep_going: bool = False) -> List
             results[largest] = _build_or_error(databases[largest], True)
     else:
         results = [_build_or_error(database, True) for database in databases]
-    failures = Failures(len(databases) if keep_going else 1, "databases")
+    failures = Failures(len(databases) + len(broken) if keep_going else 1, "databases")
+    for name, error in broken:
+        failures.add(name, error)
     for database, (_path, error) in zip(databases, results):
         failures.add(database.source_dir, error)
     failures.done()
@@ -132,7 +136,8 @@ def ensure_databases(unit: Unit) -> List[Path]:
     for database in unit.databases:
         reason = database.stale()
         if reason is not None:
-            part = "" if len(unit.databases) == 1 else f" {database.source_dir.name}"
+            # (a PROF_ device's unit imports its host's data too: "PROF_x/device_0: importing its host data")
+            part = "" if database is unit.database else f" its {database.source_dir.name} data"
             notice(f"{unit.label}: importing{part} ({reason})")
             stale.append(database)
     return build_databases(stale) if stale else []
@@ -143,6 +148,8 @@ def reading(unit: Unit, command: str):
     """The frame of a command that reads a unit: ``working``, its databases made current, the report open.
     When the import is not this run's, what it lost is said again in one line (its warnings were said when
     it ran, maybe days ago, by another command)."""
+    if unit.problem is not None:
+        raise unit.problem
     with working(unit, command):
         built = ensure_databases(unit)
         with opened(unit) as report:
@@ -155,10 +162,12 @@ def reading(unit: Unit, command: str):
 def import_collection(path: Path, output: Optional[Path] = None) -> List[Path]:
     """Rebuild the databases of every unit under ``path``; return their paths."""
     databases: Dict[Path, Database] = {}
-    for unit in find_units(path, output):
+    units = find_units(path, output)
+    for unit in units:
         for database in unit.databases:
             databases.setdefault(database.path, database)
-    return build_databases(list(databases.values()), keep_going=True)
+    broken = [(unit.path, unit.problem) for unit in units if unit.problem is not None]
+    return build_databases(list(databases.values()), keep_going=True, broken=broken)
 
 
 # --- exports ---------------------------------------------------------------------------------------------

@@ -271,6 +271,9 @@ def test_cli_exit_codes(tmp_path, msprof_cli):
     ok = msprof_cli("export", "summary", "-dir", prof_dir)
     assert ok.returncode == 0, ok.stderr
     assert (prof_dir / "device_0" / "summary" / "op_statistic.csv").is_file()
+    # a fresh PROF_: the device's unit imports its host's data and its own
+    assert f"{prof_dir.name}/device_0: importing its host data (no database yet)" in ok.stderr
+    assert f"{prof_dir.name}/device_0: importing (no database yet)" in ok.stderr
     empty = tmp_path / "nothing"
     empty.mkdir()
     res = msprof_cli("import", "-dir", empty)

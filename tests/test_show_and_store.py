@@ -196,6 +196,33 @@ def test_one_broken_result_dir_of_several_does_not_stop_the_others(tmp_path, msp
     assert jobs[1].name not in proc.stdout
 
 
+@pytest.mark.parametrize("command", [("import",), ("export", "summary"), ("show",)])
+def test_a_prof_dir_without_a_device_does_not_stop_the_others(tmp_path, msprof_cli, command):
+    """A parent of a JOB and two PROF_ directories, one of them with its host only (a copy cut short): the JOB
+    and the whole PROF_ are done, the other is named as what it is, and the run exits with the data error's
+    code (8). On its own, it is that one error."""
+    import shutil
+
+    from fixtures import profgen
+
+    job = jobgen.write_job(tmp_path, small_job())
+    whole = profgen.write_prof(tmp_path, name="PROF_000001_20240101000000000_WHOLE")
+    cut = profgen.write_prof(tmp_path, name="PROF_000002_20240101000000000_HOSTONLY")
+    shutil.rmtree(cut / "device_0")
+    problem = f"{cut}: no device_N directory with an info.json* (nothing to report on)"
+    proc = msprof_cli(*command, "-dir", tmp_path)
+    assert proc.returncode == 8, proc.stderr
+    assert problem in proc.stderr and "Traceback" not in proc.stderr
+    assert f"failed (see above): {cut}; the others were done" in proc.stderr
+    assert (job / "sqlite" / "msprof.db").is_file() and (whole / "device_0" / "sqlite" / "msprof.db").is_file()
+    if command != ("import",):
+        made = "summary" if command[0] == "export" else "timeline"
+        assert any((job / made).iterdir()) and any((whole / "device_0" / made).iterdir())
+    assert not (cut / "log").exists() and not (cut / "sqlite").exists()
+    alone = msprof_cli(*command, "-dir", cut)
+    assert alone.returncode == 8 and alone.stderr.strip().splitlines()[-1] == f"msprof: error: {problem}"
+
+
 def test_result_dirs_of_the_same_name_are_told_apart(tmp_path, msprof_cli):
     """Two copies of one JOB in two directories of a parent: show and query key them by their path under it (not
     one key for both); under --output, where their results would mix, they are refused."""

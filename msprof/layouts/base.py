@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, List, NamedTuple, Optional
 
 from msprof import store
-from msprof.errors import UsageError
+from msprof.errors import MsprofError, UsageError
 
 
 class Selection(NamedTuple):
@@ -75,6 +75,9 @@ class Unit:
     out: Path
     label: str
     databases: List[Database] = field(default_factory=list)     # the unit's own database last
+    # why a result directory found under the path cannot be analysed (a PROF_ directory with a host and no
+    # device): every command fails this unit with it, and with several units goes on with the others
+    problem: Optional["MsprofError"] = None
 
     @property
     def database(self) -> Database:

@@ -74,7 +74,8 @@ class ProfLayout(Layout):
             if not devices:
                 from msprof.errors import DataError
 
-                raise DataError(f"{root}: no device_N directory with an info.json* (nothing to report on)")
+                units.append(Unit(self, root, base, root.name, problem=DataError(
+                    f"{root}: no device_N directory with an info.json* (nothing to report on)")))
             for device in devices:
                 out = base / device.name
                 own = Database(self.name, "main", device, out / "sqlite" / "msprof.db",
