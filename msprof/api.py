@@ -10,7 +10,7 @@ import os
 import shlex
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from msprof import progress
 from msprof.console import log, notice, result_log
@@ -224,46 +224,48 @@ def show(path: Path, selection: Selection = Selection(), view: Optional["View"] 
          output: Optional[Path] = None) -> None:
     """Print each unit's tables (outputs.md §4) as ``view`` says (msprof.show); import and export the
     timeline first when missing or stale."""
-    from msprof.show import View, print_sections
+    from msprof.show import View, print_sections, selected
     from msprof.trace import timelines_current, write_timelines
 
     selection.check()
+    view = view or View()
 
     def sections(unit: Unit, report):
-        report.check(selection)              # before the timeline is written for nothing
+        report.check(selection)              # (the selection, --table and --sort before the timeline is written)
+        tables = selected(unit.layout.show_tables(report, selection), view, unit.label)
         if not timelines_current(report):
             _announce(write_timelines(report))
-        return unit.layout.show_tables(report, selection)
+        return tables
 
     units = find_units(path, output)
     failures = Failures(len(units))
-    print_sections(_sections(units, "show", sections, view or View(), failures), view or View(), len(units) > 1)
+    print_sections(_sections(units, "show", sections, failures), view, len(units) > 1)
     failures.done()
 
 
 def query(path: Path, view: Optional["View"] = None, output: Optional[Path] = None) -> None:
     """Devices, models, iteration ids and the data present (the values --model-id/--iteration-id take)."""
-    from msprof.show import View, print_sections
+    from msprof.show import View, print_sections, selected
 
     units = find_units(path, output)
     view = view or View()
+
     def tables(unit: Unit, report):
-        return unit.layout.query_tables(report) + [report.notice_table()]
+        return selected(unit.layout.query_tables(report) + [report.notice_table()], view, unit.label)
 
     failures = Failures(len(units))
-    print_sections(_sections(units, "query", tables, view, failures), view, len(units) > 1)
+    print_sections(_sections(units, "query", tables, failures), view, len(units) > 1)
     failures.done()
 
 
-def _sections(units: List[Unit], command: str, tables, view, failures: "Failures"):
-    """One msprof.show.Section per unit, made while its report is open (its rows stream from it); a unit that
-    fails is left out (``failures``)."""
-    from msprof.show import Section, selected
+def _sections(units: List[Unit], command: str, tables, failures: "Failures"):
+    """One msprof.show.Section per unit (``tables(unit, report)``: the tables it prints), made while its
+    report is open (its rows stream from it); a unit that fails is left out (``failures``)."""
+    from msprof.show import Section
 
     for unit in units:
         with failures.each(unit), reading(unit, command) as report:
-            yield Section(unit.label, os.path.abspath(unit.path), unit.layout.name,
-                          selected(tables(unit, report), view, unit.label),
+            yield Section(unit.label, os.path.abspath(unit.path), unit.layout.name, tables(unit, report),
                           report.quality())
 
 

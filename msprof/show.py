@@ -155,7 +155,7 @@ class TablePrinter(Printer):
             rows, count = picked(table, self.view, self.default_top)
             rows = list(rows)
             renderer = TextRenderer(self.view.style, width)
-            text = renderer.render(_with_rows(table, rows)) if rows else ""
+            text = renderer.render(_with_rows(table, rows, self.view.sort)) if rows else ""
             self.write(f"\n{_heading(table)}\n")
             if not rows:
                 self.write(f"(no rows{_recorded_for(table.context)})\n")
@@ -258,9 +258,16 @@ def _recorded_for(context: dict) -> str:
     return f": nothing recorded for {', '.join(ids)}" if ids else ""
 
 
-def _with_rows(table: Table, rows: List[tuple]) -> Table:
-    # rows here are complete (constants filled in): the columns no longer hold constants
-    return replace(table, columns=[Column(c.name, c.kind) for c in table.columns], batches=[rows])
+def _with_rows(table: Table, rows: List[tuple], sort: Optional[str] = None) -> Table:
+    """The table of these rows (complete: the columns no longer hold constants). A column the user sorted by
+    is kept on a narrow terminal, right after the most important one: rows ranked by a hidden value would
+    look unordered."""
+    keep = list(table.keep)
+    index = sort_column(table, sort)
+    if index is not None:
+        name = table.columns[index].name
+        keep = keep[:1] + [name] + [k for k in keep[1:] if k != name]
+    return replace(table, columns=[Column(c.name, c.kind) for c in table.columns], batches=[rows], keep=keep)
 
 
 def _record(keys: List[str], encode, row) -> dict:

@@ -107,6 +107,29 @@ def test_sort_by_any_column_title_or_key_and_reverse(job, msprof_cli):
     assert proc.returncode == 2 and "--sort bogus: no such column" in proc.stderr and "time_us" in proc.stderr
 
 
+def test_a_bad_sort_is_refused_before_anything_is_written(job, msprof_cli):
+    """On a fresh collection show imports, then writes the timeline: a --sort no table has stops it before
+    the timeline (and the import it needs to know the tables is all that is done)."""
+    proc = msprof_cli("show", "-dir", job, "--sort", "bogus")
+    assert proc.returncode == 2 and "--sort bogus: no such column" in proc.stderr
+    assert not (job / "timeline").exists()
+
+
+def test_the_sort_column_stays_on_a_narrow_terminal(job, msprof_cli):
+    """Rows ranked by a column the width would leave out keep it (in its place among those shown)."""
+    title = "AA Core metrics: tiny (model 1), iteration 3"
+    proc = msprof_cli("show", "-dir", job, "--table", "op_summary", env={"COLUMNS": "60"})
+    header, _rows, _note = table_blocks(proc.stdout)[title]
+    assert "Ori Layer Name" not in header                      # (the width leaves it out by default)
+    proc = msprof_cli("show", "-dir", job, "--table", "op_summary", "--sort", "ori_layer_name",
+                      env={"COLUMNS": "60"})
+    assert proc.returncode == 0, proc.stderr
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 60
+    header, rows, note = table_blocks(proc.stdout)[title]
+    assert {"Layer Name", "Ori Layer Name"} <= set(header) and "more columns: --wide" in note
+    assert [r["Layer Name"] for r in rows[:-1]] == ["conv1", "nms", 'pool "max", 2x2']       # text A→Z
+
+
 def test_the_table_fits_the_terminal_and_wide_shows_all(job, msprof_cli):
     proc = msprof_cli("show", "-dir", job, env={"COLUMNS": "60"})
     assert proc.returncode == 0, proc.stderr
