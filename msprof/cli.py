@@ -22,6 +22,20 @@ EXIT_CODE_HELP = "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+class _Directory(click.Path):
+    """A directory argument: the shell completes it as one; msprof checks it (click's own check is a
+    three-line usage message, and it would leave a path through a file to fail later)."""
+
+    def __init__(self):
+        super().__init__(file_okay=False)
+
+    def convert(self, value, param, ctx):
+        return value
+
+
+DIRECTORY = _Directory()
+
+
 def _path_arg(ctx, param, value):
     if value is None:
         return None
@@ -49,7 +63,7 @@ def output_options(func):
                         help="only errors on stderr")(func)
     func = click.option("-v", "--verbose", count=True, expose_value=False, callback=_verbosity,
                         help="more detail on stderr; -vv also shows tracebacks")(func)
-    func = click.option("--output", type=click.Path(file_okay=False), callback=_output_arg, metavar="DIR",
+    func = click.option("--output", type=DIRECTORY, callback=_output_arg, metavar="DIR",
                         help="write databases and results under DIR/<result dir name>/ instead of into the "
                              "collection (for a read-only one); freshness is still checked against its files")(func)
     return func
@@ -58,7 +72,7 @@ def output_options(func):
 def command_options(func):
     """The options of the commands that read one path: -dir, and output_options."""
     return click.option("-dir", "--dir", "--collection-dir", "collection_dir", callback=_path_arg,
-                        type=click.Path(file_okay=False), metavar="DIR",
+                        type=DIRECTORY, metavar="DIR",
                         help="JOB or PROF_ directory, or a parent of several "
                              "(default: the current directory when it is one, else the newest JOB*/PROF_* in "
                              "it)")(output_options(func))
@@ -243,8 +257,8 @@ def query_cmd(collection_dir, output, fmt, tables, wide, style):
 
 
 @cli.command("compare", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
-@click.argument("base", type=click.Path(file_okay=False), callback=_path_arg)
-@click.argument("new", type=click.Path(file_okay=False), callback=_path_arg)
+@click.argument("base", type=DIRECTORY, callback=_path_arg)
+@click.argument("new", type=DIRECTORY, callback=_path_arg)
 @output_options
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
               help="table (verdict first) for people; csv or json (the whole comparison) for scripts")

@@ -30,7 +30,8 @@ from msprof.errors import DiskSpaceError, OutputError
 # The SS928 tool writes its results with umask 0027.
 UMASK = 0o027
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
-_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+# (ENOTDIR: a file where a directory of the path should be, e.g. --output naming a file)
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR)
 # msprof's temporaries: ".<name>.<pid>.<random>.tmp" (and ".part-<pid>-<name>.db", written by earlier versions)
 _TEMPORARY = re.compile(r"^\..*\.(?P<pid>\d+)\.[^.]*\.tmp$|^\.part-(?P<part>\d+)-.*\.db$")
 

@@ -62,6 +62,29 @@ def complete(*words):
     return [tuple(line.split(",", 1)) for line in proc.stdout.splitlines()]
 
 
+@pytest.mark.parametrize("argv", [("import", "-dir", "{file}"), ("show", "-dir", "{file}"),
+                                  ("compare", "{file}", "{job}"), ("advise", "-dir", "{file}")])
+def test_a_file_where_a_directory_is_wanted_is_one_line(job, tmp_path, msprof_cli, argv):
+    """Every path a command reads says it in msprof's one line (exit 2), as a missing one does."""
+    file = tmp_path / "notes.txt"
+    file.write_text("not a collection\n")
+    proc = msprof_cli(*[a.format(file=file, job=job) for a in argv])
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == f"msprof: error: {file} is not a directory"
+
+
+def test_an_output_that_is_a_file_is_refused_by_name(job, tmp_path, msprof_cli):
+    """--output naming a file (or a path through one): exit 7, the file named, nothing written."""
+    file = tmp_path / "notes.txt"
+    file.write_text("not a directory\n")
+    for output in (file, file / "sub"):
+        proc = msprof_cli("export", "summary", "-dir", job, "--output", output)
+        assert proc.returncode == 7, proc.stderr
+        assert f"msprof: error: cannot write {file}: Not a directory (choose another --output DIR)" in proc.stderr
+        assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert file.read_text() == "not a directory\n"
+
+
 def test_completion_of_options_and_values():
     assert complete("show", "-dir", "msprof-d") == [("dir", "msprof-d")]    # the shell completes directories
     assert complete("export", "summary", "--output", "x") == [("dir", "x")]
