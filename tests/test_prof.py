@@ -293,6 +293,60 @@ def test_cli_exit_codes(tmp_path, msprof_cli):
     assert res.returncode == 8 and "data" in res.stderr and "Traceback" not in res.stderr
 
 
+def test_two_processes_resolve_the_task_track_records_as_one_does(tmp_path, monkeypatch):
+    """From SPLIT_TRACK_BYTES a worker resolves the later half of the task_track records into a part database
+    that is merged in: the host database holds what one process makes of them — launches in record order, ops
+    numbered as first met (some first met in the later half), launch ranks (occ) carried over the halves on
+    reused task ids, and a bad record in each half counted in one warning that names the first."""
+    from msprof.decode import slices
+    from msprof.layouts.prof import importer
+
+    desc = dict(MULTI, iterations=30, task_id_wrap=5)
+    prof_dir = pg.write_prof(tmp_path, desc)
+    data = prof_dir / "host" / "data"
+    (track,) = data.glob("*task_track*")
+    records = bytearray(track.read_bytes())
+    # at its end, another run's launches: kernels of other names, first met by the worker
+    other = pg.write_prof(tmp_path / "other", dict(MULTI, threads=[{"tid": 5, "ops": [
+        {"name": "late1", "type": "Mul"}, {"name": "late2", "type": "Sub"}]}], iterations=5))
+    records += next((other / "host" / "data").glob("*task_track*")).read_bytes()
+    n = len(records) // 64
+    for index in (3, n - 4):                       # a bad magic in each half
+        records[index * 64:index * 64 + 2] = b"\0\0"
+    cut = len(records) // 3                         # (slices cut inside records)
+    track.unlink()
+    (data / "unaging.compact.task_track.slice_0").write_bytes(records[:cut])
+    (data / "unaging.compact.task_track.slice_1").write_bytes(records[cut:])
+    # and an aging stream (read first): a second stream the halves are counted across
+    aging = records[64 * 10:64 * 30]
+    (data / "aging.compact.task_track.slice_0").write_bytes(aging)
+    monkeypatch.setattr(slices, "CHUNK_BYTES", 640)              # ten records a chunk
+    monkeypatch.setattr(importer, "several_cores", lambda: True)
+    made = {}
+    for name, split in (("one", 1 << 62), ("two", 0)):
+        monkeypatch.setattr(importer, "SPLIT_TRACK_BYTES", split)
+        path = importer.import_result_dir(prof_dir / "host", "host", tmp_path / f"{name}.db")
+        with sqlite3.connect(path) as conn:
+            made[name] = {table: conn.execute(f"SELECT * FROM {table}").fetchall()
+                          for table in ("launch", "op", "launch_count", "notice", "decode_count")}
+    assert made["two"] == made["one"]
+    launches = made["two"]["launch"]
+    assert len(launches) == n - 2 + len(aging) // 64
+    # every (device, stream, task) ranked 0, 1, 2, ... in record order, its count in launch_count
+    ranks = {}
+    for row in launches:
+        ranks.setdefault(row[3:6], []).append(row[7])
+    assert all(occ == list(range(len(occ))) for occ in ranks.values()) and max(map(len, ranks.values())) > 2
+    assert sorted(made["two"]["launch_count"]) == sorted(key + (len(occ),) for key, occ in ranks.items())
+    # the other run's two kernels (unnamed here: their hashes are not in this host's hash_dic) are ops 7 and 8,
+    # launched only in its records (ten, one of them bad), at the end
+    assert len(made["two"]["op"]) == 8
+    assert {row[8] for row in launches[-9:]} == {7, 8} and {row[8] for row in launches[:-9]} == set(range(1, 7))
+    (warning,) = [m for _seq, _level, m in made["two"]["notice"] if "skipped" in m]
+    assert warning == ("unaging.compact.task_track.slice_0 offset 192: 2 task_track record(s) skipped (bad magic or"
+                       " level)")
+
+
 def test_a_large_timeline_is_written_in_two_halves(tmp_path, monkeypatch):
     """Above SLICE_EVENTS, with a second core, the child writes the second half of the time range: the
     slices are numbered in time order across both halves, each is valid, and they hold the same slices as

@@ -215,6 +215,24 @@ class Associator:
         launch = Rows("launch", LAUNCH_COLUMNS, list(zip(*columns[:6], occ, *extras)))
         return [self.ops.take_new(), launch]
 
+    def counted(self) -> Dict[tuple, int]:
+        """The launches of each (device, stream, task) so far."""
+        counts = {key: next(counter) for key, counter in self.occ.items()}
+        self.occ = defaultdict(itertools.count, {key: itertools.count(n) for key, n in counts.items()})
+        return counts
+
+    def absorb(self, ops: Dict[tuple, int], counts: Dict[tuple, int]) -> Tuple[List[tuple], Dict[tuple, int]]:
+        """Take in the records an Associator of the same import resolved after this one's (the later half of
+        the task_track stream, in another process): its ``ops`` (key → its own op id) and launch ``counts``.
+        Returns (its op id → this one's, as pairs) and the launches of each key before its records (what its
+        ``occ`` values are offset by). Its ops new here get ids in the order it met them, as one Associator
+        reading every record would have given them."""
+        before = self.counted()
+        op_ids = [(local, self.ops[key]) for key, local in ops.items()]
+        for key, n in counts.items():
+            self.occ[key] = itertools.count(before.get(key, 0) + n)
+        return op_ids, before
+
     def launch_counts(self) -> Rows:
         """``launch_count`` rows: the launches of each (device, stream, task), as counted by ``occ``."""
         return Rows("launch_count", ("device_id", "stream_id", "task_id", "launches"),

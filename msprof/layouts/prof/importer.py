@@ -22,10 +22,12 @@ from msprof.decode.hwts import HwtsDecoder
 from msprof.decode.pmu import ASCEND, PmuDecoder
 from msprof.decode.slices import group_files
 from msprof.decode.stars import StarsDecoder
-from msprof.layouts.prof.associate import Associator, NodeContents
+from msprof.layouts.prof.associate import LAUNCH_COLUMNS, OP_COLUMNS, Associator, NodeContents
 from msprof.layouts.prof.schema import DEVICE, HOST, HOST_LATE_INDEXES, TASK_COLUMNS
 from msprof.metrics import event_ids
+from msprof.outputs import temporary
 from msprof.store import Notices
+from msprof.workers import several_cores
 
 # node_info as decoded (msprof.decode.compact.NODE_BASIC_INFO), then aging and the id of the content
 NODE_INFO_LAYOUT = Layout("node_info", NODE_BASIC_INFO.layout.record_format, NODE_BASIC_INFO.layout.fields,
@@ -61,10 +63,8 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
         _model_executions(conn)
         names = dict(conn.execute("SELECT hash, text FROM hash_string"))
         type_names = {(level, t): name for level, t, name in conn.execute("SELECT level, type, name FROM type_name")}
-        associator = Associator(conn, names, type_names, contents)
-        load_streams(conn, grouped.get("task_track", []),
-                     lambda item: _Resolving(CompactDecoder(TASK_TRACK, aging_of(item.stem)), associator),
-                     notices, counts)
+        associator = _load_launches(conn, grouped.get("task_track", []), (names, type_names, contents), notices,
+                                    counts)
         for table, columns in HOST_LATE_INDEXES:
             db[table].create_index(columns, if_not_exists=True)
         associator.launch_counts().insert(conn)
@@ -112,16 +112,163 @@ class _NodeInfos(CompactDecoder):
 
 
 class _Resolving(Decoder):
-    """task_track records, resolved into ``launch`` rows as they are decoded."""
+    """task_track records, resolved into ``launch`` rows as they are decoded — those of the chunks ``share``
+    gives this process (every chunk, unless two processes resolve the stream)."""
 
-    def __init__(self, decoder: CompactDecoder, associator: Associator):
-        self.decoder, self.associator = decoder, associator
+    def __init__(self, decoder: CompactDecoder, associator: Associator, share: "_Share"):
+        self.decoder, self.associator, self.share = decoder, associator, share
         self.kind, self.label, self.record_size = decoder.kind, decoder.label, decoder.record_size
         self.looks_aligned = decoder.looks_aligned
 
     def decode(self, chunk, tally):
+        if not self.share.mine(len(chunk)):
+            return []
         blocks = [block for out in self.decoder.decode(chunk, tally) for block in out.blocks]
         return self.associator.rows(blocks)
+
+    def finish(self, tally):
+        self.share.finished(tally)
+        return []
+
+
+# From this much task_track (a per-launch run of ~125k launches; 64 B each) and with a second core, two
+# processes resolve the records: this one the first half, a worker the second, each into a part database, then
+# both are copied in with the worker's op ids and launch ranks made this one's (Associator.absorb). At 1M
+# launches the association took 3.9 s in one process, where the device's import leaves a core idle.
+SPLIT_TRACK_BYTES = 8 << 20
+
+
+class _Share:
+    """Which chunks of the task_track streams (all of them, one after another) a process resolves: those
+    starting before byte ``cut`` (``first``) or at and after it. ``first`` also takes in, as each stream
+    ends, the records the other process skipped in it (``wait``: its result), so that a stream's warnings
+    count them all."""
+
+    def __init__(self, cut: Optional[int] = None, first: bool = True, wait=None):
+        self.cut, self.first, self.wait = cut, first, wait
+        self.seen = 0
+        self.streams = 0
+        self.tallies: List[tuple] = []        # per stream: (counts, first offsets, quiet reasons) of its skips
+
+    def mine(self, size: int) -> bool:
+        start = self.seen
+        self.seen += size
+        return self.cut is None or (start < self.cut) == self.first
+
+    def finished(self, tally) -> None:
+        index = self.streams
+        self.streams += 1
+        if self.cut is None:
+            return
+        if not self.first:
+            self.tallies.append((dict(tally.counts), dict(tally.first), set(tally.quiet)))
+            return
+        counts, firsts, quiet = self.wait()["tallies"][index]
+        for reason, n in counts.items():
+            tally.counts[reason] = tally.counts.get(reason, 0) + n
+            tally.first[reason] = min(tally.first.get(reason, firsts[reason]), firsts[reason])
+        tally.quiet |= quiet
+
+
+def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts: dict) -> Associator:
+    """The ``launch`` and ``op`` rows of the task_track streams (``lookups``: the Associator's names, type
+    names and node contents); returns the Associator that holds the launch counts."""
+    total = sum(p.stat().st_size for item in tracks for p in item.files)
+    if total < SPLIT_TRACK_BYTES or not several_cores():
+        associator = Associator(conn, *lookups)
+        load_streams(conn, tracks, _resolving(associator, _Share()), notices, counts)
+        return associator
+    from msprof.workers import process_pool
+
+    (source,) = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
+    conn.execute("COMMIT")                # what the worker reads: the calls and node infos, indexed
+    conn.execute("PRAGMA shrink_memory")  # (the worker starts as a copy of this process: not of its cache too)
+    directory = Path(source).parent
+    parts = [temporary(directory, "msprof.launch.db") for _ in range(2)]
+    try:
+        with process_pool(1) as pool:
+            later = pool.submit(_resolve_part, source, str(parts[1]), tracks, lookups, total // 2)
+            part = _part_connection(parts[0], source)
+            try:
+                associator = Associator(part, *lookups)
+                load_streams(part, tracks, _resolving(associator, _Share(total // 2, True, later.result)), notices,
+                             counts)
+                part.execute("COMMIT")
+            finally:
+                part.close()
+            result = later.result()
+        _merge_parts(conn, associator, parts, result)
+    finally:
+        for path in parts:
+            path.unlink(missing_ok=True)
+    return associator
+
+
+def _resolving(associator: Associator, share: _Share):
+    return lambda item: _Resolving(CompactDecoder(TASK_TRACK, aging_of(item.stem)), associator, share)
+
+
+def _part_connection(part: Path, source: str):
+    """A part database for ``launch`` and ``op`` rows, with the database being built attached (read-only) for
+    the association's lookups: its tables are read by their names, as the part has none of them."""
+    import sqlite3
+
+    # (opened as a URI, so that the read-only URI it attaches is one too whatever SQLite's build defaults)
+    conn = sqlite3.connect(store.readonly_uri(part).replace("?mode=ro", "?mode=rw"), uri=True, isolation_level=None)
+    store.tune_for_bulk_load(conn)
+    conn.execute("PRAGMA cache_size=-4096")      # (rows appended: a large cache would only add to the peak)
+    conn.execute("ATTACH DATABASE ? AS source", (store.readonly_uri(Path(source)),))
+    HOST.create(store.sqlite_utils_database(conn), ["launch", "op"])
+    conn.execute("BEGIN")
+    return conn
+
+
+def _resolve_part(source: str, part: str, tracks: list, lookups: tuple, cut: int) -> dict:
+    """In a worker: the task_track chunks from byte ``cut`` on, resolved into the part database ``part``;
+    returns the ops it made (key → its op id), its launch counts and what it skipped in each stream."""
+    conn = _part_connection(Path(part), source)
+    try:
+        associator = Associator(conn, *lookups)
+        share = _Share(cut, False)
+        load_streams(conn, tracks, _resolving(associator, share), Notices(echo=False), {})
+        conn.execute("COMMIT")
+        return {"ops": dict(associator.ops), "counts": associator.counted(), "tallies": share.tallies}
+    finally:
+        conn.close()
+
+
+def _merge_parts(conn, associator: Associator, parts: List[Path], later: dict) -> None:
+    """The two parts' rows into the database, in record order: the first as they are, the later one's with
+    its op ids and launch ranks made the first's (Associator.absorb)."""
+    op_ids, before = associator.absorb(later["ops"], later["counts"])
+    for i, path in enumerate(parts):
+        conn.execute(f"ATTACH DATABASE ? AS part{i}", (str(path),))
+    conn.execute("BEGIN")
+    conn.execute("CREATE TEMP TABLE msprof_op_ids (later INTEGER PRIMARY KEY, op_id INTEGER)")
+    conn.executemany("INSERT INTO temp.msprof_op_ids VALUES (?, ?)", op_ids)
+    # (typed: a key of no affinity cannot be looked up by the launches' integers)
+    conn.execute("CREATE TEMP TABLE msprof_before (device_id INTEGER, stream_id INTEGER, task_id INTEGER, n INTEGER,"
+                 " PRIMARY KEY (device_id, stream_id, task_id)) WITHOUT ROWID")
+    conn.executemany("INSERT INTO temp.msprof_before VALUES (?, ?, ?, ?)", (k + (n,) for k, n in before.items()))
+    ops = ", ".join(OP_COLUMNS)
+    conn.execute(f"INSERT INTO main.op ({ops}) SELECT {ops} FROM part0.op ORDER BY op_id")
+    associator.ops.take_new().insert(conn)
+    columns = list(LAUNCH_COLUMNS)
+    names = ", ".join(columns)
+    conn.execute(f"INSERT INTO main.launch ({names}) SELECT {names} FROM part0.launch ORDER BY seq")
+    later_columns = ", ".join({"occ": "l.occ + coalesce(b.n, 0)", "op_id": "m.op_id"}.get(c, f"l.{c}")
+                              for c in columns)
+    # (CROSS JOIN: the launches in order, each looking up its op and count; SQLite would rather scan the
+    # launches once per op)
+    conn.execute(f"INSERT INTO main.launch ({names}) SELECT {later_columns} FROM part1.launch l"
+                 " CROSS JOIN temp.msprof_op_ids m ON m.later = l.op_id LEFT JOIN temp.msprof_before b"
+                 " ON b.device_id = l.device_id AND b.stream_id = l.stream_id AND b.task_id = l.task_id ORDER BY l.seq")
+    conn.execute("DROP TABLE temp.msprof_op_ids")
+    conn.execute("DROP TABLE temp.msprof_before")
+    conn.execute("COMMIT")
+    for i in range(len(parts)):
+        conn.execute(f"DETACH DATABASE part{i}")
+    conn.execute("BEGIN")
 
 
 def _pair_events(conn, notices: Notices) -> None:
