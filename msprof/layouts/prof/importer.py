@@ -173,7 +173,10 @@ class _Share:
 def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts: dict) -> Associator:
     """The ``launch`` and ``op`` rows of the task_track streams (``lookups``: the Associator's names, type
     names and node contents); returns the Associator that holds the launch counts."""
-    total = sum(p.stat().st_size for item in tracks for p in item.files)
+    try:
+        total = sum(p.stat().st_size for item in tracks for p in item.files)
+    except OSError:             # (said with its name where the stream is opened)
+        total = 0
     if total < SPLIT_TRACK_BYTES or not several_cores():
         associator = Associator(conn, *lookups)
         load_streams(conn, tracks, _resolving(associator, _Share()), notices, counts)
