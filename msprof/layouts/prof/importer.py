@@ -184,7 +184,9 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
     from msprof.workers import process_pool
 
     (source,) = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
-    conn.execute("COMMIT")                # what the worker reads: the calls and node infos, indexed
+    # what the worker reads: the calls and node infos, indexed (some sqlite3/sqlite-utils versions have
+    # committed on their own already)
+    _commit(conn)
     conn.execute("PRAGMA shrink_memory")  # (the worker starts as a copy of this process: not of its cache too)
     directory = Path(source).parent
     parts = [temporary(directory, "msprof.launch.db") for _ in range(2)]
@@ -196,7 +198,7 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
                 associator = Associator(part, *lookups)
                 load_streams(part, tracks, _resolving(associator, _Share(total // 2, True, later.result)), notices,
                              counts)
-                part.execute("COMMIT")
+                _commit(part)
             finally:
                 part.close()
             result = later.result()
@@ -205,6 +207,16 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
         for path in parts:
             path.unlink(missing_ok=True)
     return associator
+
+
+def _commit(conn) -> None:
+    if conn.in_transaction:
+        conn.execute("COMMIT")
+
+
+def _begin(conn) -> None:
+    if not conn.in_transaction:
+        conn.execute("BEGIN")
 
 
 def _resolving(associator: Associator, share: _Share):
@@ -222,7 +234,7 @@ def _part_connection(part: Path, source: str):
     conn.execute("PRAGMA cache_size=-4096")      # (rows appended: a large cache would only add to the peak)
     conn.execute("ATTACH DATABASE ? AS source", (store.readonly_uri(Path(source)),))
     HOST.create(store.sqlite_utils_database(conn), ["launch", "op"])
-    conn.execute("BEGIN")
+    _begin(conn)
     return conn
 
 
@@ -234,7 +246,7 @@ def _resolve_part(source: str, part: str, tracks: list, lookups: tuple, cut: int
         associator = Associator(conn, *lookups)
         share = _Share(cut, False)
         load_streams(conn, tracks, _resolving(associator, share), Notices(echo=False), {})
-        conn.execute("COMMIT")
+        _commit(conn)
         return {"ops": dict(associator.ops), "counts": associator.counted(), "tallies": share.tallies}
     finally:
         conn.close()
@@ -246,7 +258,7 @@ def _merge_parts(conn, associator: Associator, parts: List[Path], later: dict) -
     op_ids, before = associator.absorb(later["ops"], later["counts"])
     for i, path in enumerate(parts):
         conn.execute(f"ATTACH DATABASE ? AS part{i}", (str(path),))
-    conn.execute("BEGIN")
+    _begin(conn)
     conn.execute("CREATE TEMP TABLE msprof_op_ids (later INTEGER PRIMARY KEY, op_id INTEGER)")
     conn.executemany("INSERT INTO temp.msprof_op_ids VALUES (?, ?)", op_ids)
     # (typed: a key of no affinity cannot be looked up by the launches' integers)
@@ -268,10 +280,10 @@ def _merge_parts(conn, associator: Associator, parts: List[Path], later: dict) -
                  " ON b.device_id = l.device_id AND b.stream_id = l.stream_id AND b.task_id = l.task_id ORDER BY l.seq")
     conn.execute("DROP TABLE temp.msprof_op_ids")
     conn.execute("DROP TABLE temp.msprof_before")
-    conn.execute("COMMIT")
+    _commit(conn)
     for i in range(len(parts)):
         conn.execute(f"DETACH DATABASE part{i}")
-    conn.execute("BEGIN")
+    _begin(conn)
 
 
 def _pair_events(conn, notices: Notices) -> None:
