@@ -178,9 +178,7 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
     except OSError:             # (said with its name where the stream is opened)
         total = 0
     if total < SPLIT_TRACK_BYTES or not several_cores():
-        associator = Associator(conn, *lookups)
-        load_streams(conn, tracks, _resolving(associator, _Share()), notices, counts)
-        return associator
+        return _resolve(conn, tracks, lookups, _Share(), notices, counts)
     from msprof.workers import process_pool
 
     (source,) = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
@@ -195,9 +193,7 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
             later = pool.submit(_resolve_part, source, str(parts[1]), tracks, lookups, total // 2)
             part = _part_connection(parts[0], source)
             try:
-                associator = Associator(part, *lookups)
-                load_streams(part, tracks, _resolving(associator, _Share(total // 2, True, later.result)), notices,
-                             counts)
+                associator = _resolve(part, tracks, lookups, _Share(total // 2, True, later.result), notices, counts)
                 _commit(part)
             finally:
                 part.close()
@@ -219,8 +215,12 @@ def _begin(conn) -> None:
         conn.execute("BEGIN")
 
 
-def _resolving(associator: Associator, share: _Share):
-    return lambda item: _Resolving(CompactDecoder(TASK_TRACK, aging_of(item.stem)), associator, share)
+def _resolve(conn, tracks: list, lookups: tuple, share: _Share, notices: Notices, counts: dict) -> Associator:
+    """The task_track chunks ``share`` gives this process, resolved into ``conn``'s launch and op tables."""
+    associator = Associator(conn, *lookups)
+    load_streams(conn, tracks, lambda item: _Resolving(CompactDecoder(TASK_TRACK, aging_of(item.stem)), associator,
+                                                       share), notices, counts)
+    return associator
 
 
 def _part_connection(part: Path, source: str):
@@ -243,9 +243,8 @@ def _resolve_part(source: str, part: str, tracks: list, lookups: tuple, cut: int
     returns the ops it made (key → its op id), its launch counts and what it skipped in each stream."""
     conn = _part_connection(Path(part), source)
     try:
-        associator = Associator(conn, *lookups)
         share = _Share(cut, False)
-        load_streams(conn, tracks, _resolving(associator, share), Notices(echo=False), {})
+        associator = _resolve(conn, tracks, lookups, share, Notices(echo=False), {})
         _commit(conn)
         return {"ops": dict(associator.ops), "counts": associator.counted(), "tallies": share.tallies}
     finally:
