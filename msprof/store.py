@@ -58,6 +58,13 @@ def tune_for_bulk_load(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA temp_store=FILE")
 
 
+def commit(conn: sqlite3.Connection) -> None:
+    """End the connection's transaction, if one is open: some sqlite3/sqlite-utils versions have committed on
+    their own (an import on Python 3.9 has, before its task_track association)."""
+    if conn.in_transaction:
+        conn.execute("COMMIT")
+
+
 def write_meta(db: "sqlite_utils.Database", values: Dict[str, object]) -> None:
     rows = [{"key": k, "value": v if isinstance(v, str) else json.dumps(v)} for k, v in values.items()]
     db["meta"].upsert_all(rows, pk="key")
@@ -212,8 +219,7 @@ def build(path: Path, schema: Schema):
             conn.execute("BEGIN")
             schema.create(db)
             yield db
-            if conn.in_transaction:  # some sqlite3/sqlite-utils versions commit on their own
-                conn.execute("COMMIT")
+            commit(conn)
             parts = _parts(conn)
             conn.execute("PRAGMA journal_mode=DELETE")
         finally:
@@ -327,8 +333,7 @@ def _side_worker(part: str, schema: Schema, table: str, load, streams, token: st
         schema.create_indexes(db, [table])
         conn.execute("CREATE TABLE part_token (token TEXT)")
         conn.execute("INSERT INTO part_token VALUES (?)", (token,))
-        if conn.in_transaction:
-            conn.execute("COMMIT")
+        commit(conn)
         conn.execute("PRAGMA journal_mode=DELETE")
         return counts, notices.items
     finally:
@@ -391,10 +396,7 @@ class SideLoads:
             conn.execute(f"DROP TABLE main.[{table}]")      # read from the part instead
             self.kept[name] = self.tokens[name]
             write_meta(db, {"parts": self.kept})
-            # the rest of the import may read it too (ATTACH is refused inside a transaction; some
-            # sqlite3/sqlite-utils versions have committed on their own)
-            if conn.in_transaction:
-                conn.execute("COMMIT")
+            commit(conn)     # the rest of the import may read it too (ATTACH is refused inside a transaction)
             conn.execute("ATTACH DATABASE ? AS ?", (str(self._part(name)), f"part_{name}"))
             conn.execute("BEGIN")
         else:
@@ -410,8 +412,7 @@ class SideLoads:
             else:                 # an error or an interrupt: do not wait for the worker
                 stop(self.executor)
         if self.conn is not None and kind is None:       # no part open while it moves (some systems refuse)
-            if self.conn.in_transaction:
-                self.conn.execute("COMMIT")
+            commit(self.conn)
             for name in self.kept:
                 self.conn.execute("DETACH DATABASE ?", (f"part_{name}",))
             self.conn.execute("BEGIN")

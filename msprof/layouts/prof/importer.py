@@ -182,9 +182,7 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
     from msprof.workers import process_pool
 
     (source,) = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
-    # what the worker reads: the calls and node infos, indexed (some sqlite3/sqlite-utils versions have
-    # committed on their own already)
-    _commit(conn)
+    store.commit(conn)                    # what the worker reads: the calls and node infos, indexed
     conn.execute("PRAGMA shrink_memory")  # (the worker starts as a copy of this process: not of its cache too)
     directory = Path(source).parent
     parts = [temporary(directory, "msprof.launch.db") for _ in range(2)]
@@ -194,7 +192,7 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
             part = _part_connection(parts[0], source)
             try:
                 associator = _resolve(part, tracks, lookups, _Share(total // 2, True, later.result), notices, counts)
-                _commit(part)
+                store.commit(part)
             finally:
                 part.close()
             result = later.result()
@@ -203,11 +201,6 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
         for path in parts:
             path.unlink(missing_ok=True)
     return associator
-
-
-def _commit(conn) -> None:
-    if conn.in_transaction:
-        conn.execute("COMMIT")
 
 
 def _begin(conn) -> None:
@@ -245,7 +238,7 @@ def _resolve_part(source: str, part: str, tracks: list, lookups: tuple, cut: int
     try:
         share = _Share(cut, False)
         associator = _resolve(conn, tracks, lookups, share, Notices(echo=False), {})
-        _commit(conn)
+        store.commit(conn)
         return {"ops": dict(associator.ops), "counts": associator.counted(), "tallies": share.tallies}
     finally:
         conn.close()
@@ -279,7 +272,7 @@ def _merge_parts(conn, associator: Associator, parts: List[Path], later: dict) -
                  " ON b.device_id = l.device_id AND b.stream_id = l.stream_id AND b.task_id = l.task_id ORDER BY l.seq")
     conn.execute("DROP TABLE temp.msprof_op_ids")
     conn.execute("DROP TABLE temp.msprof_before")
-    _commit(conn)
+    store.commit(conn)
     for i in range(len(parts)):
         conn.execute(f"DETACH DATABASE part{i}")
     _begin(conn)
