@@ -27,7 +27,7 @@ counted as ``occ`` is given out, not by a GROUP BY over the launches afterwards.
 import bisect
 import itertools
 from collections import defaultdict
-from operator import and_, le
+from operator import add, and_, le
 from typing import Dict, List, Optional, Tuple
 
 from msprof.decode.api_event import LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME
@@ -217,8 +217,9 @@ class Associator:
 
     def counted(self) -> Dict[tuple, int]:
         """The launches of each (device, stream, task) so far."""
-        counts = {key: next(counter) for key, counter in self.occ.items()}
-        self.occ = defaultdict(itertools.count, {key: itertools.count(n) for key, n in counts.items()})
+        # (C-level maps: a per-launch run has 65536 task ids per stream)
+        counts = dict(zip(self.occ.keys(), map(next, self.occ.values())))
+        self.occ = defaultdict(itertools.count, zip(counts.keys(), map(itertools.count, counts.values())))
         return counts
 
     def absorb(self, ops: Dict[tuple, int], counts: Dict[tuple, int]) -> Tuple[List[tuple], Dict[tuple, int]]:
@@ -229,8 +230,9 @@ class Associator:
         reading every record would have given them."""
         before = self.counted()
         op_ids = [(local, self.ops[key]) for key, local in ops.items()]
-        for key, n in counts.items():
-            self.occ[key] = itertools.count(before.get(key, 0) + n)
+        later = counts.keys()
+        self.occ.update(zip(later, map(itertools.count, map(add, map(before.get, later, itertools.repeat(0)),
+                                                                counts.values()))))
         return op_ids, before
 
     def launch_counts(self) -> Rows:

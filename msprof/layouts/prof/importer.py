@@ -256,13 +256,16 @@ def _merge_parts(conn, associator: Associator, parts: List[Path], later: dict) -
     # (typed: a key of no affinity cannot be looked up by the launches' integers)
     conn.execute("CREATE TEMP TABLE msprof_before (device_id INTEGER, stream_id INTEGER, task_id INTEGER, n INTEGER,"
                  " PRIMARY KEY (device_id, stream_id, task_id)) WITHOUT ROWID")
-    conn.executemany("INSERT INTO temp.msprof_before VALUES (?, ?, ?, ?)", (k + (n,) for k, n in before.items()))
+    Rows("msprof_before", ("device_id", "stream_id", "task_id", "n"),
+         [k + (before[k],) for k in later["counts"] if k in before]).insert(conn)
     ops = ", ".join(OP_COLUMNS)
     conn.execute(f"INSERT INTO main.op ({ops}) SELECT {ops} FROM part0.op ORDER BY op_id")
     associator.ops.take_new().insert(conn)
     columns = list(LAUNCH_COLUMNS)
     names = ", ".join(columns)
-    conn.execute(f"INSERT INTO main.launch ({names}) SELECT {names} FROM part0.launch ORDER BY seq")
+    # (the whole table, as it is: SQLite then copies its records without decoding them — main.launch is empty
+    # and has no index yet)
+    conn.execute("INSERT INTO main.launch SELECT * FROM part0.launch")
     later_columns = ", ".join({"occ": "l.occ + coalesce(b.n, 0)", "op_id": "m.op_id"}.get(c, f"l.{c}")
                               for c in columns)
     # (CROSS JOIN: the launches in order, each looking up its op and count; SQLite would rather scan the
