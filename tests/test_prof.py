@@ -15,7 +15,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fixtures import profgen as pg  # noqa: E402
 from reference_runner import read_csv  # noqa: E402
-from test_profgen import MULTI, expected_api_statistic, expected_op_statistic, expected_task_time  # noqa: E402
+from test_profgen import (MULTI, assert_rows_equal, expected_api_statistic, expected_op_statistic,  # noqa: E402
+                          expected_task_time)
 
 from msprof import api  # noqa: E402
 from msprof.decode.api_event import ApiEventDecoder  # noqa: E402
@@ -152,6 +153,43 @@ def test_bad_records_skipped_not_fatal(tmp_path):
     assert any("1 api_event record(s) skipped (bad magic)" in m for m in messages)
     assert any("3 bytes of api_event data lost" in m for m in messages)
     assert len(out["task_time"]) == len(prof.tasks)
+
+
+def test_api_calls_are_counted_at_import_in_bounded_groups(tmp_path, monkeypatch):
+    """The import counts the API calls (not the events) by (level, key, duration) as it decodes them, whole
+    chunks and record by record (a chunk holding events), holding at most FLUSH groups (a group then has
+    several rows): the counts add up to SQL's GROUP BY of the calls — keyed by struct type at the levels named
+    by it, by item id at the others — and api_statistic is the generator's truth."""
+    from msprof.decode import slices
+    from msprof.layouts.prof import importer
+
+    monkeypatch.setattr(importer._ApiCalls, "FLUSH", 2)
+    monkeypatch.setattr(slices, "CHUNK_BYTES", 400)            # ten records a chunk
+    desc = dict(MULTI, iterations=4, model_as_events=True)
+    prof = pg.build(desc)
+    out = summary(pg.write_prof(tmp_path / "truth", desc))
+    assert_rows_equal("api_statistic", out["api_statistic"], expected_api_statistic(prof))
+    # calls of levels named by their item (an aging stream of its own): aicpu items 7, 8, 7 and a pta one
+    extra = [(6000, 3, 7, 5, 25), (6000, 3, 8, 30, 50), (25000, 3, 9, 60, 61), (6000, 4, 7, 70, 90)]
+    prof_dir = pg.write_prof(tmp_path / "levels", desc)
+    (prof_dir / "host" / "data" / "aging.api_event.data.slice_0").write_bytes(b"".join(
+        struct.pack("<HHIIIQQQ", 0x5A5A, level, struct_type, 1001, 0, 10 ** 12 + begin, 10 ** 12 + end, item)
+        for level, struct_type, item, begin, end in extra))
+    (db,) = [d for d in api.import_collection(prof_dir) if d.parent.parent.name == "host"]
+    with sqlite3.connect(db) as conn:
+        counted = conn.execute("SELECT level, k, d, sum(n) FROM api_duration GROUP BY level, k, d"
+                               " ORDER BY level, k, d").fetchall()
+        assert conn.execute("SELECT count(*) FROM api_duration").fetchone()[0] > len(counted)   # flushed
+        grouped = conn.execute(
+            "SELECT level, CASE WHEN level IN (20000, 15000, 10000, 5000) THEN struct_type ELSE item_id END AS k,"
+            " [end] - begin AS d, count(*) FROM api WHERE from_events = 0 GROUP BY level, k, d"
+            " ORDER BY level, k, d").fetchall()
+        events = conn.execute("SELECT count(*) FROM api WHERE from_events = 1").fetchone()[0]    # not counted
+    assert counted == grouped
+    assert events == sum(a.as_events for a in prof.apis) == 8
+    assert sum(n for *_key, n in counted) == len(prof.apis) - events + len(extra)
+    assert [row for row in counted if row[0] in (6000, 25000)] == [(6000, 7, 20, 2), (6000, 8, 20, 1),
+                                                                   (25000, 9, 1, 1)]
 
 
 def test_device_without_host_and_missing_pmu(tmp_path):

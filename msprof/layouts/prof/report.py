@@ -439,48 +439,37 @@ class ProfReport(Report):
 
         The reference keeps every call's duration and sums floats in record order; msprof sums the distinct
         durations and their counts as integers (ticks; squares in thousandths, each rounded to 3 decimals
-        first), so 2M calls are one GROUP BY in SQL and Python holds one row at a time. The two agree wherever
-        a result is not within a hair of a half (the reference's float error is far smaller than the 3rd
-        decimal); a group whose exact total or variance is that close to a tie (14.0625 rounds either way) is
-        summed again as the reference sums it: its calls in record order, with Python's sum().
+        first): the import counted the calls by (level, key, duration) as it decoded them (``api_duration``),
+        so Python here reads a few thousand groups, twice (the variance needs the average). The two agree
+        wherever a result is not within a hair of a half (the reference's float error is far smaller than the
+        3rd decimal); a group whose exact total or variance is that close to a tie (14.0625 rounds either way)
+        is summed again as the reference sums it: its calls in record order, with Python's sum().
 
-        The levels named by their struct type are grouped by it, not by item id (a node-level call's item is
-        its op: a thousand ops would give a thousand times the rows for one name). The grouped rows go to a
-        temporary table once and are read twice (the variance needs the average); integer sums need no order."""
+        The levels named by their struct type are counted by it, not by item id (a node-level call's item is
+        its op: a thousand ops would give a thousand times the rows for one name)."""
         typed = f"level IN ({', '.join(map(str, NAMED_BY_TYPE))})"
-        key = f"CASE WHEN a.{typed} THEN a.struct_type ELSE a.item_id END"
         named = (f"CASE WHEN g.{typed} THEN coalesce(tn.name, CAST(g.k AS TEXT))"
                  " ELSE coalesce(hs.text, CAST(g.k AS TEXT)) END")
+        read = (f"SELECT {named}, g.level, g.k, g.d, g.n FROM host.api_duration g"
+                " LEFT JOIN host.type_name tn ON tn.level = g.level AND tn.type = g.k"
+                " LEFT JOIN host.hash_string hs ON hs.hash = g.k")
         conn = self.conn
-        conn.execute("DROP TABLE IF EXISTS temp.msprof_api_durations")
-        conn.execute(
-            f"CREATE TEMP TABLE msprof_api_durations AS SELECT {named} AS name, g.level AS level, g.k AS k, g.d AS d,"
-            f" g.n AS n FROM (SELECT a.level, {key} AS k, a.[end] - a.begin AS d, count(*) AS n FROM host.api a"
-            " WHERE a.from_events = 0 GROUP BY a.level, k, d) g"
-            " LEFT JOIN host.type_name tn ON tn.level = g.level AND tn.type = g.k"
-            " LEFT JOIN host.hash_string hs ON hs.hash = g.k")
-        try:
-            read = "SELECT name, level, k, d, n FROM temp.msprof_api_durations"
-            to_us = self._host_us
-            sums: Dict[tuple, list] = {}           # (name, level) → [count, ticks, min, max, raw keys]
-            for name, level, k, delta, n in conn.execute(read):
-                group = sums.get((name, level))
-                if group is None:
-                    sums[(name, level)] = [n, delta * n, delta, delta, {k}]
-                else:
-                    group[0] += n
-                    group[1] += delta * n
-                    group[2] = min(group[2], delta)
-                    group[3] = max(group[3], delta)
-                    group[4].add(k)
-            averages = {k: round(round(to_us(g[1]), 3) / g[0], 3) for k, g in sums.items()}
-            squares = dict.fromkeys(sums, 0)
-            for name, level, _k, delta, n in conn.execute(read):
-                squares[(name, level)] += round(round((to_us(delta) - averages[(name, level)]) ** 2, 3) * 1000) * n
-        finally:
-            conn.execute("DROP TABLE IF EXISTS temp.msprof_api_durations")
-            if conn.in_transaction:
-                conn.commit()
+        to_us = self._host_us
+        sums: Dict[tuple, list] = {}           # (name, level) → [count, ticks, min, max, raw keys]
+        for name, level, k, delta, n in conn.execute(read):
+            group = sums.get((name, level))
+            if group is None:
+                sums[(name, level)] = [n, delta * n, delta, delta, {k}]
+            else:
+                group[0] += n
+                group[1] += delta * n
+                group[2] = min(group[2], delta)
+                group[3] = max(group[3], delta)
+                group[4].add(k)
+        averages = {k: round(round(to_us(g[1]), 3) / g[0], 3) for k, g in sums.items()}
+        squares = dict.fromkeys(sums, 0)
+        for name, level, _k, delta, n in conn.execute(read):
+            squares[(name, level)] += round(round((to_us(delta) - averages[(name, level)]) ** 2, 3) * 1000) * n
         rows = []
         for (name, level) in sorted(sums, key=lambda k: (k[0], LEVELS.get(k[1], str(k[1])))):
             count, ticks, low, high, keys = sums[(name, level)]

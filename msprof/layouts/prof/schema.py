@@ -16,6 +16,10 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
     # raw records (host timestamps as recorded; hashes as signed 64-bit)
     "api": TableDef({"seq": int, "level": int, "struct_type": int, "thread": int, "begin": int, "end": int,
                   "item_id": int, "request_id": int, "from_events": int}, "seq", defaults={"from_events": 0}),
+    # the API calls (not the paired events) per (level, key, duration in host ticks), the key being the struct
+    # type at the levels named by it, else the item id: what api_statistic sums, counted as the calls are
+    # decoded (a key may have several rows: their counts add up)
+    "api_duration": TableDef({"level": int, "k": int, "d": int, "n": int}),
     "event": TableDef({"seq": int, "level": int, "struct_type": int, "thread": int, "request_id": int, "ts": int,
                     "item_id": int}, "seq"),
     "node_info": TableDef({"seq": int, "thread": int, "ts": int, "op_name_hash": int, "task_type": int,
