@@ -58,6 +58,12 @@ def tune_for_bulk_load(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA temp_store=FILE")
 
 
+def begin(conn: sqlite3.Connection) -> None:
+    """Open a transaction on the connection, unless one is (``commit``'s other half)."""
+    if not conn.in_transaction:
+        conn.execute("BEGIN")
+
+
 def commit(conn: sqlite3.Connection) -> None:
     """End the connection's transaction, if one is open: some sqlite3/sqlite-utils versions have committed on
     their own (an import on Python 3.9 has, before its task_track association)."""
@@ -78,10 +84,14 @@ def base_meta() -> Dict[str, object]:
     return {"tool_version": __version__, "schema_version": str(SCHEMA_VERSION)}
 
 
+def uri(path: Path, mode: str) -> str:
+    """The SQLite URI that opens ``path`` in ``mode`` ("ro", "rw"): percent-encoded, since "#", "?" and "%"
+    are URI syntax and a directory named "runs #2" is an ordinary name."""
+    return f"file:{urllib.parse.quote(str(path))}?mode={mode}"
+
+
 def readonly_uri(path: Path) -> str:
-    """The SQLite URI that opens ``path`` read-only: percent-encoded, since "#", "?" and "%" are URI
-    syntax and a directory named "runs #2" is an ordinary name."""
-    return f"file:{urllib.parse.quote(str(path))}?mode=ro"
+    return uri(path, "ro")
 
 
 def open_readonly(path: Path) -> sqlite3.Connection:

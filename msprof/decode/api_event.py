@@ -21,7 +21,7 @@ LEVELS = {30000: "pytorch_tx", 25000: "pta", 20500: "msproftx", 20000: "acl", 15
 LEVEL_ACL, LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME = 20000, 15000, 10000, 5000
 # the levels whose calls are named by their struct type (type_info_dic); other levels' by their item id
 # (hash_dic)
-NAMED_BY_TYPE = (LEVEL_ACL, LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME)
+NAMED_BY_TYPE = frozenset((LEVEL_ACL, LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME))
 _LEVEL_BYTES = {(level & 0xFF, level >> 8) for level in LEVELS}
 
 # level, struct type, thread, request id, begin, end, item id (magic checked on the raw bytes)

@@ -122,19 +122,16 @@ class _ApiCalls(ApiEventDecoder):
         return [self._written()]
 
     def _count(self, levels, types, items, durations) -> None:
-        if _NAMED_BY_TYPE.issuperset(levels):
+        if NAMED_BY_TYPE.issuperset(levels):
             self.groups.update(zip(levels, types, durations))
         else:
-            keys = [t if level in _NAMED_BY_TYPE else i for level, t, i in zip(levels, types, items)]
+            keys = [t if level in NAMED_BY_TYPE else i for level, t, i in zip(levels, types, items)]
             self.groups.update(zip(levels, keys, durations))
 
     def _written(self) -> Rows:
         rows = [key + (n,) for key, n in self.groups.items()]
         self.groups.clear()
         return Rows("api_duration", ("level", "k", "d", "n"), rows)
-
-
-_NAMED_BY_TYPE = frozenset(NAMED_BY_TYPE)
 
 
 class _NodeInfos(CompactDecoder):
@@ -249,11 +246,6 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
     return associator
 
 
-def _begin(conn) -> None:
-    if not conn.in_transaction:
-        conn.execute("BEGIN")
-
-
 def _resolve(conn, tracks: list, lookups: tuple, share: _Share, notices: Notices, counts: dict) -> Associator:
     """The task_track chunks ``share`` gives this process, resolved into ``conn``'s launch and op tables."""
     associator = Associator(conn, *lookups)
@@ -268,12 +260,12 @@ def _part_connection(part: Path, source: str):
     import sqlite3
 
     # (opened as a URI, so that the read-only URI it attaches is one too whatever SQLite's build defaults)
-    conn = sqlite3.connect(store.readonly_uri(part).replace("?mode=ro", "?mode=rw"), uri=True, isolation_level=None)
+    conn = sqlite3.connect(store.uri(part, "rw"), uri=True, isolation_level=None)
     store.tune_for_bulk_load(conn)
     conn.execute("PRAGMA cache_size=-4096")      # (rows appended: a large cache would only add to the peak)
     conn.execute("ATTACH DATABASE ? AS source", (store.readonly_uri(Path(source)),))
     HOST.create(store.sqlite_utils_database(conn), ["launch", "op"])
-    _begin(conn)
+    store.begin(conn)
     return conn
 
 
@@ -296,7 +288,7 @@ def _merge_parts(conn, associator: Associator, parts: List[Path], later: dict) -
     op_ids, before = associator.absorb(later["ops"], later["counts"])
     for i, path in enumerate(parts):
         conn.execute(f"ATTACH DATABASE ? AS part{i}", (str(path),))
-    _begin(conn)
+    store.begin(conn)
     conn.execute("CREATE TEMP TABLE msprof_op_ids (later INTEGER PRIMARY KEY, op_id INTEGER)")
     conn.executemany("INSERT INTO temp.msprof_op_ids VALUES (?, ?)", op_ids)
     # (typed: a key of no affinity cannot be looked up by the launches' integers)
@@ -324,7 +316,7 @@ def _merge_parts(conn, associator: Associator, parts: List[Path], later: dict) -
     store.commit(conn)
     for i in range(len(parts)):
         conn.execute(f"DETACH DATABASE part{i}")
-    _begin(conn)
+    store.begin(conn)
 
 
 def _pair_events(conn, notices: Notices) -> None:

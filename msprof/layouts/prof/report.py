@@ -447,7 +447,7 @@ class ProfReport(Report):
 
         The levels named by their struct type are counted by it, not by item id (a node-level call's item is
         its op: a thousand ops would give a thousand times the rows for one name)."""
-        typed = f"level IN ({', '.join(map(str, NAMED_BY_TYPE))})"
+        typed = f"level IN ({', '.join(map(str, sorted(NAMED_BY_TYPE)))})"
         named = (f"CASE WHEN g.{typed} THEN coalesce(tn.name, CAST(g.k AS TEXT))"
                  " ELSE coalesce(hs.text, CAST(g.k AS TEXT)) END")
         read = (f"SELECT {named}, g.level, g.k, g.d, g.n FROM host.api_duration g"
