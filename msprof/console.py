@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from msprof import progress
-from msprof.outputs import UMASK
+from msprof.outputs import file_mode
 from msprof.paths import one_line
 
 log = logging.getLogger("msprof")
@@ -88,8 +88,7 @@ class _LogFileFormatter(logging.Formatter):
 
 def _open_log(path: Path):
     """The log opened for appending, never through a symlink nor onto anything but a regular file."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
-                 0o666 & ~UMASK)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), file_mode())
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file")

@@ -55,6 +55,10 @@ def file_mode() -> int:
     return 0o666 & ~effective_umask()
 
 
+def dir_mode() -> int:
+    return 0o777 & ~effective_umask()
+
+
 def output_dir(path: Path) -> Path:
     """``path`` as a real directory of msprof's, created when missing (its parents too, as they are: a
     --output the user names may well lie behind a link); a symlink or a non-directory at ``path`` itself is
@@ -66,7 +70,7 @@ def output_dir(path: Path) -> Path:
         except FileNotFoundError:
             os.makedirs(path.parent, exist_ok=True)
             try:
-                os.mkdir(path, 0o777 & ~UMASK)
+                os.mkdir(path, dir_mode())
                 return path
             except FileExistsError:
                 info = os.lstat(path)
