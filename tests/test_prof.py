@@ -261,7 +261,11 @@ def test_json_format_and_show(tmp_path, capsys):
     assert sorted(p.name for p in written) == ["api_statistic.json", "op_statistic.json", "op_summary.json",
                                                "task_time.json"]
     rows = json.loads((prof_dir / "device_0" / "summary" / "api_statistic.json").read_text())
-    assert rows == [dict(r, Count=int(r["Count"])) for r in expected_api_statistic(pg.build(MULTI))]
+    # (the device number is a number in JSON, as the counts are)
+    assert rows == [dict(r, Count=int(r["Count"]), Device_id=0) for r in expected_api_statistic(pg.build(MULTI))]
+    for name in ("op_summary", "op_statistic", "task_time"):
+        table = json.loads((prof_dir / "device_0" / "summary" / f"{name}.json").read_text())
+        assert table and {row["Device_id"] for row in table} == {0}, name
     capsys.readouterr()
     api.show(prof_dir, view=View(top=2))
     text = capsys.readouterr().out

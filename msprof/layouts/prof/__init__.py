@@ -144,8 +144,7 @@ def show_tables(report, selection: Selection) -> list:
     report.check(selection)
     tables = []
     if report.has_tasks:
-        device = int(report.device_id) if str(report.device_id).isdigit() else report.device_id
-        context = {"device_id": device, "model_id": selection.model_id,
+        context = {"device_id": report.device_number, "model_id": selection.model_id,
                    "iteration_id": selection.iteration_id}
         statistic = dataclasses.replace(report.op_statistic(selection), title=f"Op statistic (device {report.device_id})",
                             context=context, sort="Total Time(us)",

@@ -19,7 +19,7 @@ from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
 from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.schema import HOST
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, py_round_sql
-from msprof.tables import (EPOCH_US, INT, NA, NUMBER, ROUND3, SQLITE_ROUND3, Column, Running, Source, Table, Ties,
+from msprof.tables import (EPOCH_US, INT, NA, NUMBER, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, Source, Table, Ties,
                            part_cut)
 
 UNKNOWN_MODEL = 4294967295
@@ -71,6 +71,8 @@ class ProfReport(Report):
             _create_empty(self.conn)
             self.has_host = False
         self.conn.create_function("py_round", 2, _py_round, deterministic=True)
+        # the device number as the summaries' Device_id holds it: a number (JSON too), as the directory says
+        self.device_number = int(self.device_id) if str(self.device_id).isdigit() else str(self.device_id)
         self.platform = self.meta.get("platform_version", "")
         self.drv_version = int(self.meta_number("drv_version") or 0)
         self.is_stars = self.platform.isdigit() and int(self.platform) >= 5
@@ -78,7 +80,7 @@ class ProfReport(Report):
         self.hwts_mhz = float(clock.get("hwts_mhz") or 0)
         # the reference converts in this order, in floats (docs/prof-format.md §4)
         self.params = {
-            "dev": int(self.device_id) if str(self.device_id).isdigit() else -1,
+            "dev": self.device_number if isinstance(self.device_number, int) else -1,
             "cnt": clock.get("dev_cntvct", 0) / 1e9 * 1e9,
             "hz": self.hwts_mhz * 1e6 or 1.0,
             "mono": clock.get("host_mono_ns", 0) / 1e9 * 1e9,
@@ -98,6 +100,11 @@ class ProfReport(Report):
         if self.has_host:
             host_meta = dict(self.conn.execute("SELECT key, value FROM host.meta"))
             self.host_cpu_mhz = (_json(host_meta.get("clock")) or {}).get("cpu_mhz")
+
+    def _device_column(self, constant: bool = True) -> Column:
+        """Device_id: every row's (``constant``), or the rows carry it."""
+        kind = INT if isinstance(self.device_number, int) else TEXT
+        return Column("Device_id", kind, constant=self.device_number) if constant else Column("Device_id", kind)
 
     # --- facts -------------------------------------------------------------------------------------
     @property
@@ -264,7 +271,7 @@ class ProfReport(Report):
 
         ops = "SELECT {} FROM host.op"
         task_types = f"{ops.format('task_type')} UNION ALL SELECT 'UNKNOWN'"
-        columns = [Column("Device_id", constant=str(self.device_id)),
+        columns = [self._device_column(),
                    Column("Model ID", INT, sql=f"coalesce(model_id, {UNKNOWN_MODEL})", nullable=False),
                    Column("Task ID", INT, sql="task_id", nullable=False),
                    Column("Stream ID", INT, sql="stream_id", nullable=False),
@@ -393,13 +400,13 @@ class ProfReport(Report):
                 continue
             ratio = round(round(total / grand * 100, 6), 3) if grand else 0
             average = total / count if fractional else _truncated_division(int(total), count)
-            rows.append((self.device_id, op_type, task_type, count, _us(total), _us(low), _us(average),
+            rows.append((self.device_number, op_type, task_type, count, _us(total), _us(low), _us(average),
                          _us(high), ratio, round(total, 6), round(total / grand * 100, 6) if grand else 0))
         # its report: rows by ratio (6 decimals) descending, then read back by total time descending
         rows.sort(key=lambda r: -r[10])
         rows.sort(key=lambda r: -r[9])
         rows = [r[:9] for r in rows]
-        columns = [Column("Device_id"), Column("OP Type"), Column("Core Type"), Column("Count", INT)] + [
+        columns = [self._device_column(False), Column("OP Type"), Column("Core Type"), Column("Count", INT)] + [
             Column(name, NUMBER) for name in ("Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
                                               "Ratio(%)")]
         return Table("op_statistic", "op_statistic", columns, [rows])
@@ -411,7 +418,7 @@ class ProfReport(Report):
         sqe = SQE_TYPES.get(self.platform, DEFAULT_SQE_TYPES)
         type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in sqe.items())
         hw_names = " UNION ALL ".join(f"SELECT '{v}'" for v in list(sqe.values()) + ["Other"])
-        return [Column("Device_id", constant=str(self.device_id)),
+        return [self._device_column(),
                 Column("kernel_name", sql="coalesce(kernel_name, op_name)",
                        domain="SELECT kernel_name FROM host.op UNION ALL SELECT op_name FROM host.op"),
                 # a GE task's type names every run; a launch no GE task has (no node_basic_info) names only the
@@ -429,7 +436,7 @@ class ProfReport(Report):
 
     # --- api_statistic (docs/prof-format.md §7) -------------------------------------------------------------
     def api_statistic(self) -> Table:
-        columns = [Column("Device_id"), Column("Level"), Column("API Name")] + [
+        columns = [self._device_column(False), Column("Level"), Column("API Name")] + [
             Column(name, INT if name == "Count" else NUMBER)
             for name in ("Time(us)", "Count", "Avg(us)", "Min(us)", "Max(us)", "Variance")]
         return Table("api_statistic", "api_statistic", columns, [self._api_rows()])
@@ -479,7 +486,7 @@ class ProfReport(Report):
                 total, average, variance = self._reference_sums(level, sorted(keys), count)
             else:
                 variance = round(square_sum / 1000 / count, 3)
-            rows.append((self.device_id, LEVELS.get(level, str(level)), name, total, count, average,
+            rows.append((self.device_number, LEVELS.get(level, str(level)), name, total, count, average,
                          round(to_us(low), 3), round(to_us(high), 3), variance))
         return rows
 
