@@ -328,15 +328,30 @@ def stale(path: Path, source_dir: Path, files, layout: str) -> Optional[str]:
 PARALLEL_MIN_BYTES = 16 << 20
 
 
+def open_part(path: Path, schema: Schema, tables: List[str], source: Optional[Path] = None,
+              cache_kb: Optional[int] = None) -> sqlite3.Connection:
+    """A part database a worker fills beside the database being built: bulk-load settings (``cache_kb``: a
+    cache of its own size), ``tables`` of ``schema`` created, a transaction open. ``source``: the database
+    being built, attached read-only as ``source`` for lookups (before the transaction: SQLite attaches
+    outside one)."""
+    # (a URI, so that the read-only URI it attaches is one too whatever SQLite's build defaults)
+    conn = sqlite3.connect(uri(path, "rwc"), uri=True, isolation_level=None)
+    tune_for_bulk_load(conn)
+    if cache_kb is not None:
+        conn.execute(f"PRAGMA cache_size=-{int(cache_kb)}")
+    if source is not None:
+        conn.execute("ATTACH DATABASE ? AS source", (readonly_uri(source),))
+    schema.create(sqlite_utils_database(conn), tables)
+    begin(conn)
+    return conn
+
+
 def _side_worker(part: str, schema: Schema, table: str, load, streams, token: str):
     """In a worker process: one family into a part database (its table, then its indexes, and the token
     that ties it to the database built with it); returns (counts, notices)."""
-    conn = sqlite3.connect(part, isolation_level=None)
+    conn = open_part(Path(part), schema, [table])
     try:
-        tune_for_bulk_load(conn)
-        conn.execute("BEGIN")
         db = sqlite_utils_database(conn)
-        schema.create(db, [table])
         counts: dict = {}
         notices = Notices(echo=False)
         load(conn, streams, counts, notices)

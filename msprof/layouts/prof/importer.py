@@ -257,16 +257,8 @@ def _resolve(conn, tracks: list, lookups: tuple, share: _Share, notices: Notices
 def _part_connection(part: Path, source: str):
     """A part database for ``launch`` and ``op`` rows, with the database being built attached (read-only) for
     the association's lookups: its tables are read by their names, as the part has none of them."""
-    import sqlite3
-
-    # (opened as a URI, so that the read-only URI it attaches is one too whatever SQLite's build defaults)
-    conn = sqlite3.connect(store.uri(part, "rw"), uri=True, isolation_level=None)
-    store.tune_for_bulk_load(conn)
-    conn.execute("PRAGMA cache_size=-4096")      # (rows appended: a large cache would only add to the peak)
-    conn.execute("ATTACH DATABASE ? AS source", (store.readonly_uri(Path(source)),))
-    HOST.create(store.sqlite_utils_database(conn), ["launch", "op"])
-    store.begin(conn)
-    return conn
+    # (4 MB: rows are appended, a large cache would only add to the peak)
+    return store.open_part(part, HOST, ["launch", "op"], source=Path(source), cache_kb=4096)
 
 
 def _resolve_part(source: str, part: str, tracks: list, lookups: tuple, cut: int) -> dict:
