@@ -80,6 +80,9 @@ class Clock:
     collection_begin_us: float = 0.0
     clock_monotonic_raw_ns: int = 0
     cpu_mhz: Optional[float] = None  # host timestamps are ticks when set
+    # host_start.log's cntvct_diff in ns: the host counter's drift at the sync instant, which the reference
+    # adds to clock_monotonic_raw for PROF_ data (docs/prof-format.md §4); the JOB formula has no such term
+    host_diff_ns: int = 0
 
     def syscnt_to_ns(self, syscnt: int) -> float:
         return (syscnt - self.dev_cntvct) * 1000.0 / self.hwts_mhz + self.host_mono_ns
@@ -115,6 +118,7 @@ class ResultDir:
 # Bounds of the metadata values (what a real value can be, with room): MHz, counters, ns, µs since the epoch.
 MHZ = (1e-3, 1e6)
 COUNTER = (0, (1 << 63) - 1)
+SIGNED = (-(1 << 63), (1 << 63) - 1)
 EPOCH_US = (0, 1e17)                # up to the year 5138
 
 
@@ -152,19 +156,26 @@ def read_result_dir(path: Path) -> ResultDir:
     if end_info is not None:
         metadata.append(end_info)
 
-    dev_cntvct, host_mono = 0, 0
+    dev_cntvct, host_mono, host_diff = 0, 0, 0
     dev_log = _first(path, "dev_start.log", suffix)
     host_log = _first(path, "host_start.log", suffix) or _first(path, "host_start.log")
     if dev_log is not None and host_log is not None:
         metadata += [dev_log, host_log]
         dev_cntvct = number(_read_key_values(dev_log), "cntvct", dev_log, COUNTER, integer=True, required=True)
-        host_mono = number(_read_ini_first_section(host_log), "clock_monotonic_raw", host_log, COUNTER,
-                           integer=True, required=True)
+        host_values = _read_ini_first_section(host_log)
+        host_mono = number(host_values, "clock_monotonic_raw", host_log, COUNTER, integer=True, required=True)
+        try:
+            diff = number(host_values, "cntvct_diff", host_log, SIGNED, integer=True) or 0
+        except DataError as exc:          # a correction the times can do without: said, not fatal
+            warnings.append(f"{exc} (ignored: times without the host counter correction)")
+            diff = 0
+        host_diff = host_counter_ns(diff, cpu_mhz)
     else:
         warnings.append(f"{path}: no dev_start.log/host_start.log: device time = syscnt / hwts_frequency")
 
     clock = Clock(hwts_mhz=hwts_mhz, dev_cntvct=dev_cntvct, host_mono_ns=host_mono,
-                  collection_begin_us=begin_us, clock_monotonic_raw_ns=mono_ns, cpu_mhz=cpu_mhz)
+                  collection_begin_us=begin_us, clock_monotonic_raw_ns=mono_ns, cpu_mhz=cpu_mhz,
+                  host_diff_ns=host_diff)
     pid = info.get("pid")
     try:
         pid = int(str(pid).strip()) if pid is not None and not isinstance(pid, bool) else None
@@ -178,6 +189,13 @@ def read_result_dir(path: Path) -> ResultDir:
                      ai_core_num=ai_core_num, platform_version=str(info.get("platform_version", ""))[:64],
                      pid=pid if pid is not None and 0 <= pid < (1 << 31) else None, drv_version=drv_version,
                      metadata_files=metadata, warnings=warnings)
+
+
+def host_counter_ns(ticks: int, cpu_mhz: Optional[float]) -> int:
+    """ns of ``ticks`` of the host counter, rounded as the reference rounds them: at CPU[0].Frequency MHz,
+    or 1 GHz when the host gives none (its timestamps are then ns)."""
+    hz = float(cpu_mhz) * 1e6 if cpu_mhz else 1e9
+    return round(int(ticks) * 1e9 / hz) if ticks else 0
 
 
 def number(values, key: str, source: Path, bounds, integer: bool = False, required: bool = False):

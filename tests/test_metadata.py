@@ -213,3 +213,31 @@ def test_fuzz_metadata_values(tmp_path, clean_job, layout):
         assert code in (0, 2, 8), f"{path.name} {key}: exit {code}\n{err}"
         assert "internal error" not in err, err
         shutil.rmtree(work)
+
+
+def test_host_counter_drift_in_ns_rounded_as_the_reference_rounds_it():
+    """cntvct_diff ticks at CPU[0].Frequency MHz (1 GHz without one: ns), rounded half to even."""
+    from msprof.collection import host_counter_ns
+
+    assert host_counter_ns(12345, 100) == 123450          # 10 ns a tick
+    assert host_counter_ns(-7, None) == -7                 # no frequency: the ticks are ns
+    assert host_counter_ns(1, 3) == 333                    # 333.33… ns
+    assert host_counter_ns(1, 400) == 2                    # 2.5 ns: to the even 2
+    assert host_counter_ns(3, 400) == 8                    # 7.5 ns: to the even 8
+    assert host_counter_ns(0, 100) == 0
+
+
+def test_a_host_counter_drift_that_is_no_number_is_ignored_with_a_warning(tmp_path):
+    desc = {"cntvct_diff": 5000}
+    prof = profgen.write_prof(tmp_path, desc)
+    code, err = run("export", "summary", "-dir", prof)
+    assert code == 0, err
+    good = (prof / "device_0" / "summary" / "task_time.csv").read_text()
+    start = float(good.splitlines()[1].split(",")[6])
+    for log in [prof / "device_0" / "host_start.log.0"]:
+        log.write_text(log.read_text().replace("cntvct_diff: 5000", "cntvct_diff: five"))
+    code, err = run("export", "summary", "-dir", prof)
+    assert code == 0, err
+    assert "cntvct_diff is not a number" in err and "host_start.log.0" in err
+    bad = (prof / "device_0" / "summary" / "task_time.csv").read_text()
+    assert float(bad.splitlines()[1].split(",")[6]) == pytest.approx(start - 5.0, abs=1e-6)   # 5000 ns less

@@ -99,6 +99,9 @@ SCENARIOS = {
                              {"name": "nodim", "type": "MatMul", "block_dim": 0}]}]},
     # aicore.data with its reserved head bytes clear (no 0x6BD3, no log type): every PMU column still there
     "hwts_pipe_reserved_zero": dict(MULTI, platform_version="1", pmu="PipeUtilization", pmu_reserved="zero"),
+    # host_start.log with a drift of the host counter (cntvct_diff, 1 ms): the reference adds it to
+    # clock_monotonic_raw, so every device time moves by it (the generator's logs carry raw = true - diff)
+    "host_counter_diff": dict(MULTI, platform_version="1", pmu="PipeUtilization", cntvct_diff=1_000_000),
     "chip_v3_arith_dev1": dict(MULTI, platform_version="2", pmu="ArithmeticUtilization", device_id=1,
                                hwts_freq_mhz=100, ai_core_num=4),
     # the shape: chip 3, a static graph, PipeUtilization, every execution with its own duration and

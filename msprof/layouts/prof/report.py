@@ -83,7 +83,8 @@ class ProfReport(Report):
             "dev": self.device_number if isinstance(self.device_number, int) else -1,
             "cnt": clock.get("dev_cntvct", 0) / 1e9 * 1e9,
             "hz": self.hwts_mhz * 1e6 or 1.0,
-            "mono": clock.get("host_mono_ns", 0) / 1e9 * 1e9,
+            # (the host's monotonic ns at the sync instant with its counter drift added, as the reference has it)
+            "mono": (clock.get("host_mono_ns", 0) + clock.get("host_diff_ns", 0)) / 1e9 * 1e9,
             "offset_us": float(clock.get("collection_begin_us") or 0) - float(
                 clock.get("clock_monotonic_raw_ns") or 0) / 1000,
             "begin_us": float(clock.get("collection_begin_us") or 0),
