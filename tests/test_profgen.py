@@ -256,9 +256,18 @@ def task_time_order(prof):
     return sorted(prof.tasks, key=lambda x: (x.start_ns, first[(x.stream, x.task)], place[(x.stream, x.task)]))
 
 
+def seen(prof, x) -> bool:
+    """Whether op_summary and task_time keep a task: its printed start, or its printed stop, is not before
+    start_info's collectionTimeBegin — compared as the reference compares them, as texts ("X.000" after "X")."""
+    begin = str(prof.collection_begin_us + prof.desc["collection_start_us"])
+    start = local_us_text(prof, x.start_ns) + "\t"
+    stop = local_us_text(prof, x.end_ns)
+    return start > begin or (start < begin < stop)
+
+
 def expected_task_time(prof):
     rows = []
-    for x in task_time_order(prof):
+    for x in [x for x in task_time_order(prof) if seen(prof, x)]:
         rows.append({"Device_id": str(prof.desc["device_id"]), "kernel_name": x.op_name, "kernel_type": x.task_type,
                      "stream_id": str(x.stream), "task_id": str(x.task), "task_time(us)": round(x.dur_ns / 1000, 3),
                      "task_start(us)": local_us_text(prof, x.start_ns),
@@ -352,13 +361,20 @@ def expected_op_summary(prof):
         pmu = pmu_columns(prof, x)
         for h in PMU_HEADERS[prof.desc["pmu"]]:
             row[h] = "N/A" if pmu is None else pmu[h]
-        rows.append(row)
+        if seen(prof, x):
+            rows.append(row)
+    # the waits are the reference's over every task; without the tasks the collection did not see, the first
+    # row's is 0
+    if rows:
+        rows[0]["Task Wait Time(us)"] = 0
     return rows
 
 
 def expected_op_statistic(prof):
     groups = OrderedDict()
     for x in prof.tasks:
+        if x.start_ns <= prof.collection_start_ns:
+            continue            # op_statistic has the tasks starting after the collection began
         groups.setdefault((x.op_type, x.task_type), []).append(x.dur_ns)
     grand = sum(sum(v) for v in groups.values())
     rows = []

@@ -10,10 +10,10 @@ from typing import Dict, Iterable, Iterator, List, Tuple
 
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
 from msprof.layouts.base import Selection
-from msprof.layouts.prof.report import HWTS_TASK_TYPES, NOT_IN_OP_SUMMARY
+from msprof.layouts.prof.report import HWTS_TASK_TYPES, NOT_IN_OP_SUMMARY, STARTED
 
 _SKIP = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
-_INCLUDED = f"task_type NOT IN ({_SKIP}) AND start_ns / 1000.0 + :offset_us > :begin_us"
+_INCLUDED = f"task_type NOT IN ({_SKIP}) AND {STARTED}"
 _HW_NAMES = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
 _HW_NAME = f"CASE hw_type {_HW_NAMES} ELSE CAST(hw_type AS TEXT) END"
 # what the queries below read of each task (ProfReport.TASK_FIELDS; the selection's are always there)

@@ -9,10 +9,12 @@ its PMU record; the tables select from it.
 """
 import functools
 import itertools
+import math
 import sqlite3
+from decimal import Decimal
 from itertools import repeat
 from operator import itemgetter, sub, truediv
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from msprof import store
 from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
@@ -29,6 +31,10 @@ ALL_EXPORT_DRIVER = 0x072211
 ALL_EXPORT_EXCEPT = ("0", "2", "11")
 NOT_IN_OP_SUMMARY = ("WRITE_BACK", "INVALID")
 _NOT_IN_OP_SUMMARY_SQL = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
+# op_statistic's tasks (and compare/advise's): those starting after the collection began, a task's start in
+# monotonic ns against the beginning's (``_begin_mono_ns``) — not their epoch µs in floats, which cannot hold
+# a fraction of a µs at 1.7e15
+STARTED = "start_ns > :begin_mono_ns"
 HWTS_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE", 3: "WRITE_BACK"}
 # task_time's kernel_type of a device task no launch names: the reference's name of its type number (its
 # TaskTimeViewer.get_device_task_type, sqe_type_map): the chip family's SQE type, "Other" for any other number
@@ -90,6 +96,8 @@ class ProfReport(Report):
             "begin_us": float(clock.get("collection_begin_us") or 0),
         }
         self.params["offset_ns"] = _offset_ns(self.params["offset_us"])
+        self.params["begin_ns"] = _begin_ns(self.params["begin_us"])
+        self.params["begin_mono_ns"] = _begin_mono_ns(self.params["begin_us"], self.params["offset_us"])
         self.aic_mhz = self.meta_number("aic_mhz")
         self.ai_core_num = self.meta_number("ai_core_num")
         sample = self.meta_json("sample") or {}
@@ -295,25 +303,43 @@ class ProfReport(Report):
             kinds = {"python": ROUND3, "sqlite": SQLITE_ROUND3, "int": INT}
             columns += [Column(name, kinds[printed], sql=expr, null_when="total_cycles IS NULL")
                         for name, printed, expr in metrics.column_sql("aicore2")]
+        unseen = functools.partial(self._unseen, where, args, span)
         tables = [Table("op_summary", "op_summary", columns, source=source, where=self._included(where),
-                        running=_Wait(previous), ties=ge_order if ties else None)]
+                        running=_Wait(previous, unseen), ties=ge_order if ties else None)]
         if task_time:
             tables.append(Table("task_time", "task_time", self._task_time_columns(), source=source,
-                                ties=self._first_appearance if ties else None))
+                                where=self._seen(), ties=self._first_appearance if ties else None))
         return tables
+
+    def _unseen(self, where: str, args: dict, span: str) -> Iterator[tuple]:
+        """(start, duration) of the tasks op_summary would have but that ended before the collection began
+        (``_seen``), in start order (of ``span``, a part's range): the reference counts the wait from them too.
+        Few tasks, found in the index of starts: those starting before a ms after the beginning."""
+        p = self.params
+        args = dict(args, pre=int(p["cnt"] + (p["begin_mono_ns"] - p["mono"] + 1e6) / 1e9 * p["hz"]) + 1)
+        tasks = self._tasks(("seq", "start_syscnt", "op_id", "ge", "task_type", "start_ns", "end_ns"), False,
+                            f"{span} AND t.start_syscnt < :pre")
+        seen = self._seen(self._epoch_ns("start_ns"), self._epoch_ns("(start_ns + (end_ns - start_ns))"))
+        return iter(self.conn.execute(f"SELECT start_ns, end_ns - start_ns FROM ({tasks})"
+                                      f" WHERE {self._eligible(where)} AND NOT {seen}", args))
 
     def _last_before(self, where: str, args: dict, ge_order: "_GeOrder") -> Optional[tuple]:
         """(start, duration) of op_summary's row before the first of a part (whose wait is from it): the last
-        included task starting before :lo — of those starting at that same moment, the last in the
-        reference's order."""
+        task op_summary would have (seen or not: ``_unseen``) starting before :lo — of those starting at that
+        same moment, the last in the reference's order. None when the table keeps no row before :lo (its first
+        row then waits 0)."""
         before = self._tasks(("seq", "start_syscnt", "op_id", "ge", "task_type", "start_ns", "end_ns")
                              + _GeOrder.inputs,
                              False, "AND t.start_syscnt < :lo", "DESC")
+        seen = self._seen(self._epoch_ns("start_ns"), self._epoch_ns("(start_ns + (end_ns - start_ns))"))
+        if self.conn.execute(f"SELECT 1 FROM ({before}) WHERE {self._eligible(where)} AND {seen} LIMIT 1",
+                             args).fetchone() is None:
+            return None
         group: Dict[int, tuple] = {}
         moment = None
         for seq, start, start_ns, duration, *tie in self.conn.execute(
                 f"SELECT seq, start_syscnt, start_ns, end_ns - start_ns, {', '.join(_GeOrder.inputs)} FROM ({before})"
-                f" WHERE {self._included(where)}", args):
+                f" WHERE {self._eligible(where)}", args):
             if moment is not None and start != moment:
                 break
             moment = start
@@ -333,12 +359,24 @@ class ProfReport(Report):
                                  self.params).fetchone() is not None
 
     def _included(self, where: str) -> str:
-        """Which timed tasks op_summary has (of the selection ``where``): those an op task launched (the
-        reference joins its GE task list) but WRITE_BACK and INVALID ones, starting after the collection
-        began (or spanning its beginning)."""
-        return (f"{where} AND ge = 1 AND task_type NOT IN ({_NOT_IN_OP_SUMMARY_SQL})"
-                " AND (start_ns / 1000.0 + :offset_us > :begin_us OR"
-                " (start_ns / 1000.0 + :offset_us < :begin_us AND :begin_us < end_ns / 1000.0 + :offset_us))")
+        """Which timed tasks op_summary has (of the selection ``where``): the eligible ones the collection saw
+        (``_seen``)."""
+        return f"{self._eligible(where)} AND {self._seen()}"
+
+    @staticmethod
+    def _eligible(where: str) -> str:
+        """The tasks an op task launched (the reference joins its GE task list) but WRITE_BACK and INVALID
+        ones: those the reference counts op_summary's waits over, before it leaves out the unseen."""
+        return f"{where} AND ge = 1 AND task_type NOT IN ({_NOT_IN_OP_SUMMARY_SQL})"
+
+    @staticmethod
+    def _seen(start: str = "e_start", stop: str = "e_stop") -> str:
+        """Tasks starting at or after the collection began, or ending at or after it (op_summary and task_time,
+        docs/prof-format.md §5). The reference compares the printed start with start_info's text and the
+        printed stop likewise, as strings: "X.000<TAB>" comes after "X", so a task starting at the very
+        microsecond the collection began is kept, as is one ending then; in integer ns since the epoch that
+        is a comparison with the beginning rounded up to a ns (``begin_ns``)."""
+        return f"({start} >= :begin_ns OR {stop} >= :begin_ns)"
 
     def _part_bounds(self, k: int, n: int) -> Tuple[int, int]:
         """Start counters splitting the timed tasks into the n ranges of msprof.tables.part_cut: range k."""
@@ -364,7 +402,7 @@ class ProfReport(Report):
         # every GE task counts in the total the ratios divide; its report then drops the rows of op type "N/A"
         # and of WRITE_BACK and INVALID tasks
         filtered = "op_type IS NOT NULL AND ge = 1"
-        timed = "start_ns / 1000.0 + :offset_us > :begin_us"
+        timed = STARTED
         if selection.everything and not self._relaunched():
             # every execution of a (stream, task) is its one launch's (a static graph): the tasks are summed up
             # per (stream, task) on their own, and only those sums meet the host tables (0.27 s instead of
@@ -420,8 +458,12 @@ class ProfReport(Report):
         type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in sqe.items())
         hw_names = " UNION ALL ".join(f"SELECT '{v}'" for v in list(sqe.values()) + ["Other"])
         return [self._device_column(),
-                Column("kernel_name", sql="coalesce(kernel_name, op_name)",
-                       domain="SELECT kernel_name FROM host.op UNION ALL SELECT op_name FROM host.op"),
+                # the launch's kernel name, N/A when hash_dic does not name it (the reference's text "N/A" for an
+                # unknown hash is a name: no fall back to the op's); the op's name only for an empty one
+                Column("kernel_name", sql="CASE WHEN kernel_name IS NULL THEN 'N/A' WHEN kernel_name = '' THEN"
+                                          " coalesce(op_name, 'N/A') ELSE kernel_name END", nullable=False,
+                       domain="SELECT kernel_name FROM host.op UNION ALL SELECT op_name FROM host.op"
+                              " UNION ALL SELECT 'N/A'"),
                 # a GE task's type names every run; a launch no GE task has (no node_basic_info) names only the
                 # run paired with it, the reference pairing host and device tasks one to one in order
                 Column("kernel_type", sql="CASE WHEN task_type != 'UNKNOWN' AND (ge OR exec_n < launches)"
@@ -606,20 +648,29 @@ class _FirstAppearance(Ties):
 class _Wait(Running):
     """op_summary's wait column: 0 for the first row, else max(start − previous start − previous duration, 0)
     in µs, in start order whatever the stream (as the reference). ``previous``: (start, duration) of the row
-    before the first (a later part of the table)."""
+    before the first (a later part of the table). ``unseen``: makes an iterator of the (start, duration) of
+    the tasks left out as the collection did not see them, in start order: the reference computes the waits
+    before it leaves them out (a row after one of them waits from it), then makes the first row's 0."""
 
     columns = ("Task Wait Time(us)",)
     inputs = ("start_ns", "dur")
 
-    def __init__(self, previous: Optional[tuple] = None):
+    def __init__(self, previous: Optional[tuple] = None, unseen=lambda: iter(())):
         self.first = self.previous = previous
+        self.unseen = unseen
+        self.pending: Optional[tuple] = None
+        self.rows: Iterator[tuple] = iter(())
 
     def start(self) -> None:
         self.previous = self.first
+        self.rows = self.unseen()
+        self.pending = next(self.rows, None)
 
     def fill(self, batch: List[tuple]) -> List[tuple]:
         if not batch:
             return []
+        if self.pending is not None and self.pending[0] < batch[-1][0]:
+            return self._merged(batch)
         starts, durations = (list(c) for c in zip(*batch))
         out = []
         if self.previous is None:
@@ -632,6 +683,21 @@ class _Wait(Running):
         self.previous = batch[-1]
         return out
 
+    def _merged(self, batch: List[tuple]) -> List[tuple]:
+        """A batch among whose rows unseen tasks fall: row by row (rare, at the collection's beginning)."""
+        out = []
+        for start, duration in batch:
+            while self.pending is not None and self.pending[0] < start:
+                if self.previous is not None or self.first is not None:
+                    self.previous = self.pending
+                self.pending = next(self.rows, None)
+            if self.previous is None:
+                out.append((0,))
+            else:
+                out.append((max(start - self.previous[0] - self.previous[1], 0) / 1000,))
+            self.previous = (start, duration)
+        return out
+
 
 def _truncated_division(total: int, count: int) -> int:
     """SQLite's integer division (toward zero)."""
@@ -642,10 +708,19 @@ def _us(ns: float) -> float:
     return round(round(ns, 6) / 1000, 3)
 
 
+def _begin_mono_ns(begin_us: float, offset_us: float) -> int:
+    """The collection's beginning as op_statistic compares it with a task's start (monotonic ns, in floats as
+    the reference computes it): the start_info text less the offset, in ns, truncated (``STARTED``)."""
+    return int((Decimal(repr(begin_us)) - Decimal(repr(offset_us))) * 1000)
+
+
+def _begin_ns(begin_us: float) -> int:
+    """The collection's beginning in ns since the epoch, rounded up: the first ns a task may start at."""
+    return math.ceil(Decimal(repr(begin_us)) * 1000)
+
+
 def _offset_ns(offset_us: float) -> int:
     """offset_us (a float) as the reference's Decimal(repr(offset_us)), in whole ns."""
-    from decimal import Decimal
-
     return int((Decimal(repr(offset_us)) * 1000).to_integral_value())
 
 
