@@ -572,3 +572,39 @@ def test_pmu_stream_cut_short_says_which_end_it_takes_and_why(tmp_path, msprof_c
                            "ring buffer overwrite; taken to be at the head as the format says, since its records"
                            " carry no mark: had the file been cut at its end instead, every record is misread)"
                            ) in proc.stderr
+
+
+def _without_api_calls(prof_dir: Path, level: int, thread=None) -> int:
+    """The host's api_event records of ``level`` (of ``thread``, or every thread) removed; returns how many."""
+    path = next((prof_dir / "host" / "data").glob("*api_event*"))
+    data = path.read_bytes()
+    records = [data[i:i + 40] for i in range(0, len(data), 40)]
+    kept = [r for r in records if not (struct.unpack_from("<H", r, 2)[0] == level
+                                       and thread in (None, struct.unpack_from("<I", r, 8)[0]))]
+    path.write_bytes(b"".join(kept))
+    return len(records) - len(kept)
+
+
+def test_launches_outside_node_or_model_calls_are_said_as_what_they_lack(tmp_path):
+    """A thread whose node-level calls are gone: its tasks are named by their kernel, with a warning that says
+    so (and not that a model is missing); an app of single ops (no model-level call at all) gets a notice, not
+    a warning: nothing is missing from its data."""
+    prof = pg.build(MULTI)
+    no_node = pg.write_prof(tmp_path / "a", MULTI)
+    assert _without_api_calls(no_node, 10000, thread=2002)
+    api.import_collection(no_node)
+    launched = sum(1 for x in prof.tasks if x.thread == 2002)
+    messages = notices(no_node / "host")
+    assert f"{launched} task(s) launched outside a node-level API: named by their kernel (op name and type), as " \
+           "the reference names them" in messages, messages
+    assert not any("model-level" in m for m in messages), messages
+    rows = summary(no_node)["op_summary"]
+    assert {r["Op Name"] for r in rows if r["Stream ID"] in ("7", "9")} == {"add1", "conv2", "relu2"}
+
+    single = pg.write_prof(tmp_path / "b", MULTI)
+    assert _without_api_calls(single, 15000)
+    api.import_collection(single)
+    with sqlite3.connect(single / "host" / "sqlite" / "msprof.db") as conn:
+        said = conn.execute("SELECT level, message FROM notice WHERE message LIKE '%model-level%'").fetchall()
+    assert [level for level, _ in said] == ["notice"] and "Model ID 4294967295" in said[0][1], said
+    assert {r["Model ID"] for r in summary(single)["op_summary"]} == {"4294967295"}

@@ -25,6 +25,7 @@ from msprof.decode.pmu import ASCEND, PmuDecoder
 from msprof.decode.slices import group_files
 from msprof.decode.stars import StarsDecoder
 from msprof.layouts.prof.associate import LAUNCH_COLUMNS, OP_COLUMNS, Associator, NodeContents
+from msprof.layouts.prof.report import UNKNOWN_MODEL
 from msprof.layouts.prof.schema import DEVICE, HOST, HOST_LATE_INDEXES, TASK_COLUMNS
 from msprof.metrics import event_ids
 from msprof.outputs import temporary
@@ -70,12 +71,18 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
         for table, columns in HOST_LATE_INDEXES:
             db[table].create_index(columns, if_not_exists=True)
         associator.launch_counts().insert(conn)
-        (orphans, no_info) = conn.execute(
-            "SELECT coalesce(sum(o.ge), 0), coalesce(sum(1 - o.ge), 0) FROM launch l JOIN op o USING (op_id)"
-            " WHERE o.kernel = 1 AND (o.op_type IS NULL OR l.model_id IS NULL)").fetchone()
-        if orphans:
-            notices.warn(f"{orphans} task(s) launched outside a node-level or model-level API: op type or model "
-                         "unknown")
+        (no_node, no_model, in_model, no_info) = conn.execute(
+            "SELECT coalesce(sum(o.ge AND l.call_begin IS NULL), 0), coalesce(sum(o.ge AND l.model_id IS NULL), 0),"
+            " coalesce(sum(l.model_id IS NOT NULL), 0), coalesce(sum(1 - o.ge), 0)"
+            " FROM launch l JOIN op o USING (op_id) WHERE o.kernel = 1").fetchone()
+        if no_node:
+            notices.warn(f"{no_node} task(s) launched outside a node-level API: named by their kernel (op name and "
+                         "type), as the reference names them")
+        if no_model and in_model:
+            notices.warn(f"{no_model} task(s) launched outside a model-level API: Model ID {UNKNOWN_MODEL} "
+                         "(unknown)")
+        elif no_model:      # an app of single ops (eager mode): nothing is missing
+            notices.notice(f"no task launched inside a model-level API (single ops): Model ID {UNKNOWN_MODEL}")
         if no_info:
             notices.warn(f"{no_info} task(s) launched in a node-level API without its node_basic_info: left out "
                          "of op_summary and op_statistic (as the reference does), named by their runtime type in "
