@@ -608,3 +608,16 @@ def test_launches_outside_node_or_model_calls_are_said_as_what_they_lack(tmp_pat
         said = conn.execute("SELECT level, message FROM notice WHERE message LIKE '%model-level%'").fetchall()
     assert [level for level, _ in said] == ["notice"] and "Model ID 4294967295" in said[0][1], said
     assert {r["Model ID"] for r in summary(single)["op_summary"]} == {"4294967295"}
+
+
+def test_a_collection_that_began_after_every_task(tmp_path):
+    """Every task ended before the collection began: op_summary and task_time keep no row (their headers
+    are written), op_statistic none either, and the export ends cleanly (the look-up of the tasks left out
+    must not keep a statement of the connection running past the tables)."""
+    prof_dir = pg.write_prof(tmp_path, dict(MULTI, collection_start_us=1000))
+    written = api.export_summary(prof_dir, "csv")
+    assert {p.name for p in written} >= {"op_summary.csv", "task_time.csv", "op_statistic.csv"}
+    out = summary(prof_dir)
+    assert out["op_summary"] == [] and out["task_time"] == [] and out["op_statistic"] == []
+    header = (prof_dir / "device_0" / "summary" / "op_summary.csv").read_text().splitlines()
+    assert len(header) == 1 and header[0].startswith("Device_id,Model ID,Task ID")

@@ -35,6 +35,8 @@ _NOT_IN_OP_SUMMARY_SQL = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
 # monotonic ns against the beginning's (``_begin_mono_ns``) — not their epoch µs in floats, which cannot hold
 # a fraction of a µs at 1.7e15
 STARTED = "start_ns > :begin_mono_ns"
+# tasks left out as unseen, read a page at a time (ProfReport._unseen)
+UNSEEN_PAGE = 4096
 HWTS_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE", 3: "WRITE_BACK"}
 # task_time's kernel_type of a device task no launch names: the reference's name of its type number (its
 # TaskTimeViewer.get_device_task_type, sqe_type_map): the chip family's SQE type, "Other" for any other number
@@ -314,14 +316,24 @@ class ProfReport(Report):
     def _unseen(self, where: str, args: dict, span: str) -> Iterator[tuple]:
         """(start, duration) of the tasks op_summary would have but that ended before the collection began
         (``_seen``), in start order (of ``span``, a part's range): the reference counts the wait from them too.
-        Few tasks, found in the index of starts: those starting before a ms after the beginning."""
+        Found in the index of starts (those starting before a ms after the beginning: few), a page at a time:
+        a statement left running would keep the connection from dropping the printing plan's function."""
         p = self.params
-        args = dict(args, pre=int(p["cnt"] + (p["begin_mono_ns"] - p["mono"] + 1e6) / 1e9 * p["hz"]) + 1)
+        args = dict(args, pre=int(p["cnt"] + (p["begin_mono_ns"] - p["mono"] + 1e6) / 1e9 * p["hz"]) + 1,
+                    after=-(1 << 63), after_seq=-1)
         tasks = self._tasks(("seq", "start_syscnt", "op_id", "ge", "task_type", "start_ns", "end_ns"), False,
-                            f"{span} AND t.start_syscnt < :pre")
+                            f"{span} AND t.start_syscnt < :pre AND (t.start_syscnt > :after OR"
+                            " (t.start_syscnt = :after AND t.seq > :after_seq))")
         seen = self._seen(self._epoch_ns("start_ns"), self._epoch_ns("(start_ns + (end_ns - start_ns))"))
-        return iter(self.conn.execute(f"SELECT start_ns, end_ns - start_ns FROM ({tasks})"
-                                      f" WHERE {self._eligible(where)} AND NOT {seen}", args))
+        sql = (f"SELECT start_syscnt, seq, start_ns, end_ns - start_ns FROM ({tasks})"
+               f" WHERE {self._eligible(where)} AND NOT {seen} LIMIT {UNSEEN_PAGE}")
+        while True:
+            page = self.conn.execute(sql, args).fetchall()
+            for row in page:
+                yield row[2:]
+            if len(page) < UNSEEN_PAGE:
+                return
+            args["after"], args["after_seq"] = page[-1][:2]
 
     def _last_before(self, where: str, args: dict, ge_order: "_GeOrder") -> Optional[tuple]:
         """(start, duration) of op_summary's row before the first of a part (whose wait is from it): the last
