@@ -305,12 +305,14 @@ class ProfReport(Report):
             kinds = {"python": ROUND3, "sqlite": SQLITE_ROUND3, "int": INT}
             columns += [Column(name, kinds[printed], sql=expr, null_when="total_cycles IS NULL")
                         for name, printed, expr in metrics.column_sql("aicore2")]
-        unseen = functools.partial(self._unseen, where, args, span)
+        # (when the first task was seen, all were: no row pays for the test)
+        unseen = functools.partial(self._unseen, where, args, span) if self._unseen_tasks else lambda: iter(())
         tables = [Table("op_summary", "op_summary", columns, source=source, where=self._included(where),
                         running=_Wait(previous, unseen), ties=ge_order if ties else None)]
         if task_time:
             tables.append(Table("task_time", "task_time", self._task_time_columns(), source=source,
-                                where=self._seen(), ties=self._first_appearance if ties else None))
+                                where=self._seen() if self._unseen_tasks else "",
+                                ties=self._first_appearance if ties else None))
         return tables
 
     def _unseen(self, where: str, args: dict, span: str) -> Iterator[tuple]:
@@ -373,7 +375,16 @@ class ProfReport(Report):
     def _included(self, where: str) -> str:
         """Which timed tasks op_summary has (of the selection ``where``): the eligible ones the collection saw
         (``_seen``)."""
-        return f"{self._eligible(where)} AND {self._seen()}"
+        return f"{self._eligible(where)} AND {self._seen()}" if self._unseen_tasks else self._eligible(where)
+
+    @functools.cached_property
+    def _unseen_tasks(self) -> bool:
+        """Whether a task may have ended before the collection began: unless the first to start did so at or
+        after the beginning (then every task did)."""
+        tasks = self._tasks(("seq", "start_syscnt", "start_ns"), selected=False)
+        row = self.conn.execute(f"SELECT {self._epoch_ns('start_ns')} >= :begin_ns FROM ({tasks}) LIMIT 1",
+                                self.params).fetchone()
+        return row is not None and not row[0]
 
     @staticmethod
     def _eligible(where: str) -> str:
