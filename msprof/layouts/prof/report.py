@@ -305,7 +305,7 @@ class ProfReport(Report):
             kinds = {"python": ROUND3, "sqlite": SQLITE_ROUND3, "int": INT}
             columns += [Column(name, kinds[printed], sql=expr, null_when="total_cycles IS NULL")
                         for name, printed, expr in metrics.column_sql("aicore2")]
-        # (when the first task was seen, all were: no row pays for the test)
+        # (when the first task started at or after the beginning, every task was seen: no row pays for the test)
         unseen = functools.partial(self._unseen, where, args, span) if self._unseen_tasks else lambda: iter(())
         tables = [Table("op_summary", "op_summary", columns, source=source, where=self._included(where),
                         running=_Wait(previous, unseen), ties=ge_order if ties else None)]
@@ -326,7 +326,7 @@ class ProfReport(Report):
         tasks = self._tasks(("seq", "start_syscnt", "op_id", "ge", "task_type", "start_ns", "end_ns"), False,
                             f"{span} AND t.start_syscnt < :pre AND (t.start_syscnt > :after OR"
                             " (t.start_syscnt = :after AND t.seq > :after_seq))")
-        seen = self._seen(self._epoch_ns("start_ns"), self._epoch_ns("(start_ns + (end_ns - start_ns))"))
+        seen = self._seen_of_ns()
         sql = (f"SELECT start_syscnt, seq, start_ns, end_ns - start_ns FROM ({tasks})"
                f" WHERE {self._eligible(where)} AND NOT {seen} LIMIT {UNSEEN_PAGE}")
         while True:
@@ -345,9 +345,8 @@ class ProfReport(Report):
         before = self._tasks(("seq", "start_syscnt", "op_id", "ge", "task_type", "start_ns", "end_ns")
                              + _GeOrder.inputs,
                              False, "AND t.start_syscnt < :lo", "DESC")
-        seen = self._seen(self._epoch_ns("start_ns"), self._epoch_ns("(start_ns + (end_ns - start_ns))"))
-        if self.conn.execute(f"SELECT 1 FROM ({before}) WHERE {self._eligible(where)} AND {seen} LIMIT 1",
-                             args).fetchone() is None:
+        kept = f"SELECT 1 FROM ({before}) WHERE {self._eligible(where)} AND {self._seen_of_ns()} LIMIT 1"
+        if self._unseen_tasks and self.conn.execute(kept, args).fetchone() is None:
             return None
         group: Dict[int, tuple] = {}
         moment = None
@@ -400,6 +399,10 @@ class ProfReport(Report):
         microsecond the collection began is kept, as is one ending then; in integer ns since the epoch that
         is a comparison with the beginning rounded up to a ns (``begin_ns``)."""
         return f"({start} >= :begin_ns OR {stop} >= :begin_ns)"
+
+    def _seen_of_ns(self) -> str:
+        """``_seen`` over a task query's own start_ns and end_ns (the summaries' source has them as epoch ns)."""
+        return self._seen(self._epoch_ns("start_ns"), self._epoch_ns("(start_ns + (end_ns - start_ns))"))
 
     def _part_bounds(self, k: int, n: int) -> Tuple[int, int]:
         """Start counters splitting the timed tasks into the n ranges of msprof.tables.part_cut: range k."""
