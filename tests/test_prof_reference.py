@@ -107,12 +107,13 @@ SCENARIOS = {
     # op_summary's waits count from the tasks left out (the reference computes them first)
     "late_collection_start": dict(MULTI, platform_version="1", pmu="PipeUtilization", iterations=2,
                                   collection_start_us=28),
-    # ... and began the very µs a task did: its "X.000" start comes after the beginning's "X" for op_summary
-    # and task_time, not for op_statistic
+    # ... and began the very µs a task did (after another had ended): its "X.000" start comes after the
+    # beginning's "X" for op_summary and task_time, not for op_statistic
     "collection_starts_with_a_task": {
         "platform_version": "1", "pmu": "PipeUtilization", "iterations": 2, "collection_start_us": 10,
         "threads": [{"tid": 5, "stream": 3, "start_us": 7.2, "ops": [{"name": "a1", "dur_us": 5},
-                                                                    {"name": "a2", "dur_us": 3}]}]},
+                                                                    {"name": "a2", "dur_us": 3}]},
+                    {"tid": 6, "stream": 5, "start_us": 0, "ops": [{"name": "b0", "dur_us": 2}]}]},
     "chip_v3_arith_dev1": dict(MULTI, platform_version="2", pmu="ArithmeticUtilization", device_id=1,
                                hwts_freq_mhz=100, ai_core_num=4),
     # the shape: chip 3, a static graph, PipeUtilization, every execution with its own duration and
