@@ -33,6 +33,8 @@ from typing import Dict, List, Optional, Tuple
 from msprof.decode.api_event import LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME
 from msprof.decode.base import Rows
 
+# the Model ID of a launch no model-level call encloses (the reference's: 0xFFFFFFFF)
+UNKNOWN_MODEL = 4294967295
 # node_basic_info task type (GE)
 GE_TASK_TYPES: Dict[int, str] = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE", 3: "WRITE_BACK", 4: "MIX_AIC",
                                  5: "MIX_AIV", 6: "FFTS_PLUS", 7: "DSA_SQE", 8: "DVPP", 9: "HCCL", 10: "FUSION",

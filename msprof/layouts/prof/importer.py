@@ -24,8 +24,7 @@ from msprof.decode.hwts import HwtsDecoder
 from msprof.decode.pmu import ASCEND, PmuDecoder
 from msprof.decode.slices import group_files
 from msprof.decode.stars import StarsDecoder
-from msprof.layouts.prof.associate import LAUNCH_COLUMNS, OP_COLUMNS, Associator, NodeContents
-from msprof.layouts.prof.report import UNKNOWN_MODEL
+from msprof.layouts.prof.associate import LAUNCH_COLUMNS, OP_COLUMNS, UNKNOWN_MODEL, Associator, NodeContents
 from msprof.layouts.prof.schema import DEVICE, HOST, HOST_LATE_INDEXES, TASK_COLUMNS
 from msprof.metrics import event_ids
 from msprof.outputs import temporary

@@ -19,12 +19,12 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from msprof import store
 from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
 from msprof.layouts.base import Iteration, Report, Selection
+from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.schema import HOST
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, py_round_sql
 from msprof.tables import (EPOCH_US, INT, NA, NUMBER, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, Source, Table, Ties,
                            part_cut)
 
-UNKNOWN_MODEL = 4294967295
 # From this driver version on, the reference keys host and device tasks by batch id too ("all data export"),
 # except on these chips (its ChipManager's blacklist)
 ALL_EXPORT_DRIVER = 0x072211

@@ -17,7 +17,8 @@ from typing import Dict, Iterator, List
 
 from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
 from msprof.layouts.base import Selection
-from msprof.layouts.prof.report import HWTS_TASK_TYPES, UNKNOWN_MODEL
+from msprof.layouts.prof.associate import UNKNOWN_MODEL
+from msprof.layouts.prof.report import HWTS_TASK_TYPES
 from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number, jstr,
                           other_data, sorted_query)
 
