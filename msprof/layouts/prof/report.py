@@ -714,7 +714,7 @@ class _Wait(Running):
         out = []
         for start, duration in batch:
             while self.pending is not None and self.pending[0] < start:
-                if self.previous is not None or self.first is not None:
+                if self.previous is not None:         # (the first row the table keeps waits 0)
                     self.previous = self.pending
                 self.pending = next(self.rows, None)
             if self.previous is None:
