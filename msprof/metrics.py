@@ -145,10 +145,16 @@ _FORMULAS = {
 #   memory_bound  ratio column args[0] / max(ratio columns args[1:]), from their rounded values
 #   cube_usage    100 · cycles·1000 / (f · C · duration ns); 0 when ratio column args[0] is 0
 #   fops          Σ ratio·cycles·weight over args ((event, weight) pairs)
+#   bandwidth     GB/s of one event (args: event, bytes per count): count·bytes / (cycles/f Hz) / 2^33;
+#                 the raw counter when the task has no cycles, 0 without a frequency
+#   event_count   a counter of a set whose columns are counts (L2Cache), printed as the other floats
 #   counter       a counter as it is (event sets msprof has no formulas for)
 # How each is printed is its column kind's (msprof.tables): the reference rounds memory_bound,
 # cube_utilization and aicore_time with Python's round() (ROUND3), every other float with SQLite's
 # round(x, 3) (SQLITE_ROUND3); cycles and counters are integers.
+# Which columns a set has, and in which order, is what the reference prints for it on chips v2/v3: its metric
+# list, less the pairs it drops when both are present (aic_utils: l2_read/l2_write_bw from Memory,
+# ub_read/ub_write_bw_mte from MemoryUB), so some recorded events have no column.
 PIPE_UTILIZATION = [
     ("aicore_time(us)", "aicore_time", ()),
     ("total_cycles", "cycles", ()),
@@ -187,9 +193,42 @@ VECTOR_WEIGHTS = {
 }
 DEFAULT_VECTOR_WEIGHTS = ((0x4B, 64.0), (0x4C, 128.0), (0x4D, 64.0), (0x4E, 16.0), (0x4F, 16.0))
 
+def _bandwidths(*columns) -> list:
+    return [("aicore_time(us)", "aicore_time", ()), ("total_cycles", "cycles", ())] + [
+        (f"{name}(GB/s)", "bandwidth", (event, per_count)) for name, event, per_count in columns]
+
+
+# bytes per count of each bandwidth event (the reference's pipe size × scalar)
+MEMORY = _bandwidths(("ub_read_bw", 0x15, 1024.0), ("ub_write_bw", 0x16, 1024.0),
+                     ("l1_read_bw", 0x31, 4096.0), ("l1_write_bw", 0x32, 2048.0),
+                     ("main_mem_read_bw", 0x12, 64.0), ("main_mem_write_bw", 0x13, 64.0))
+MEMORY_L0 = _bandwidths(("l0a_read_bw", 0x1B, 4096.0), ("l0a_write_bw", 0x1C, 4096.0),
+                        ("l0b_read_bw", 0x21, 2048.0), ("l0b_write_bw", 0x22, 2048.0),
+                        ("l0c_read_bw", 0x27, 2048.0), ("l0c_write_bw", 0x29, 2048.0),
+                        ("l0c_read_bw_cube", 0x28, 2048.0), ("l0c_write_bw_cube", 0x2A, 2048.0))
+MEMORY_UB = _bandwidths(("ub_read_bw_vector", 0x43, 256.0), ("ub_write_bw_vector", 0x44, 256.0),
+                        ("ub_read_bw_scalar", 0x37, 128.0), ("ub_write_bw_scalar", 0x38, 128.0))
+RESOURCE_CONFLICT_RATIO = [
+    ("aicore_time(us)", "aicore_time", ()),
+    ("total_cycles", "cycles", ()),
+    ("vec_bankgroup_cflt_ratio", "ratio", (0x64,)),
+    ("vec_bank_cflt_ratio", "ratio", (0x65,)),
+    ("vec_resc_cflt_ratio", "ratio", (0x66,)),
+]
+L2_CACHE = [("aicore_time(us)", "aicore_time", ()), ("total_cycles", "cycles", ())] + [
+    (name, "event_count", (event,)) for name, event in (
+        ("write_cache_hit", 0x500), ("write_cache_miss_allocate", 0x502), ("r0_read_cache_hit", 0x504),
+        ("r0_read_cache_miss_allocate", 0x506), ("r1_read_cache_hit", 0x508),
+        ("r1_read_cache_miss_allocate", 0x50A))]
+
 ASCEND_METRIC_SETS = {
     "PipeUtilization": lambda platform: PIPE_UTILIZATION,
     "ArithmeticUtilization": lambda platform: _arithmetic(VECTOR_WEIGHTS.get(platform, DEFAULT_VECTOR_WEIGHTS)),
+    "Memory": lambda platform: MEMORY,
+    "MemoryL0": lambda platform: MEMORY_L0,
+    "MemoryUB": lambda platform: MEMORY_UB,
+    "ResourceConflictRatio": lambda platform: RESOURCE_CONFLICT_RATIO,
+    "L2Cache": lambda platform: L2_CACHE,
 }
 # the kinds printed as Python rounds (ROUND3); integers: INT; every other: SQLITE_ROUND3
 PYTHON_ROUNDED = ("aicore_time", "memory_bound", "cube_usage")
@@ -204,18 +243,16 @@ class AscendMetrics:
     ``columns`` over that. NULL (N/A) for a task without a PMU record.
 
     A known set is used only when every event it needs was recorded; otherwise the columns are aicore_time,
-    total_cycles and the raw counters named by event id."""
+    total_cycles and the raw counters named by event id (where the reference prints no PMU column)."""
 
     def __init__(self, metric_set: str, slot_events: List[int], platform_version: str):
         self.slot_of = {e: i for i, e in enumerate(slot_events)}
         make = ASCEND_METRIC_SETS.get(metric_set)
         columns = make(platform_version) if make else []
-        needed = set()
-        for _name, kind, args in columns:
-            if kind in ("ratio", "pipe_time", "miss_rate"):
-                needed.update(args)
-            elif kind == "fops":
-                needed.update(e for e, _w in args)
+        if metric_set.startswith("Custom"):    # the user's own events ("Custom:0x8,…"): counts named r<id>
+            columns = [("aicore_time(us)", "aicore_time", ()), ("total_cycles", "cycles", ())] + [
+                (f"r{e:x}", "event_count", (e,)) for e in dict.fromkeys(slot_events)]
+        needed = {event for _name, kind, args in columns for event in _events(kind, args)}
         if columns and needed <= set(self.slot_of):
             self.columns = columns
         else:
@@ -233,7 +270,7 @@ class AscendMetrics:
         """The slots whose raw counter a column reads (c<slot>: miss_rate's test, counter columns)."""
         slots = []
         for _name, kind, args in self.columns:
-            if kind in ("miss_rate", "counter"):
+            if kind in ("miss_rate", "counter", "bandwidth", "event_count"):
                 slots.append(self.slot_of[args[0]])
         return sorted(set(slots))
 
@@ -260,9 +297,10 @@ class AscendMetrics:
                                f" ({float(aic_mhz)!r} * {int(core_num)} * {dur_ns}) * 1000 * 100 ELSE 0 END AS x{k}")
         return out
 
-    def column_sql(self, aicore_time: str) -> List[Tuple[str, str, str]]:
+    def column_sql(self, aicore_time: str, aic_mhz: Optional[float] = None) -> List[Tuple[str, str, str]]:
         """(name, how it is printed: "python"/"sqlite"/"int", SQL) per column, over a row holding the inner
-        and outer columns; ``aicore_time``: the column of the task's aicore time (rounded to 2 decimals)."""
+        and outer columns; ``aicore_time``: the column of the task's aicore time (rounded to 2 decimals);
+        ``aic_mhz``: the AI Core frequency (bandwidths)."""
         out = []
         for k, (name, kind, args) in enumerate(self.columns):
             if kind == "aicore_time":
@@ -282,11 +320,30 @@ class AscendMetrics:
                 expr = f"x{k}"
             elif kind == "fops":
                 expr = " + ".join(["0.0"] + [f"{self.ratio(e)} * total_cycles * {w!r}" for e, w in args])
+            elif kind == "bandwidth":
+                # (bytes per count are powers of two: the product is exact in any order, as is / 2^33)
+                c = f"c{self.slot_of[args[0]]}"
+                per_second = (f"CAST({c} AS REAL) * {args[1]!r} / (total_cycles / {float(aic_mhz) * 1e6!r})"
+                              f" / 8589934592.0" if aic_mhz else "0")
+                expr = f"CASE WHEN total_cycles THEN {per_second} ELSE {c} END"
+            elif kind == "event_count":
+                expr = f"c{self.slot_of[args[0]]}"
             else:  # pragma: no cover - a table error
                 raise ValueError(kind)
             printed = "python" if kind in PYTHON_ROUNDED else "int" if kind in INTEGERS else "sqlite"
             out.append((name, printed, expr))
         return out
+
+
+def _events(kind: str, args: tuple) -> tuple:
+    """The events a column of ``kind`` reads (the others' args name columns or are empty)."""
+    if kind in ("ratio", "pipe_time", "miss_rate"):
+        return args
+    if kind == "fops":
+        return tuple(e for e, _w in args)
+    if kind in ("bandwidth", "event_count"):
+        return args[:1]
+    return ()
 
 
 def counter_ratios(pmu: str = "") -> List[str]:

@@ -84,7 +84,7 @@ def metric_values(metrics, cycles, counters, aic_mhz, block_num, core_num, dur_n
     conn.execute("INSERT INTO p VALUES (1, ?, %s)" % ", ".join("?" * 8), [cycles] + list(counters))
     aicore = "py_round(%s, 2)" % aicore_time_sql("total_cycles", str(block_num), aic_mhz, core_num)
     outer = metrics.outer(repr(float(dur_ns)), aic_mhz, core_num) + [f"{aicore} AS a2"]
-    columns = metrics.column_sql("a2")       # SQLite-rounded columns rounded by SQLite, as the kind says
+    columns = metrics.column_sql("a2", aic_mhz)       # SQLite-rounded columns rounded by SQLite, as the kind says
     exprs = [f"round({expr}, 3)" if printed == "sqlite" else expr for _name, printed, expr in columns]
     row = conn.execute("SELECT %s FROM (SELECT *, %s FROM (SELECT *, %s FROM p))" % (
         ", ".join(exprs), ", ".join(outer), ", ".join(counter_ratios() + metrics.inner()))).fetchone()
@@ -106,8 +106,27 @@ def test_metric_tables_hand_computed():
     assert v["cube_fops"] == 10 * 8192 + 20 * 16384
     assert v["vector_fops"] == 30 * 64 + 40 * 128 + 50 * 64 + 60 * 16 + 70 * 16   # chip v3 weights
     assert v["vec_fp16_ratio"] == 0.09
-    unknown = AscendMetrics("Custom", [0x123], "1")
+    unknown = AscendMetrics("Foo", [0x123], "1")
     assert unknown.names == ["aicore_time(us)", "total_cycles", "0x123"]
+    custom = AscendMetrics("Custom:0x123,0x8", [0x123, 0x8], "1")      # the reference's names: r<id>
+    assert custom.names == ["aicore_time(us)", "total_cycles", "r123", "r8"]
+    assert metric_values(custom, 0, [7, 9, 0, 0, 0, 0, 0, 0], 1000.0, 1, 8, 1000.0)[2:] == [7.0, 9.0]
+
+
+def test_bandwidth_hand_computed():
+    events = [0x15, 0x16, 0x31, 0x32, 0xF, 0x10, 0x12, 0x13]
+    memory = AscendMetrics("Memory", events, "1")
+    # 1000 cycles at 1000 MHz = 1 µs; ub_read: 8 counts of 256 B × 4 = 8192 B in 1 µs = 8192e6 B/s, in GiB/s
+    # (2^30 B) 7.62939…, and the reference's GB/s divides by 2^33 (bits): 0.953674…
+    v = dict(zip(memory.names, metric_values(memory, 1000, [8, 0, 0, 0, 5, 5, 1, 0], 1000.0, 1, 8, 1000.0)))
+    assert v["ub_read_bw(GB/s)"] == 0.954 and v["ub_write_bw(GB/s)"] == 0.0
+    assert v["main_mem_read_bw(GB/s)"] == round3(64 * 1e6 / 2 ** 33) == 0.007      # 8 B × 8 per count, in 1 µs
+    assert "l2_read_bw(GB/s)" not in v and "l2_write_bw(GB/s)" not in v             # the reference drops them
+    # without cycles: each raw counter; without a frequency: 0
+    assert metric_values(memory, 0, [8, 3, 0, 0, 0, 0, 1, 0], 1000.0, 1, 8, 1000.0)[2:4] == [8.0, 3.0]
+    assert metric_values(memory, 1000, [8, 3, 0, 0, 0, 0, 1, 0], None, 1, 8, 1000.0)[2:4] == [0.0, 0.0]
+    # a set missing one of its events: raw counters, as for an unknown set
+    assert AscendMetrics("Memory", events[:7], "1").names[2:] == [f"0x{e:x}" for e in events[:7]]
 
 
 # ---------------------------------------------------------------------------------------------- import

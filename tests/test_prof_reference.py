@@ -30,6 +30,11 @@ from test_profgen import (MULTI, assert_rows_equal, expected_api_statistic, expe
 from fixtures import make_demo  # noqa: E402
 from msprof import api  # noqa: E402
 
+METRIC_SET_OPS = dict(MULTI, iterations=3, threads=MULTI["threads"] + [
+    {"tid": 3003, "stream": 11, "start_us": 5, "ops": [
+        {"name": "nocyc", "type": "Mul", "total_cycles": 0, "pmu": [1, 2, 3, 4, 5, 6, 7, 8]},
+        {"name": "nodim", "type": "MatMul", "block_dim": 0, "dur_us": 4}]}])
+
 SCENARIOS = {
     **SMOKE_SCENARIOS,  # the four the reference smoke tests in test_profgen run
     "hwts_pipe_3threads_extra": {   # (every launch's host calls with their own durations: host_jitter)
@@ -114,6 +119,15 @@ SCENARIOS = {
         "threads": [{"tid": 5, "stream": 3, "start_us": 7.2, "ops": [{"name": "a1", "dur_us": 5},
                                                                     {"name": "a2", "dur_us": 3}]},
                     {"tid": 6, "stream": 5, "start_us": 0, "ops": [{"name": "b0", "dur_us": 2}]}]},
+    # the other metric sets, each on its own chip: bandwidths in GB/s from the cycles and the AI Core frequency,
+    # conflict ratios, L2 cache counts; counters drawn at random (jitter), an op without cycles (each column its
+    # raw counter) and one of block dim 0
+    **{f"metric_set_{name}": dict(METRIC_SET_OPS, platform_version=platform, pmu=name, jitter=seed)
+       for name, platform, seed in (("Memory", "1", 3), ("MemoryL0", "2", 5), ("MemoryUB", "3", 7),
+                                    ("ResourceConflictRatio", "4", 9), ("L2Cache", "1", 13),
+                                    ("Custom:0x8,0xa,0x15,0x500,0x54", "2", 17))},
+    "metric_set_Memory_reserved_zero": dict(METRIC_SET_OPS, platform_version="2", pmu="Memory",
+                                            pmu_reserved="zero", aic_freq_mhz=1850),
     "chip_v3_arith_dev1": dict(MULTI, platform_version="2", pmu="ArithmeticUtilization", device_id=1,
                                hwts_freq_mhz=100, ai_core_num=4),
     # the shape: chip 3, a static graph, PipeUtilization, every execution with its own duration and

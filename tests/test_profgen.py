@@ -301,6 +301,19 @@ def pmu_columns(prof, x):
         out["memory_bound"] = round(mte2 / max(vec, mac), 3) if max(vec, mac) else 0
         out["cube_utilization(%)"] = round(cyc / (d["aic_freq_mhz"] * cores * x.dur_ns) * 1000 * 100, 3) \
             if min(mac, cyc, x.dur_ns) else 0
+    elif d["pmu"] in BANDWIDTHS:
+        slot = {int(e, 16): k for k, e in enumerate(prof.pmu_events)}
+        freq_hz = d["aic_freq_mhz"] * 1000000.0
+        for name, event, pipe, scalar in BANDWIDTHS[d["pmu"]]:
+            count = c[slot[event]]
+            out[name] = r3_half_up(1.0 * count * pipe * scalar / (cyc / freq_hz) / 8589934592.0 if cyc
+                                   else float(count))
+    elif d["pmu"] == "ResourceConflictRatio":
+        for name, k in (("vec_bankgroup_cflt_ratio", 0), ("vec_bank_cflt_ratio", 1), ("vec_resc_cflt_ratio", 2)):
+            out[name] = r3_half_up(r[k])
+    elif d["pmu"] == "L2Cache" or d["pmu"].startswith("Custom"):     # counts, rounded as floats all the same
+        for k, name in enumerate(PMU_HEADERS[d["pmu"]][2:]):
+            out[name] = float(c[k])
     else:
         out["mac_fp16_ratio"] = r3_half_up(r[0])
         out["mac_int8_ratio"] = r3_half_up(r[1])
@@ -318,6 +331,20 @@ def pmu_columns(prof, x):
     return out
 
 
+# (column, event, pipe size, scalar) of the bandwidth sets, in the reference's column order; its Memory drops
+# l2_read/l2_write_bw and its MemoryUB ub_read/ub_write_bw_mte, though their events are recorded
+BANDWIDTHS = {
+    "Memory": [("ub_read_bw(GB/s)", 0x15, 256.0, 4.0), ("ub_write_bw(GB/s)", 0x16, 256.0, 4.0),
+               ("l1_read_bw(GB/s)", 0x31, 256.0, 16.0), ("l1_write_bw(GB/s)", 0x32, 256.0, 8.0),
+               ("main_mem_read_bw(GB/s)", 0x12, 8.0, 8.0), ("main_mem_write_bw(GB/s)", 0x13, 8.0, 8.0)],
+    "MemoryL0": [("l0a_read_bw(GB/s)", 0x1B, 256.0, 16.0), ("l0a_write_bw(GB/s)", 0x1C, 256.0, 16.0),
+                 ("l0b_read_bw(GB/s)", 0x21, 256.0, 8.0), ("l0b_write_bw(GB/s)", 0x22, 256.0, 8.0),
+                 ("l0c_read_bw(GB/s)", 0x27, 256.0, 8.0), ("l0c_write_bw(GB/s)", 0x29, 256.0, 8.0),
+                 ("l0c_read_bw_cube(GB/s)", 0x28, 256.0, 8.0), ("l0c_write_bw_cube(GB/s)", 0x2A, 256.0, 8.0)],
+    "MemoryUB": [("ub_read_bw_vector(GB/s)", 0x43, 128.0, 2.0), ("ub_write_bw_vector(GB/s)", 0x44, 128.0, 2.0),
+                 ("ub_read_bw_scalar(GB/s)", 0x37, 128.0, 1.0), ("ub_write_bw_scalar(GB/s)", 0x38, 128.0, 1.0)],
+}
+
 PMU_HEADERS = {
     None: [],
     "PipeUtilization": ["aicore_time(us)", "total_cycles", "vec_time(us)", "vec_ratio", "mac_time(us)", "mac_ratio",
@@ -326,6 +353,13 @@ PMU_HEADERS = {
                         "cube_utilization(%)"],
     "ArithmeticUtilization": ["aicore_time(us)", "total_cycles", "mac_fp16_ratio", "mac_int8_ratio", "vec_fp32_ratio",
                               "vec_fp16_ratio", "vec_int32_ratio", "vec_misc_ratio", "cube_fops", "vector_fops"],
+    **{name: ["aicore_time(us)", "total_cycles"] + [b[0] for b in columns] for name, columns in BANDWIDTHS.items()},
+    "ResourceConflictRatio": ["aicore_time(us)", "total_cycles", "vec_bankgroup_cflt_ratio", "vec_bank_cflt_ratio",
+                              "vec_resc_cflt_ratio"],
+    "L2Cache": ["aicore_time(us)", "total_cycles", "write_cache_hit", "write_cache_miss_allocate",
+                "r0_read_cache_hit", "r0_read_cache_miss_allocate", "r1_read_cache_hit",
+                "r1_read_cache_miss_allocate"],
+    "Custom:0x8,0xa,0x15,0x500,0x54": ["aicore_time(us)", "total_cycles", "r8", "ra", "r15", "r500", "r54"],
 }
 OP_SUMMARY_BASE = ["Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
                    "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)", "Block Num"]

@@ -304,7 +304,7 @@ class ProfReport(Report):
         if metrics:
             kinds = {"python": ROUND3, "sqlite": SQLITE_ROUND3, "int": INT}
             columns += [Column(name, kinds[printed], sql=expr, null_when="total_cycles IS NULL")
-                        for name, printed, expr in metrics.column_sql("aicore2")]
+                        for name, printed, expr in metrics.column_sql("aicore2", self.aic_mhz)]
         # (when the first task started at or after the beginning, every task was seen: no row pays for the test)
         unseen = functools.partial(self._unseen, where, args, span) if self._unseen_tasks else lambda: iter(())
         tables = [Table("op_summary", "op_summary", columns, source=source, where=self._included(where),
