@@ -193,6 +193,7 @@ VECTOR_WEIGHTS = {
 }
 DEFAULT_VECTOR_WEIGHTS = ((0x4B, 64.0), (0x4C, 128.0), (0x4D, 64.0), (0x4E, 16.0), (0x4F, 16.0))
 
+
 def _bandwidths(*columns) -> list:
     return [("aicore_time(us)", "aicore_time", ()), ("total_cycles", "cycles", ())] + [
         (f"{name}(GB/s)", "bandwidth", (event, per_count)) for name, event, per_count in columns]
