@@ -1,6 +1,7 @@
 """PROF layout: decoders, import bookkeeping, bad data, selection, query, timeline and CLI exit codes."""
 from __future__ import annotations
 
+import copy
 import json
 import sqlite3
 import struct
@@ -354,6 +355,15 @@ def test_cli_exit_codes(tmp_path, msprof_cli):
     assert res.returncode == 8 and "data" in res.stderr and "Traceback" not in res.stderr
 
 
+def with_tensors(desc: dict) -> dict:
+    """``desc`` with tensor_info for every op, each op its own (the k-th op's input k×8, its output k)."""
+    desc = copy.deepcopy(desc)
+    ops = [op for thread in desc["threads"] for op in thread["ops"]]
+    for k, op in enumerate(ops, 1):
+        op["tensors"] = [[0, 2, 1, [k, 8]], [1, 2, 1, [k]]]
+    return desc
+
+
 def test_two_processes_resolve_the_task_track_records_as_one_does(tmp_path, monkeypatch):
     """From SPLIT_TRACK_BYTES a worker resolves the later half of the task_track records into a part database
     that is merged in: the host database holds what one process makes of them — launches in record order, ops
@@ -362,7 +372,7 @@ def test_two_processes_resolve_the_task_track_records_as_one_does(tmp_path, monk
     from msprof.decode import slices
     from msprof.layouts.prof import importer
 
-    desc = dict(MULTI, iterations=30, task_id_wrap=5)
+    desc = with_tensors(dict(MULTI, iterations=30, task_id_wrap=5))    # (ops carry their tensors' id too)
     prof_dir = pg.write_prof(tmp_path, desc)
     data = prof_dir / "host" / "data"
     (track,) = data.glob("*task_track*")
@@ -402,6 +412,8 @@ def test_two_processes_resolve_the_task_track_records_as_one_does(tmp_path, monk
     # the other run's two kernels (unnamed here: their hashes are not in this host's hash_dic) are ops 7 and 8,
     # launched only in its records (ten, one of them bad), at the end
     assert len(made["two"]["op"]) == 8
+    tensor_ids = [row[-1] for row in made["two"]["op"]]            # each op its tensors; the kernels none
+    assert sorted(tensor_ids[:6]) == [1, 2, 3, 4, 5, 6] and tensor_ids[6:] == [None, None]
     assert {row[8] for row in launches[-9:]} == {7, 8} and {row[8] for row in launches[:-9]} == set(range(1, 7))
     (warning,) = [m for _seq, _level, m in made["two"]["notice"] if "skipped" in m]
     assert warning == ("unaging.compact.task_track.slice_0 offset 192: 2 task_track record(s) skipped (bad magic or"
@@ -500,6 +512,7 @@ TIED = {"iterations": 7, "pmu": "PipeUtilization", "static_graph": True,
 @pytest.mark.parametrize("fmt,desc", [("csv", dict(MULTI, iterations=7, pmu="PipeUtilization")),
                                       ("json", dict(MULTI, iterations=7, pmu="PipeUtilization")),
                                       ("csv", TIED), ("json", TIED),
+                                      ("csv", with_tensors(TIED)), ("json", with_tensors(TIED)),
                                       # parts that begin among tasks the collection did not see
                                       ("csv", dict(MULTI, iterations=7, pmu="PipeUtilization",
                                                    collection_start_us=28))])

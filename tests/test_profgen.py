@@ -373,9 +373,33 @@ def expected_op_summary_header(prof):
     return OP_SUMMARY_BASE + OP_SUMMARY_TENSOR + PMU_HEADERS[prof.desc["pmu"]]
 
 
+# GE's names of the formats and data types the scenarios use; a format's bits 8-23 are a sub-format
+TRUTH_FORMATS = {0: "NCHW", 2: "ND", 3: "NC1HWC0", 4: "FRACTAL_Z", 29: "FRACTAL_NZ"}
+TRUTH_DATA_TYPES = {0: "FLOAT", 1: "FLOAT16", 3: "INT32", 9: "INT64", 27: "DT_BF16"}
+
+
+def tensor_texts(tensors):
+    """Input Shapes, Input Data Types, Input Formats, Output Shapes, Output Data Types, Output Formats of an op's
+    tensors ([kind, format, data type, dims]): each side's tensors joined by ";" (shapes in quotes, their
+    non-zero dims joined by ","), N/A for a side without tensors; a format GE does not name is its number, a
+    data type it does not name UNDEFINED."""
+    out = []
+    for kind in (0, 1):
+        side = [t for t in tensors or [] if t[0] == kind]
+        if not side:
+            out += ["N/A"] * 3
+            continue
+        formats = [TRUTH_FORMATS[f & 0xFF] + (":%d" % (f >> 8) if f >> 8 else "") if f & 0xFF in TRUTH_FORMATS
+                   else str(f) for _k, f, _t, _d in side]
+        out += ['"%s"' % ";".join(",".join(str(d) for d in dims if d) for _k, _f, _t, dims in side),
+                ";".join(TRUTH_DATA_TYPES.get(t, "UNDEFINED") for _k, _f, t, _d in side), ";".join(formats)]
+    return out
+
+
 def expected_op_summary(prof):
     rows = []
     prev = None
+    tensors = {n.op_name: n.tensors for n in prof.nodes}
     for x in op_summary_order(prof):
         wait = 0 if prev is None else round(max(x.start_ns - prev.start_ns - prev.dur_ns, 0) / 1000, 3)
         prev = x
@@ -388,8 +412,8 @@ def expected_op_summary(prof):
                            ("Block Num", str(x.block_dim))])
         if prof.is_stars:
             row["Mix Block Num"] = "0"
-        for h in OP_SUMMARY_TENSOR:
-            row[h] = "NO" if h == "HF32 Eligible" else "N/A"
+        row["HF32 Eligible"] = "NO"
+        row.update(zip(OP_SUMMARY_TENSOR[1:], tensor_texts(tensors.get(x.op_name))))
         if prof.is_stars:
             row["Context ID"] = "N/A"
         pmu = pmu_columns(prof, x)

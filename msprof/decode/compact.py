@@ -1,5 +1,6 @@
 """Host records of fixed size with a magic and one level (raw-format.md §6): ``*.compact.node_basic_info.*``
-(64 B), ``*.compact.task_track.*`` (64 B) and ``*.additional.graph_id_map.*`` (256 B).
+(64 B), ``*.compact.task_track.*`` (64 B), ``*.additional.graph_id_map.*`` (256 B) and
+``*.additional.tensor_info.*`` (256 B).
 
 Each starts with magic 0x5A5A and its level; a record with another magic or level is skipped and counted,
 everything else is taken as it is. Whole chunks are unpacked at once (``msprof.decode.blocks``); ``aging``
@@ -33,7 +34,12 @@ TASK_TRACK = CompactFamily("task_track", LEVEL_RUNTIME, Layout(
 GRAPH_ID_MAP = CompactFamily("graph_id_map", LEVEL_MODEL, Layout(
     "graph_map", "8xI4xqqI220x", ["thread", "ts", "model_name_hash", "graph_id"]), False)
 
-assert (NODE_BASIC_INFO.layout.size, TASK_TRACK.layout.size, GRAPH_ID_MAP.layout.size) == (64, 64, 256)
+# thread, timestamp, node (op name) hash, tensor count, 5 tensors of 11 words (msprof.layouts.prof.tensors)
+TENSOR_INFO = CompactFamily("tensor_info", LEVEL_NODE, Layout(
+    "tensor_info", "8xI4xqqI55I", ["thread", "ts", "node_hash", "tensor_num"] + [None] * 55), False)
+
+assert (NODE_BASIC_INFO.layout.size, TASK_TRACK.layout.size, GRAPH_ID_MAP.layout.size,
+        TENSOR_INFO.layout.size) == (64, 64, 256, 256)
 
 
 class CompactDecoder(Decoder):

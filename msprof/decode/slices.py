@@ -35,6 +35,7 @@ KINDS: List[Tuple[re.Pattern, str]] = [
     (re.compile(r"^(un)?aging\.compact\.node_basic_info$"), "node_basic_info"),
     (re.compile(r"^(un)?aging\.compact\.task_track$"), "task_track"),
     (re.compile(r"^(un)?aging\.additional\.graph_id_map$"), "graph_id_map"),
+    (re.compile(r"^(un)?aging\.additional\.tensor_info$"), "tensor_info"),
 ]
 
 

@@ -7,7 +7,8 @@ For a task_track record at time ts on a thread:
   ended before it, the latest begun (the innermost of nested calls); op name = the call's item id through
   hash_dic;
 * its **node info** is the first node_basic_info of that thread inside the node's [begin, end]: op type,
-  GE task type, block dim, HF32 flag, and OP State (aging → dynamic);
+  GE task type, block dim, HF32 flag, and OP State (aging → dynamic); its **tensors** (shapes, data types,
+  formats) are the first tensor_info the same way;
 * its **model** is the model-level API call (level 15000) enclosing it the same way: model id = its item id;
   the **iteration** is that call's rank among the model's executions (``model_exec``; a ModelLoad is not one);
 * without a node, the kernel name stands in for op name and type, and the GE task type comes from the
@@ -48,7 +49,7 @@ TRACK_FIELDS = ("thread", "ts", "device_id", "stream_id", "task_id", "batch_id",
 # a launch keeps its own fields; its runtime type, kernel name and aging are its op's
 LAUNCH_COLUMNS = TRACK_FIELDS[:6] + ("occ", "op_id", "model_id", "iteration", "call_begin")
 OP_COLUMNS = ("op_id", "op_name", "op_type", "task_type", "block_dim", "op_flag", "op_state", "kernel_name",
-              "rts_type", "kernel", "ge")
+              "rts_type", "kernel", "ge", "tensor_id")
 # a node call's node info: the content id of the first node_basic_info of its thread inside its time span
 NODE_INFO_OF_CALL = ("(SELECT n.info_id FROM node_info n WHERE n.thread = a.thread AND n.ts BETWEEN a.begin AND a.[end]"
                      " ORDER BY n.ts, n.seq LIMIT 1)")
@@ -125,7 +126,8 @@ class _Calls:
 
 
 class _Ops(dict):
-    """(node item, node info, kernel hash, runtime type) → op id; a new combination becomes an ``op`` row."""
+    """((node item, node info, tensors), kernel hash, runtime type) → op id; a new combination becomes an ``op``
+    row."""
 
     def __init__(self, names: Dict[int, str], rts_names: Dict[int, str]):
         super().__init__()
@@ -137,13 +139,13 @@ class _Ops(dict):
         names = self.names
         rts_name = self.rts_names.get(rts_type)
         kernel_name = names.get(kernel_hash)
-        block_dim = op_flag = op_state = None
+        block_dim = op_flag = op_state = tensor_id = None
         ge = 1
         if node is None:
             op_name, op_type = kernel_name, kernel_name
             task_type = RTS_TASK_TYPES.get(rts_name, rts_name)
         else:
-            item, info = node
+            item, info, tensor_id = node
             op_name = names.get(item, str(item))
             if info is None:         # no GE task (the reference finds no node desc): its runtime type names it
                 op_type, task_type, ge = None, rts_name, 0
@@ -157,7 +159,7 @@ class _Ops(dict):
             task_type, ge = rts_name, 0
         op_id = self[key] = len(self) + 1
         self.new.append((op_id, op_name, op_type, task_type, block_dim, op_flag, op_state, kernel_name, rts_name,
-                         kernel, ge))
+                         kernel, ge, tensor_id))
         return op_id
 
     def take_new(self) -> Rows:
@@ -185,6 +187,7 @@ class Associator:
         self.contents = contents.by_id()
         self.ops = _Ops(names, {t: n for (level, t), n in type_names.items() if level == LEVEL_RUNTIME})
         self.occ = defaultdict(itertools.count)      # (device, stream, task) → its next launch rank
+        self.has_tensors = conn.execute("SELECT 1 FROM tensor_info LIMIT 1").fetchone() is not None
 
     def rows(self, blocks) -> List[Rows]:
         """``launch`` rows of one chunk's task_track blocks (the record fields, then the aging values)."""
@@ -255,6 +258,20 @@ class Associator:
             owners = nodes.enclosing([ts for ts, _info in infos], nested=True) if infos else []
             nodes.extras[i] = next((info for (_ts, info), owner in zip(infos, owners) if owner == i), None)
 
+    def _tensors(self, nodes: _Calls, thread: int) -> List[Optional[int]]:
+        """Each node call's tensor description: the first tensor_info of its span that no call nested in it
+        holds (a tensor_info belongs to the innermost call open at its time, as a node_basic_info does)."""
+        tensors: List[Optional[int]] = [None] * len(nodes.begins)
+        if not self.has_tensors or not nodes.begins:
+            return tensors
+        infos = self.conn.execute("SELECT ts, tensor_id FROM tensor_info WHERE thread = ? AND ts BETWEEN ? AND ?"
+                                  " ORDER BY ts, seq", (thread, nodes.begins[0], max(nodes.ends[:-1]))).fetchall()
+        owners = nodes.enclosing([ts for ts, _tensor in infos], nested=True) if infos else []
+        for (_ts, tensor), owner in zip(infos, owners):
+            if owner >= 0 and tensors[owner] is None:
+                tensors[owner] = tensor
+        return tensors
+
     def _resolve(self, thread: int, columns: List[list]) -> List[list]:
         """(op ids, model ids, iterations, begins of the enclosing node calls) of one thread's records."""
         moments = columns[1]
@@ -266,7 +283,8 @@ class Associator:
                         extra="(SELECT iteration FROM model_exec e WHERE e.seq = a.seq)")
         model_at = models.enclosing(moments)
         contents = self.contents
-        node_keys = [(item, contents.get(info)) for item, info in zip(nodes.items[:-1], nodes.extras)] + [None]
+        node_keys = [(item, contents.get(info), tensor) for item, info, tensor in zip(
+            nodes.items[:-1], nodes.extras, self._tensors(nodes, thread))] + [None]
         keys = zip(map(node_keys.__getitem__, node_at), columns[7], columns[6])
         op_ids = list(map(self.ops.__getitem__, keys))
         node_begins = nodes.begins + [None]

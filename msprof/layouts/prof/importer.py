@@ -5,6 +5,7 @@ The host's task_track records are resolved against the node- and model-level cal
 (msprof.layouts.prof.associate); event pairing and STARS pairing are ordered SQL scans. Nothing holds a
 whole file or every task in memory.
 """
+import struct
 import time
 from collections import Counter
 from dataclasses import asdict
@@ -17,8 +18,8 @@ from msprof.collection import ResultDir, data_files, read_result_dir, require_hw
 from msprof.console import log
 from msprof.decode.api_event import API_LAYOUT, LEVEL_MODEL, NAMED_BY_TYPE, ApiEventDecoder
 from msprof.decode.base import Blocks, Decoder, Rows, StreamCount, load_streams
-from msprof.decode.blocks import Layout
-from msprof.decode.compact import GRAPH_ID_MAP, NODE_BASIC_INFO, TASK_TRACK, CompactDecoder, aging_of
+from msprof.decode.blocks import Layout, valid_part
+from msprof.decode.compact import GRAPH_ID_MAP, NODE_BASIC_INFO, TASK_TRACK, TENSOR_INFO, CompactDecoder, aging_of
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder
 from msprof.decode.hwts import HwtsDecoder
 from msprof.decode.pmu import ASCEND, PmuDecoder
@@ -26,6 +27,7 @@ from msprof.decode.slices import group_files
 from msprof.decode.stars import StarsDecoder
 from msprof.layouts.prof.associate import LAUNCH_COLUMNS, OP_COLUMNS, UNKNOWN_MODEL, Associator, NodeContents
 from msprof.layouts.prof.schema import DEVICE, HOST, HOST_LATE_INDEXES, TASK_COLUMNS
+from msprof.layouts.prof.tensors import TensorContents
 from msprof.metrics import event_ids
 from msprof.outputs import temporary
 from msprof.store import Notices
@@ -60,6 +62,8 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
         contents = NodeContents()
         load_streams(conn, grouped.get("node_basic_info", []),
                      lambda item: _NodeInfos(NODE_BASIC_INFO, aging_of(item.stem), contents), notices, counts)
+        tensors = TensorContents()
+        load_streams(conn, grouped.get("tensor_info", []), lambda item: _TensorInfos(tensors), notices, counts)
         _pair_events(conn, notices)
         HOST.create_indexes(db)
         _model_executions(conn)
@@ -138,6 +142,49 @@ class _ApiCalls(ApiEventDecoder):
         rows = [key + (n,) for key, n in self.groups.items()]
         self.groups.clear()
         return Rows("api_duration", ("level", "k", "d", "n"), rows)
+
+
+class _TensorInfos(CompactDecoder):
+    """tensor_info records, those of one node (same thread, time and node: an op of more than five tensors)
+    merged, each node's description as the id of its content (msprof.layouts.prof.tensors)."""
+
+    def __init__(self, contents: TensorContents):
+        super().__init__(TENSOR_INFO)
+        self.contents = contents
+        self.key: Optional[tuple] = None      # the last node's (thread, ts, node hash) and records: the next
+        self.records: List[tuple] = []        # record may continue it, in this chunk or the next
+
+    HEAD = struct.Struct("<8xI4xqq")         # thread, timestamp, node hash
+
+    def decode(self, chunk, tally):
+        chunk, skipped, first = valid_part(chunk, self.record_size, self.family.checks)
+        tally.skip("bad magic or level", skipped, first)
+        # (the tensor words of a record, as bytes, look its description up: ops repeat, and only a new one is
+        # unpacked)
+        sides_of = self.contents.sides_of
+        nodes = []
+        for offset in range(0, len(chunk), self.record_size):
+            key = self.HEAD.unpack_from(chunk, offset)
+            if key != self.key:
+                if self.records:
+                    nodes.append(self._node())
+                self.key = key
+            self.records.append(sides_of(chunk[offset + 32:offset + self.record_size]))
+        return self._rows(nodes)
+
+    def finish(self, tally):
+        return self._rows([self._node()] if self.records else [])
+
+    def _node(self) -> tuple:
+        thread, ts, _node = self.key
+        row = (thread, ts, self.contents[tuple(self.records)])
+        self.records = []
+        return row
+
+    def _rows(self, nodes: list) -> list:
+        return [Rows("tensor", ("tensor_id", "input_shapes", "input_data_types", "input_formats", "output_shapes",
+                                "output_data_types", "output_formats"), self.contents.take_new()),
+                Rows("tensor_info", ("thread", "ts", "tensor_id"), nodes)]
 
 
 class _NodeInfos(CompactDecoder):

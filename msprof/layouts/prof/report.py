@@ -56,8 +56,10 @@ _TIED_STARTS = ("SELECT start_syscnt FROM task WHERE start_syscnt IS NOT NULL GR
                 " HAVING count(*) > 1")
 TASK_TIME_FIELDS = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id", "task_id", "start_ns", "end_ns",
                     "ge", "exec_n", "launches")
-TENSOR_COLUMNS = ["Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
-                  "Output Formats"]
+# op_summary's tensor columns: the task's op's tensor description (host.tensor, msprof.layouts.prof.tensors)
+TENSOR_COLUMNS = [("Input Shapes", "input_shapes"), ("Input Data Types", "input_data_types"),
+                  ("Input Formats", "input_formats"), ("Output Shapes", "output_shapes"),
+                  ("Output Data Types", "output_data_types"), ("Output Formats", "output_formats")]
 
 
 def _py_round(value, digits):
@@ -123,6 +125,11 @@ class ProfReport(Report):
         return self.count("task") > 0
 
     @functools.cached_property
+    def has_tensors(self) -> bool:
+        """Whether the host recorded the ops' tensors (tensor_info)."""
+        return self.has_host and self.conn.execute("SELECT 1 FROM host.tensor LIMIT 1").fetchone() is not None
+
+    @functools.cached_property
     def has_ties(self) -> bool:
         """Whether two timed tasks start at the same moment (most runs: none; 0.13 s to find out at 1M tasks)."""
         return self.conn.execute(f"{_TIED_STARTS} LIMIT 1").fetchone() is not None
@@ -170,6 +177,7 @@ class ProfReport(Report):
                       " THEN t.exec_n + 1 ELSE h.iteration END"),
         "thread": "h.thread", "track_ts": "h.ts", "launch_seq": "h.seq", "call_begin": "h.call_begin",
         "launches": "lc.launches",
+        **{field: f"tn.{field}" for _title, field in TENSOR_COLUMNS},
         "start_ns": "((t.start_syscnt - :cnt) / :hz) * 1e9 + :mono",
         "end_ns": "((t.end_syscnt - :cnt) / :hz) * 1e9 + :mono",
     }
@@ -186,12 +194,14 @@ class ProfReport(Report):
         columns = [f"{self.TASK_FIELDS[f]} AS {f}" for f in dict.fromkeys(tuple(fields) + (
             self.SELECTED if selected else ()))]
         join = ""
+        if any(self.TASK_FIELDS[f].startswith("tn.") for f in fields):
+            join = "LEFT JOIN host.tensor tn ON tn.tensor_id = o.tensor_id"
         if pmu:
             aicore = aicore_time_sql("p.total_cycles", "(o.block_dim & 65535)", self.aic_mhz, self.ai_core_num)
             columns += [self._pmu_columns(counters),
                         f"CASE WHEN p.seq IS NULL THEN NULL ELSE {aicore} END AS aicore_raw"]
             columns += counter_ratios("p.") + list(inner)
-            join = "LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
+            join += " LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
         return f"""
             SELECT {", ".join(columns)}
             FROM task t
@@ -264,6 +274,7 @@ class ProfReport(Report):
         fields = ("seq", "start_syscnt", "op_id", "ge", "model_id", "task_id", "stream_id", "op_name", "op_type",
                   "op_state", "task_type", "block_dim", "op_flag", "start_ns", "end_ns")
         fields += (_GeOrder.inputs if ties else ()) + (TASK_TIME_FIELDS if task_time else ())
+        fields += tuple(field for _title, field in TENSOR_COLUMNS) if self.has_tensors else ()
         span, previous = "", None
         ge_order = self._ge_order
         if part is not None:
@@ -298,7 +309,11 @@ class ProfReport(Report):
             columns.append(Column("Mix Block Num", INT, sql="(block_dim & 65535) * (block_dim >> 16 & 65535)"))
         columns.append(Column("HF32 Eligible", sql="CASE WHEN op_flag THEN 'YES' WHEN op_flag IS NOT NULL THEN 'NO' END",
                               domain="SELECT 'YES' UNION ALL SELECT 'NO'"))
-        columns += [Column(name, constant=None) for name in TENSOR_COLUMNS]
+        if self.has_tensors:
+            columns += [Column(title, sql=field, domain=f"SELECT {field} FROM host.tensor")
+                        for title, field in TENSOR_COLUMNS]
+        else:     # (N/A in every row: not fetched, nor printed one by one)
+            columns += [Column(title, constant=None) for title, _field in TENSOR_COLUMNS]
         if self.is_stars:
             columns.append(Column("Context ID", constant=None))
         if metrics:

@@ -25,6 +25,10 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
     "node_info": TableDef({"seq": int, "thread": int, "ts": int, "op_name_hash": int, "task_type": int,
                            "op_type_hash": int, "block_dim": int, "op_flag": int, "aging": int, "info_id": int},
                           "seq"),
+    # a node's tensor description (records of one node merged) as the id of its content, and the contents
+    "tensor_info": TableDef({"seq": int, "thread": int, "ts": int, "tensor_id": int}, "seq"),
+    "tensor": TableDef({"tensor_id": int, "input_shapes": str, "input_data_types": str, "input_formats": str,
+                        "output_shapes": str, "output_data_types": str, "output_formats": str}, "tensor_id"),
     "graph_map": TableDef({"seq": int, "thread": int, "ts": int, "model_name_hash": int, "graph_id": int}, "seq"),
     "type_name": TableDef({"level": int, "type": int, "name": str}),
     "hash_string": TableDef({"hash": int, "text": str}, "hash"),
@@ -42,7 +46,8 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
     # call without node_basic_info, nor a task that is no kernel: their task_type is their runtime type, as
     # task_time names the run paired with them)
     "op": TableDef({"op_id": int, "op_name": str, "op_type": str, "task_type": str, "block_dim": int, "op_flag": int,
-                 "op_state": str, "kernel_name": str, "rts_type": str, "kernel": int, "ge": int}, "op_id"),
+                 "op_state": str, "kernel_name": str, "rts_type": str, "kernel": int, "ge": int,
+                 "tensor_id": int}, "op_id"),
     # launches per (device, stream, task): an id launched once (a static graph) names all its executions
     "launch_count": TableDef({"device_id": int, "stream_id": int, "task_id": int, "launches": int}),
 }), indexes=[
@@ -50,6 +55,7 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 10000"),
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 15000"),
     ("node_info", ["thread", "ts", "seq", "info_id"]),
+    ("tensor_info", ["thread", "ts", "seq", "tensor_id"]),
 ])
 # Lookups by (stream, task, occurrence) come in time order, where the occurrence (launch rank, execution
 # number) grows slowly and the task id cycles: with the occurrence first, consecutive lookups land on
