@@ -27,7 +27,7 @@ from msprof.decode.slices import group_files
 from msprof.decode.stars import StarsDecoder
 from msprof.layouts.prof.associate import LAUNCH_COLUMNS, OP_COLUMNS, UNKNOWN_MODEL, Associator, NodeContents
 from msprof.layouts.prof.schema import DEVICE, HOST, HOST_LATE_INDEXES, TASK_COLUMNS
-from msprof.layouts.prof.tensors import TensorContents
+from msprof.layouts.prof.tensors import COLUMNS as TENSOR_COLUMNS, TensorContents
 from msprof.metrics import event_ids
 from msprof.outputs import temporary
 from msprof.store import Notices
@@ -148,13 +148,13 @@ class _TensorInfos(CompactDecoder):
     """tensor_info records, those of one node (same thread, time and node: an op of more than five tensors)
     merged, each node's description as the id of its content (msprof.layouts.prof.tensors)."""
 
+    HEAD = struct.Struct("<8xI4xqq")         # thread, timestamp, node hash; the tensor count and words follow
+
     def __init__(self, contents: TensorContents):
         super().__init__(TENSOR_INFO)
         self.contents = contents
         self.key: Optional[tuple] = None      # the last node's (thread, ts, node hash) and records: the next
         self.records: List[tuple] = []        # record may continue it, in this chunk or the next
-
-    HEAD = struct.Struct("<8xI4xqq")         # thread, timestamp, node hash
 
     def decode(self, chunk, tally):
         chunk, skipped, first = valid_part(chunk, self.record_size, self.family.checks)
@@ -169,7 +169,7 @@ class _TensorInfos(CompactDecoder):
                 if self.records:
                     nodes.append(self._node())
                 self.key = key
-            self.records.append(sides_of(chunk[offset + 32:offset + self.record_size]))
+            self.records.append(sides_of(chunk[offset + self.HEAD.size:offset + self.record_size]))
         return self._rows(nodes)
 
     def finish(self, tally):
@@ -182,8 +182,8 @@ class _TensorInfos(CompactDecoder):
         return row
 
     def _rows(self, nodes: list) -> list:
-        return [Rows("tensor", ("tensor_id", "input_shapes", "input_data_types", "input_formats", "output_shapes",
-                                "output_data_types", "output_formats"), self.contents.take_new()),
+        return [Rows("tensor", ("tensor_id",) + tuple(column for _title, column in TENSOR_COLUMNS),
+                     self.contents.take_new()),
                 Rows("tensor_info", ("thread", "ts", "tensor_id"), nodes)]
 
 

@@ -21,6 +21,7 @@ from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
 from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.schema import HOST
+from msprof.layouts.prof.tensors import COLUMNS as TENSOR_COLUMNS
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, py_round_sql
 from msprof.tables import (EPOCH_US, INT, NA, NUMBER, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, Source, Table, Ties,
                            part_cut)
@@ -56,10 +57,6 @@ _TIED_STARTS = ("SELECT start_syscnt FROM task WHERE start_syscnt IS NOT NULL GR
                 " HAVING count(*) > 1")
 TASK_TIME_FIELDS = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id", "task_id", "start_ns", "end_ns",
                     "ge", "exec_n", "launches")
-# op_summary's tensor columns: the task's op's tensor description (host.tensor, msprof.layouts.prof.tensors)
-TENSOR_COLUMNS = [("Input Shapes", "input_shapes"), ("Input Data Types", "input_data_types"),
-                  ("Input Formats", "input_formats"), ("Output Shapes", "output_shapes"),
-                  ("Output Data Types", "output_data_types"), ("Output Formats", "output_formats")]
 
 
 def _py_round(value, digits):

@@ -47,6 +47,11 @@ _OLD_FORMAT_NAMES = ("UNKNOWN_ DEFAULT_ NC1KHKWHWC0_ ND_ NCHW_ NHWC_ HWCN_ NC1HW
 FORMATS: Dict[int, str] = {**dict(enumerate(_FORMAT_NAMES)), **{200 + k: n for k, n in enumerate(_OLD_FORMAT_NAMES)},
                            0xFF: "MAX"}
 
+# op_summary's tensor columns and their ``tensor`` table columns, in the order ``merged`` gives the texts
+COLUMNS = (("Input Shapes", "input_shapes"), ("Input Data Types", "input_data_types"),
+           ("Input Formats", "input_formats"), ("Output Shapes", "output_shapes"),
+           ("Output Data Types", "output_data_types"), ("Output Formats", "output_formats"))
+
 # one side of one record: (formats, data types, shapes) texts, or None without tensors on that side
 Side = Optional[Tuple[str, str, str]]
 
@@ -80,8 +85,7 @@ def _side(tensors: list) -> Tuple[str, str, str]:
 
 
 def merged(records: List[Tuple[Side, Side]]) -> Tuple[str, str, str, str, str, str]:
-    """The six op_summary texts of a node's records: Input Shapes, Input Data Types, Input Formats, Output
-    Shapes, Output Data Types, Output Formats."""
+    """The six op_summary texts of a node's records (``COLUMNS``)."""
     out = []
     for side in (0, 1):
         texts = [r[side] for r in records if r[side] is not None]
