@@ -248,6 +248,36 @@ def test_msprof_agrees_with_reference(scenario, tmp_path):
         assert_tables_agree(table, mine[table], ref[table], f" ({scenario})")
 
 
+def test_a_node_call_keeps_its_last_node_info_and_tensors(tmp_path):
+    """A node call holding two node_basic_info records and two tensor_info records (of other moments): the op is
+    the last of each, as the reference keeps the last record it attaches to a call (checked against it when
+    it is there). Was: the first."""
+    desc = {"platform_version": "1", "iterations": 2, "threads": [{"ops": [
+        {"name": "a", "type": "Conv2D", "dur_us": 20, "tensors": [[0, 2, 0, [4]], [1, 2, 0, [4]]]},
+        {"name": "b", "type": "Mul", "dur_us": 7, "block_dim": 3, "tensors": [[0, 2, 0, [8]], [1, 2, 0, [8]]]}]}]}
+    prof = pg.build(desc)
+    prof_dir = pg.write_prof(tmp_path / "gen", desc)
+    data = prof_dir / "host" / "data"
+    late = []
+    for n in [n for n in prof.nodes if n.op_name == "b"]:
+        info = next(data.glob("*node_basic_info*"))
+        info.write_bytes(info.read_bytes() + struct.pack(
+            pg.NODE_BASIC_INFO_FMT, pg.MAGIC_HOST, pg.LEVEL_NODE, pg.NODE_BASIC_INFO_TYPE_ID, n.thread, 40,
+            n.timestamp + 2, pg.name_hash("b"), 0, pg.name_hash("Conv2D"), 5, 0, 0, 0))
+        late.append(struct.pack(pg.TENSOR_INFO_FMT, pg.MAGIC_HOST, pg.LEVEL_NODE, pg.TENSOR_INFO_TYPE_ID, n.thread,
+                                228, n.timestamp + 3, pg.name_hash("b"), 1, *([1, 29, 1, 16, 16] + [0] * 50)))
+    tensors = next(data.glob("*tensor_info*"))
+    tensors.write_bytes(tensors.read_bytes() + b"".join(late))
+    mine = run_msprof(prof_dir)
+    rows = [(r["Op Name"], r["OP Type"], r["Block Num"], r["Input Shapes"], r["Output Shapes"], r["Output Formats"])
+            for r in mine["op_summary"]]
+    assert rows == [("a", "Conv2D", "1", '"4"', '"4"', "ND"), ("b", "Conv2D", "5", "N/A", '"16,16"', "FRACTAL_NZ")] * 2
+    ok, _reason = reference_available()
+    if ok:
+        ref = run_reference(prof_dir, tmp_path / "ref")
+        assert_tables_agree("op_summary", mine["op_summary"], ref["op_summary"])
+
+
 @pytest.mark.reference
 def test_api_records_straddling_slices_kept(tmp_path):
     """Deliberate difference: the reference loses api_event records cut by a slice boundary; msprof keeps them

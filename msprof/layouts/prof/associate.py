@@ -6,9 +6,9 @@ For a task_track record at time ts on a thread:
 * its **node** is, of the node-level API calls (level 10000) of that thread begun at or before ts and not
   ended before it, the latest begun (the innermost of nested calls); op name = the call's item id through
   hash_dic;
-* its **node info** is the first node_basic_info of that thread inside the node's [begin, end]: op type,
+* its **node info** is the last node_basic_info of that thread inside the node's [begin, end]: op type,
   GE task type, block dim, HF32 flag, and OP State (aging → dynamic); its **tensors** (shapes, data types,
-  formats) are the first tensor_info the same way;
+  formats) are the last tensor_info inside it (records of one moment merged);
 * its **model** is the model-level API call (level 15000) enclosing it the same way: model id = its item id;
   the **iteration** is that call's rank among the model's executions (``model_exec``; a ModelLoad is not one);
 * without a node, the kernel name stands in for op name and type, and the GE task type comes from the
@@ -50,9 +50,10 @@ TRACK_FIELDS = ("thread", "ts", "device_id", "stream_id", "task_id", "batch_id",
 LAUNCH_COLUMNS = TRACK_FIELDS[:6] + ("occ", "op_id", "model_id", "iteration", "call_begin")
 OP_COLUMNS = ("op_id", "op_name", "op_type", "task_type", "block_dim", "op_flag", "op_state", "kernel_name",
               "rts_type", "kernel", "ge", "tensor_id")
-# a node call's node info: the content id of the first node_basic_info of its thread inside its time span
+# a node call's node info: the content id of the last node_basic_info of its thread inside its time span (the
+# reference attaches each to the call and keeps the last)
 NODE_INFO_OF_CALL = ("(SELECT n.info_id FROM node_info n WHERE n.thread = a.thread AND n.ts BETWEEN a.begin AND a.[end]"
-                     " ORDER BY n.ts, n.seq LIMIT 1)")
+                     " ORDER BY n.ts DESC, n.seq DESC LIMIT 1)")
 
 
 def is_kernel_task(rts_type_name: Optional[str]) -> bool:
@@ -247,8 +248,8 @@ class Associator:
 
     def _own_node_infos(self, nodes: _Calls, thread: int) -> None:
         """Where node calls nest, a node_basic_info belongs to the innermost call open at its time (the
-        reference attaches it to the call begun latest that is still open): an outer call's info is the first
-        of its span that no nested call holds, not merely the first of its span."""
+        reference attaches it to the call begun latest that is still open): an outer call's info is the last
+        of its span that no nested call holds, not merely the last of its span."""
         if not nodes.nest:
             return
         begins, ends = nodes.begins, nodes.ends
@@ -256,11 +257,13 @@ class Associator:
             infos = self.conn.execute("SELECT ts, info_id FROM node_info WHERE thread = ? AND ts BETWEEN ? AND ?"
                                       " ORDER BY ts, seq", (thread, begins[i], ends[i])).fetchall()
             owners = nodes.enclosing([ts for ts, _info in infos], nested=True) if infos else []
-            nodes.extras[i] = next((info for (_ts, info), owner in zip(infos, owners) if owner == i), None)
+            nodes.extras[i] = next((info for (_ts, info), owner in zip(reversed(infos), reversed(owners))
+                                    if owner == i), None)
 
     def _tensors(self, nodes: _Calls, thread: int) -> List[Optional[int]]:
-        """Each node call's tensor description: the first tensor_info of its span that no call nested in it
-        holds (a tensor_info belongs to the innermost call open at its time, as a node_basic_info does)."""
+        """Each node call's tensor description: the last tensor_info of its span that no call nested in it holds
+        (a tensor_info belongs to the innermost call open at its time, as a node_basic_info does; of several,
+        the reference keeps the last it attached)."""
         tensors: List[Optional[int]] = [None] * len(nodes.begins)
         if not self.has_tensors or not nodes.begins:
             return tensors
@@ -268,7 +271,7 @@ class Associator:
                                   " ORDER BY ts, seq", (thread, nodes.begins[0], max(nodes.ends[:-1]))).fetchall()
         owners = nodes.enclosing([ts for ts, _tensor in infos], nested=True) if infos else []
         for (_ts, tensor), owner in zip(infos, owners):
-            if owner >= 0 and tensors[owner] is None:
+            if owner >= 0:
                 tensors[owner] = tensor
         return tensors
 
