@@ -30,6 +30,22 @@ from test_profgen import (MULTI, assert_rows_equal, expected_api_statistic, expe
 from fixtures import make_demo  # noqa: E402
 from msprof import api  # noqa: E402
 
+# ops' tensors (tensor_info): several of each side, one op of seven (two records), a sub-format, a scalar (no
+# dims), a format and a data type GE does not name, an op without tensors; per launch, two threads
+TENSORS = {
+    "platform_version": "1", "pmu": "PipeUtilization", "iterations": 2,
+    "threads": [{"ops": [
+        {"name": "conv", "type": "Conv2D", "dur_us": 20, "tensors": [
+            [0, 0, 1, [1, 3, 224, 224]], [0, 4 | (16 << 8), 1, [64, 3, 7, 7]], [1, 3, 1, [1, 4, 112, 112, 16]]]},
+        {"name": "concat", "type": "ConcatD", "dur_us": 7, "tensors": [
+            [0, 2, 0, [8, 2]], [0, 2, 0, [8, 3]], [0, 2, 0, []], [0, 29, 27, [4, 4, 16, 16]], [0, 2, 3, [1]],
+            [0, 2, 9, [2, 2]], [1, 2, 0, [8, 5]]]},
+        {"name": "odd", "type": "Cast", "dur_us": 5, "tensors": [[0, 100, 5, [3]], [1, 2, 4000, [3]]]},
+        {"name": "plain", "type": "Add", "dur_us": 4}]},
+        {"tid": 1002, "stream": 9, "start_us": 12, "ops": [
+            {"name": "mm", "type": "MatMul", "dur_us": 9, "tensors": [
+                [0, 29, 1, [16, 16]], [0, 29, 1, [16, 16]], [1, 29, 1, [16, 16]]]}]}]}
+
 METRIC_SET_OPS = dict(MULTI, iterations=3, threads=MULTI["threads"] + [
     {"tid": 3003, "stream": 11, "start_us": 5, "ops": [
         {"name": "nocyc", "type": "Mul", "total_cycles": 0, "pmu": [1, 2, 3, 4, 5, 6, 7, 8]},
@@ -128,21 +144,9 @@ SCENARIOS = {
                                     ("Custom:0x8,0xa,0x15,0x500,0x54", "2", 17))},
     "metric_set_Memory_reserved_zero": dict(METRIC_SET_OPS, platform_version="2", pmu="Memory",
                                             pmu_reserved="zero", aic_freq_mhz=1850),
-    # ops' tensors (tensor_info): several of each side, one op of seven (two records), a sub-format, a scalar
-    # (no dims), a format and a data type GE does not name, an op without tensors; per launch, two threads
-    "tensor_info": {
-        "platform_version": "1", "pmu": "PipeUtilization", "iterations": 2,
-        "threads": [{"ops": [
-            {"name": "conv", "type": "Conv2D", "dur_us": 20, "tensors": [
-                [0, 0, 1, [1, 3, 224, 224]], [0, 4 | (16 << 8), 1, [64, 3, 7, 7]], [1, 3, 1, [1, 4, 112, 112, 16]]]},
-            {"name": "concat", "type": "ConcatD", "dur_us": 7, "tensors": [
-                [0, 2, 0, [8, 2]], [0, 2, 0, [8, 3]], [0, 2, 0, []], [0, 29, 27, [4, 4, 16, 16]], [0, 2, 3, [1]],
-                [0, 2, 9, [2, 2]], [1, 2, 0, [8, 5]]]},
-            {"name": "odd", "type": "Cast", "dur_us": 5, "tensors": [[0, 100, 5, [3]], [1, 2, 4000, [3]]]},
-            {"name": "plain", "type": "Add", "dur_us": 4}]},
-                    {"tid": 1002, "stream": 9, "start_us": 12, "ops": [
-                        {"name": "mm", "type": "MatMul", "dur_us": 9, "tensors": [
-                            [0, 29, 1, [16, 16]], [0, 29, 1, [16, 16]], [1, 29, 1, [16, 16]]]}]}]},
+    # ops' tensors (tensor_info): see TENSORS; and on a STARS chip
+    "tensor_info": TENSORS,
+    "tensor_info_stars": dict(TENSORS, platform_version="5", pmu=None),
     "chip_v3_arith_dev1": dict(MULTI, platform_version="2", pmu="ArithmeticUtilization", device_id=1,
                                hwts_freq_mhz=100, ai_core_num=4),
     # the issue's shape: chip 3, a static graph, PipeUtilization, every execution with its own duration and
