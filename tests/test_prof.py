@@ -355,6 +355,21 @@ def test_cli_exit_codes(tmp_path, msprof_cli):
     assert res.returncode == 8 and "data" in res.stderr and "Traceback" not in res.stderr
 
 
+def test_tensor_descriptions_are_held_in_bounded_caches(monkeypatch):
+    """With dynamic shapes every launch may bring a new description: the caches stay at HELD entries (a
+    description met again after they were emptied gets a new id, with the same texts)."""
+    from msprof.layouts.prof.tensors import RECORD_BODY, TensorContents
+
+    monkeypatch.setattr(TensorContents, "HELD", 4)
+    contents = TensorContents()
+    bodies = [RECORD_BODY.pack(1, *([0, 2, 1, k + 1] + [0] * 51)) for k in range(10)]   # input ND FLOAT16 [k+1]
+    ids = [contents[(contents.sides_of(body),)] for body in bodies + bodies]
+    assert len(contents) <= 4 and len(contents.sides) <= 4
+    texts = {row[0]: row[1:] for row in contents.take_new()}
+    assert [texts[i] for i in ids] == [('"%d"' % (k + 1), "FLOAT16", "ND", "N/A", "N/A", "N/A")
+                                       for k in range(10)] * 2
+
+
 def with_tensors(desc: dict) -> dict:
     """``desc`` with tensor_info for every op, each op its own (the k-th op's input k×8, its output k)."""
     desc = copy.deepcopy(desc)
@@ -412,8 +427,8 @@ def test_two_processes_resolve_the_task_track_records_as_one_does(tmp_path, monk
     # the other run's two kernels (unnamed here: their hashes are not in this host's hash_dic) are ops 7 and 8,
     # launched only in its records (ten, one of them bad), at the end
     assert len(made["two"]["op"]) == 8
-    tensor_ids = [row[-1] for row in made["two"]["op"]]            # each op its tensors; the kernels none
-    assert sorted(tensor_ids[:6]) == [1, 2, 3, 4, 5, 6] and tensor_ids[6:] == [None, None]
+    tensor_ids = {row[8]: row[-1] for row in launches}                 # op → its launches' tensors
+    assert sorted(tensor_ids[op] for op in range(1, 7)) == [1, 2, 3, 4, 5, 6] and tensor_ids[7] is tensor_ids[8] is None
     assert {row[8] for row in launches[-9:]} == {7, 8} and {row[8] for row in launches[:-9]} == set(range(1, 7))
     (warning,) = [m for _seq, _level, m in made["two"]["notice"] if "skipped" in m]
     assert warning == ("unaging.compact.task_track.slice_0 offset 192: 2 task_track record(s) skipped (bad magic or"

@@ -8,7 +8,7 @@ For a task_track record at time ts on a thread:
   hash_dic;
 * its **node info** is the last node_basic_info of that thread inside the node's [begin, end]: op type,
   GE task type, block dim, HF32 flag, and OP State (aging → dynamic); its **tensors** (shapes, data types,
-  formats) are the last tensor_info inside it (records of one moment merged);
+  formats) are the last tensor_info inside it (records of one moment merged), kept per launch;
 * its **model** is the model-level API call (level 15000) enclosing it the same way: model id = its item id;
   the **iteration** is that call's rank among the model's executions (``model_exec``; a ModelLoad is not one);
 * without a node, the kernel name stands in for op name and type, and the GE task type comes from the
@@ -47,9 +47,9 @@ RTS_TASK_TYPES: Dict[str, str] = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "A
 # task_track fields as decoded (msprof.decode.compact.TASK_TRACK), then aging
 TRACK_FIELDS = ("thread", "ts", "device_id", "stream_id", "task_id", "batch_id", "rts_type", "kernel_hash")
 # a launch keeps its own fields; its runtime type, kernel name and aging are its op's
-LAUNCH_COLUMNS = TRACK_FIELDS[:6] + ("occ", "op_id", "model_id", "iteration", "call_begin")
+LAUNCH_COLUMNS = TRACK_FIELDS[:6] + ("occ", "op_id", "model_id", "iteration", "call_begin", "tensor_id")
 OP_COLUMNS = ("op_id", "op_name", "op_type", "task_type", "block_dim", "op_flag", "op_state", "kernel_name",
-              "rts_type", "kernel", "ge", "tensor_id")
+              "rts_type", "kernel", "ge")
 # a node call's node info: the content id of the last node_basic_info of its thread inside its time span (the
 # reference attaches each to the call and keeps the last)
 NODE_INFO_OF_CALL = ("(SELECT n.info_id FROM node_info n WHERE n.thread = a.thread AND n.ts BETWEEN a.begin AND a.[end]"
@@ -127,8 +127,8 @@ class _Calls:
 
 
 class _Ops(dict):
-    """((node item, node info, tensors), kernel hash, runtime type) → op id; a new combination becomes an ``op``
-    row."""
+    """((node item, node info), kernel hash, runtime type) → op id; a new combination becomes an ``op`` row.
+    (Tensors are the launch's, not the op's: with dynamic shapes every launch may have its own.)"""
 
     def __init__(self, names: Dict[int, str], rts_names: Dict[int, str]):
         super().__init__()
@@ -140,13 +140,13 @@ class _Ops(dict):
         names = self.names
         rts_name = self.rts_names.get(rts_type)
         kernel_name = names.get(kernel_hash)
-        block_dim = op_flag = op_state = tensor_id = None
+        block_dim = op_flag = op_state = None
         ge = 1
         if node is None:
             op_name, op_type = kernel_name, kernel_name
             task_type = RTS_TASK_TYPES.get(rts_name, rts_name)
         else:
-            item, info, tensor_id = node
+            item, info = node
             op_name = names.get(item, str(item))
             if info is None:         # no GE task (the reference finds no node desc): its runtime type names it
                 op_type, task_type, ge = None, rts_name, 0
@@ -160,7 +160,7 @@ class _Ops(dict):
             task_type, ge = rts_name, 0
         op_id = self[key] = len(self) + 1
         self.new.append((op_id, op_name, op_type, task_type, block_dim, op_flag, op_state, kernel_name, rts_name,
-                         kernel, ge, tensor_id))
+                         kernel, ge))
         return op_id
 
     def take_new(self) -> Rows:
@@ -205,7 +205,7 @@ class Associator:
         if threads.count(threads[0]) == len(threads):
             extras = self._resolve(threads[0], columns)
         else:   # several threads in the chunk: resolve each thread's records, then put them back in order
-            extras = [[None] * len(threads) for _ in range(4)]
+            extras = [[None] * len(threads) for _ in range(5)]
             by_thread: Dict[int, List[int]] = defaultdict(list)
             for index, thread in enumerate(threads):
                 by_thread[thread].append(index)
@@ -276,7 +276,8 @@ class Associator:
         return tensors
 
     def _resolve(self, thread: int, columns: List[list]) -> List[list]:
-        """(op ids, model ids, iterations, begins of the enclosing node calls) of one thread's records."""
+        """(op ids, model ids, iterations, begins of the enclosing node calls, tensor ids) of one thread's
+        records."""
         moments = columns[1]
         first, last = min(moments), max(moments)
         nodes = _Calls(self.conn, LEVEL_NODE, thread, first, last, extra=NODE_INFO_OF_CALL)
@@ -286,10 +287,10 @@ class Associator:
                         extra="(SELECT iteration FROM model_exec e WHERE e.seq = a.seq)")
         model_at = models.enclosing(moments)
         contents = self.contents
-        node_keys = [(item, contents.get(info), tensor) for item, info, tensor in zip(
-            nodes.items[:-1], nodes.extras, self._tensors(nodes, thread))] + [None]
+        node_keys = [(item, contents.get(info)) for item, info in zip(nodes.items[:-1], nodes.extras)] + [None]
         keys = zip(map(node_keys.__getitem__, node_at), columns[7], columns[6])
         op_ids = list(map(self.ops.__getitem__, keys))
         node_begins = nodes.begins + [None]
+        node_tensors = self._tensors(nodes, thread) + [None]
         return [op_ids, list(map(models.items.__getitem__, model_at)), list(map(models.extras.__getitem__, model_at)),
-                list(map(node_begins.__getitem__, node_at))]
+                list(map(node_begins.__getitem__, node_at)), list(map(node_tensors.__getitem__, node_at))]

@@ -192,7 +192,7 @@ class ProfReport(Report):
             self.SELECTED if selected else ()))]
         join = ""
         if any(self.TASK_FIELDS[f].startswith("tn.") for f in fields):
-            join = "LEFT JOIN host.tensor tn ON tn.tensor_id = o.tensor_id"
+            join = "LEFT JOIN host.tensor tn ON tn.tensor_id = h.tensor_id"
         if pmu:
             aicore = aicore_time_sql("p.total_cycles", "(o.block_dim & 65535)", self.aic_mhz, self.ai_core_num)
             columns += [self._pmu_columns(counters),

@@ -40,14 +40,13 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
     # its node-level call (a timeline draws its HostToDevice flow from there)
     "launch": TableDef({"seq": int, "thread": int, "ts": int, "device_id": int, "stream_id": int, "task_id": int,
                         "batch_id": int, "occ": int, "op_id": int, "model_id": int, "iteration": int,
-                        "call_begin": int}, "seq"),
+                        "call_begin": int, "tensor_id": int}, "seq"),
     # the distinct ops launched: names and types (kernel = 1: an op task, KERNEL_*, STARS_COMMON, FFTS_PLUS;
     # ge = 1: a task of the GE task list op_summary and op_statistic have — not a kernel launched in a node
     # call without node_basic_info, nor a task that is no kernel: their task_type is their runtime type, as
     # task_time names the run paired with them)
     "op": TableDef({"op_id": int, "op_name": str, "op_type": str, "task_type": str, "block_dim": int, "op_flag": int,
-                 "op_state": str, "kernel_name": str, "rts_type": str, "kernel": int, "ge": int,
-                 "tensor_id": int}, "op_id"),
+                 "op_state": str, "kernel_name": str, "rts_type": str, "kernel": int, "ge": int}, "op_id"),
     # launches per (device, stream, task): an id launched once (a static graph) names all its executions
     "launch_count": TableDef({"device_id": int, "stream_id": int, "task_id": int, "launches": int}),
 }), indexes=[

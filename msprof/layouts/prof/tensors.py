@@ -9,8 +9,8 @@ its tensors joined by ";", a shape's non-zero dimensions by ","); a node's recor
 sides' texts with ";". Shapes are printed inside double quotes, as the reference prints them; a side
 without tensors is N/A.
 
-Ops repeat, so each distinct merged description gets a small id (``tensor`` rows) and the node calls
-carry that id, as node infos carry theirs.
+Ops repeat, so each distinct merged description gets a small id (``tensor`` rows), and each launch carries the
+id of its node call's description (not its op: with dynamic shapes every launch may have its own).
 """
 import struct
 from typing import Dict, List, Optional, Tuple
@@ -99,25 +99,37 @@ def merged(records: List[Tuple[Side, Side]]) -> Tuple[str, str, str, str, str, s
 
 class TensorContents(dict):
     """Merged descriptions (a tuple of records' sides) → a small id; ``take_new`` the ``tensor`` rows not yet
-    written. Records' sides are computed once per distinct record body."""
+    written. Records' sides are computed once per distinct record body.
+
+    Both are caches of at most ``HELD`` entries, emptied when full: with dynamic shapes every launch may
+    bring its own description, and memory must not grow with the launches (a description met again after
+    that gets a second id and row, with the same texts)."""
+
+    HELD = 1 << 14
 
     def __init__(self):
         super().__init__()
-        self.sides: Dict[tuple, Tuple[Side, Side]] = {}
+        self.sides: Dict[bytes, Tuple[Side, Side]] = {}
         self.new: List[tuple] = []
+        self.last_id = 0
 
     def sides_of(self, body: bytes) -> Tuple[Side, Side]:
         """The sides of a record whose bytes from its tensor count on are ``body``."""
         found = self.sides.get(body)
         if found is None:
+            if len(self.sides) >= self.HELD:
+                self.sides.clear()
             count, *words = RECORD_BODY.unpack(body)
             found = self.sides[body] = record_sides(count, tuple(words))
         return found
 
     def __missing__(self, records: tuple) -> int:
-        tensor_id = self[records] = len(self) + 1
-        self.new.append((tensor_id,) + merged(list(records)))
-        return tensor_id
+        if len(self) >= self.HELD:
+            self.clear()
+        self.last_id += 1
+        self[records] = self.last_id
+        self.new.append((self.last_id,) + merged(list(records)))
+        return self.last_id
 
     def take_new(self) -> List[tuple]:
         rows, self.new = self.new, []
