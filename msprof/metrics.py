@@ -30,12 +30,11 @@ SVP_METRICS: List[Tuple[str, str, Tuple[str, ...]]] = [
 ]
 
 
-def event_ids(sample: dict, slots: int, notices=None) -> List[int]:
-    """PMU slot order from sample.json ``ai_core_profiling_events`` (hex list); empty when absent. A record
-    has ``slots`` counters: events beyond them have no counter (and are said, with ``notices``); an id
-    that is not a 32-bit hex number is skipped."""
+def event_items(sample: dict) -> List[Tuple[int, str]]:
+    """(id, text as written) of each event of sample.json's ``ai_core_profiling_events`` (hex list), in PMU
+    slot order; an item that is not a 32-bit hex number is skipped."""
     text = str(sample.get("ai_core_profiling_events") or "").strip()
-    ids = []
+    items = []
     for part in text.replace(";", ",").split(","):
         part = part.strip()
         if part and len(part) <= 10:
@@ -44,7 +43,14 @@ def event_ids(sample: dict, slots: int, notices=None) -> List[int]:
             except ValueError:
                 continue
             if value < 1 << 32:
-                ids.append(value)
+                items.append((value, part))
+    return items
+
+
+def event_ids(sample: dict, slots: int, notices=None) -> List[int]:
+    """PMU slot order from sample.json ``ai_core_profiling_events``; empty when absent. A record has ``slots``
+    counters: events beyond them have no counter (and are said, with ``notices``)."""
+    ids = [value for value, _text in event_items(sample)]
     if len(ids) > slots and notices is not None:
         notices.warn(f"sample.json names {len(ids)} PMU events; a record has {slots} counters: events "
                      + ", ".join(f"0x{e:x}" for e in ids[slots:]) + " have none and are ignored")
@@ -148,6 +154,7 @@ _FORMULAS = {
 #   bandwidth     GB/s of one event (args: event, bytes per count): count·bytes / (cycles/f Hz) / 2^33;
 #                 the raw counter when the task has no cycles, 0 without a frequency
 #   event_count   a counter of a set whose columns are counts (L2Cache), printed as the other floats
+#   slot_count    the same, of a PMU slot (args: the slot): Custom sets, whose events may repeat
 #   counter       a counter as it is (event sets msprof has no formulas for)
 # How each is printed is its column kind's (msprof.tables): the reference rounds memory_bound,
 # cube_utilization and aicore_time with Python's round() (ROUND3), every other float with SQLite's
@@ -246,19 +253,33 @@ class AscendMetrics:
     A known set is used only when every event it needs was recorded; otherwise the columns are aicore_time,
     total_cycles and the raw counters named by event id (where the reference prints no PMU column)."""
 
-    def __init__(self, metric_set: str, slot_events: List[int], platform_version: str):
+    def __init__(self, metric_set: str, slot_events: List[int], platform_version: str,
+                 event_texts: Optional[List[str]] = None):
         self.slot_of = {e: i for i, e in enumerate(slot_events)}
         make = ASCEND_METRIC_SETS.get(metric_set)
         columns = make(platform_version) if make else []
-        if metric_set.startswith("Custom"):    # the user's own events ("Custom:0x8,…"): counts named r<id>
-            columns = [("aicore_time(us)", "aicore_time", ()), ("total_cycles", "cycles", ())] + [
-                (f"r{e:x}", "event_count", (e,)) for e in dict.fromkeys(slot_events)]
+        if metric_set.startswith("Custom"):
+            columns = self._custom(slot_events, event_texts)
         needed = {event for _name, kind, args in columns for event in _events(kind, args)}
-        if columns and needed <= set(self.slot_of):
+        # (the events of a known set that were not recorded: it then falls back to the raw counters)
+        self.missing = sorted(needed - set(self.slot_of))
+        if columns and not self.missing:
             self.columns = columns
         else:
             self.columns = [("aicore_time(us)", "aicore_time", ()), ("total_cycles", "cycles", ())] + [
                 (f"0x{e:x}", "counter", (e,)) for e in slot_events]
+
+    def _custom(self, slot_events: List[int], texts: Optional[List[str]]) -> list:
+        """The user's own events ("Custom:0x8,…"): each slot's count, named as the reference names it, the
+        event as written with "r" for "0x" (r8, r08, rA); a slot repeating an event is its own column (#2)."""
+        if not texts or len(texts) != len(slot_events):
+            texts = [f"0x{e:x}" for e in slot_events]
+        columns, seen = [("aicore_time(us)", "aicore_time", ()), ("total_cycles", "cycles", ())], {}
+        for slot, (event, text) in enumerate(zip(slot_events, texts)):
+            name = text.replace("0x", "r")
+            seen[name] = seen.get(name, 0) + 1
+            columns.append((name if seen[name] == 1 else f"{name}#{seen[name]}", "slot_count", (slot,)))
+        return columns
 
     @property
     def names(self) -> List[str]:
@@ -273,6 +294,8 @@ class AscendMetrics:
         for _name, kind, args in self.columns:
             if kind in ("miss_rate", "counter", "bandwidth", "event_count"):
                 slots.append(self.slot_of[args[0]])
+            elif kind == "slot_count":
+                slots.append(args[0])
         return sorted(set(slots))
 
     def inner(self, pmu: str = "") -> List[str]:
@@ -329,6 +352,8 @@ class AscendMetrics:
                 expr = f"CASE WHEN total_cycles THEN {per_second} ELSE {c} END"
             elif kind == "event_count":
                 expr = f"c{self.slot_of[args[0]]}"
+            elif kind == "slot_count":
+                expr = f"c{args[0]}"
             else:  # pragma: no cover - a table error
                 raise ValueError(kind)
             printed = "python" if kind in PYTHON_ROUNDED else "int" if kind in INTEGERS else "sqlite"

@@ -112,6 +112,11 @@ def test_metric_tables_hand_computed():
     custom = AscendMetrics("Custom:0x123,0x8", [0x123, 0x8], "1")      # the reference's names: r<id>
     assert custom.names == ["aicore_time(us)", "total_cycles", "r123", "r8"]
     assert metric_values(custom, 0, [7, 9, 0, 0, 0, 0, 0, 0], 1000.0, 1, 8, 1000.0)[2:] == [7.0, 9.0]
+    # named as written ("0x08" → r08, "0xA" → rA); a repeated event keeps its own counter
+    assert AscendMetrics("Custom:0x08,0xA", [0x8, 0xA], "1", ["0x08", "0xA"]).names[2:] == ["r08", "rA"]
+    twice = AscendMetrics("Custom:0x8,0x8,0x15", [0x8, 0x8, 0x15], "1", ["0x8", "0x8", "0x15"])
+    assert twice.names[2:] == ["r8", "r8#2", "r15"]
+    assert metric_values(twice, 10, [3, 4, 5, 0, 0, 0, 0, 0], 1000.0, 1, 8, 1000.0)[2:] == [3.0, 4.0, 5.0]
 
 
 def test_bandwidth_hand_computed():
@@ -368,6 +373,37 @@ def test_tensor_descriptions_are_held_in_bounded_caches(monkeypatch):
     texts = {row[0]: row[1:] for row in contents.take_new()}
     assert [texts[i] for i in ids] == [('"%d"' % (k + 1), "FLOAT16", "ND", "N/A", "N/A", "N/A")
                                        for k in range(10)] * 2
+
+
+def test_a_metric_set_missing_an_event_is_said(tmp_path):
+    """sample.json names the Memory set but not all its events: op_summary has the raw counters by event id,
+    and the import says why."""
+    prof_dir = pg.write_prof(tmp_path, dict(MULTI, pmu="Memory"))
+    sample_path = prof_dir / "device_0" / "sample.json"
+    sample = json.loads(sample_path.read_text())
+    sample["ai_core_profiling_events"] = "0x15,0x16,0x31,0x32,0xf,0x10,0x13"      # no 0x12 (main_mem_read)
+    sample_path.write_text(json.dumps(sample))
+    out = summary(prof_dir)
+    assert list(out["op_summary"][0])[-9:] == ["aicore_time(us)", "total_cycles", "0x15", "0x16", "0x31", "0x32",
+                                               "0xf", "0x10", "0x13"]
+    assert ("sample.json's ai_core_profiling_events lack 0x12 of the Memory metric set: op_summary has its raw"
+            " PMU counters, by event id, instead of the set's columns") in notices(prof_dir / "device_0")
+
+
+def test_tensor_record_claiming_more_than_five_tensors_is_read_and_said(tmp_path):
+    """A tensor_info record has room for five tensors; one claiming seven is damaged: read for its five, and
+    said once with the file and offset (the reference refuses the whole file)."""
+    desc = {"iterations": 1, "threads": [{"ops": [
+        {"name": "a", "type": "Add", "tensors": [[0, 2, 0, [k + 1]] for k in range(5)]}]}]}
+    prof_dir = pg.write_prof(tmp_path, desc)
+    path = next((prof_dir / "host" / "data").glob("*tensor_info*"))
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<I", data, 32, 7)
+    path.write_bytes(bytes(data))
+    (row,) = summary(prof_dir)["op_summary"]
+    assert row["Input Shapes"] == '"1;2;3;4;5"' and row["Output Shapes"] == "N/A"
+    assert ("unaging.additional.tensor_info.slice_0 offset 0: 1 tensor_info record(s) claim more than 5 tensors"
+            " (damaged): read for the 5 each holds") in notices(prof_dir / "host")
 
 
 def with_tensors(desc: dict) -> dict:

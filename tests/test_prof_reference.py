@@ -282,6 +282,40 @@ def test_a_node_call_keeps_its_last_node_info_and_tensors(tmp_path):
         assert_tables_agree("op_summary", mine["op_summary"], ref["op_summary"])
 
 
+def test_tensor_records_of_one_node_apart_are_merged(tmp_path):
+    """An op of seven tensors has two tensor_info records of one (thread, time, node); with another thread's
+    record between them, or one in the unaging and one in the aging file, they are still one description (the
+    reference merges every record of a key, the aging stream's first): op_summary is the same as with the two
+    side by side, but for that order."""
+    desc = dict(TENSORS, iterations=1)
+    prof_dir = pg.write_prof(tmp_path / "together", desc)
+    expected = run_msprof(prof_dir)["op_summary"]
+    concat = [r for r in expected if r["Op Name"] == "concat"]
+    assert concat[0]["Input Shapes"] == '"8,2;8,3;;4,4,16,16;1;2,2"' and concat[0]["Output Shapes"] == '"8,5"'
+    for case in ("interleaved", "aging"):
+        scattered = pg.write_prof(tmp_path / case, desc)
+        path = next((scattered / "host" / "data").glob("*tensor_info*"))
+        records = [path.read_bytes()[k:k + 256] for k in range(0, path.stat().st_size, 256)]
+        # records: conv, concat (5), concat (2), odd, mm (thread 1002)
+        if case == "interleaved":
+            path.write_bytes(b"".join([records[0], records[1], records[4], records[2], records[3]]))
+        else:
+            path.write_bytes(b"".join(records[:2] + records[3:]))
+            (path.parent / "aging.additional.tensor_info.slice_0").write_bytes(records[2])
+        mine = run_msprof(scattered)
+        if case == "aging":     # (the 7th input, 2,2 INT64, and the output are the aging record's)
+            for row in expected:
+                if row["Op Name"] == "concat":
+                    row.update({"Input Shapes": '"2,2;8,2;8,3;;4,4,16,16;1"',
+                                "Input Data Types": "INT64;FLOAT;FLOAT;FLOAT;DT_BF16;INT32",
+                                "Input Formats": "ND;ND;ND;ND;FRACTAL_NZ;ND"})
+        assert mine["op_summary"] == expected, case
+        ok, _reason = reference_available()
+        if ok:
+            ref = run_reference(scattered, tmp_path / f"ref_{case}")
+            assert_tables_agree("op_summary", mine["op_summary"], ref["op_summary"], f" ({case})")
+
+
 @pytest.mark.reference
 def test_api_records_straddling_slices_kept(tmp_path):
     """Deliberate difference: the reference loses api_event records cut by a slice boundary; msprof keeps them

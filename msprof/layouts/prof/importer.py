@@ -27,8 +27,8 @@ from msprof.decode.slices import group_files
 from msprof.decode.stars import StarsDecoder
 from msprof.layouts.prof.associate import LAUNCH_COLUMNS, OP_COLUMNS, UNKNOWN_MODEL, Associator, NodeContents
 from msprof.layouts.prof.schema import DEVICE, HOST, HOST_LATE_INDEXES, TASK_COLUMNS
-from msprof.layouts.prof.tensors import COLUMNS as TENSOR_COLUMNS, TensorContents
-from msprof.metrics import event_ids
+from msprof.layouts.prof.tensors import COLUMNS as TENSOR_COLUMNS, TENSORS_PER_RECORD, TensorContents, merged_texts
+from msprof.metrics import AscendMetrics, event_ids
 from msprof.outputs import temporary
 from msprof.store import Notices
 from msprof.workers import several_cores
@@ -66,6 +66,7 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
         load_streams(conn, grouped.get("tensor_info", []), lambda item: _TensorInfos(tensors), notices, counts)
         _pair_events(conn, notices)
         HOST.create_indexes(db)
+        _merge_scattered_tensor_infos(conn, tensors)
         _model_executions(conn)
         names = dict(conn.execute("SELECT hash, text FROM hash_string"))
         type_names = {(level, t): name for level, t, name in conn.execute("SELECT level, type, name FROM type_name")}
@@ -144,17 +145,38 @@ class _ApiCalls(ApiEventDecoder):
         return Rows("api_duration", ("level", "k", "d", "n"), rows)
 
 
+def _merge_scattered_tensor_infos(conn, contents: TensorContents) -> None:
+    """Records of one node (thread, time, node) that were not next to each other — threads writing one file,
+    an aging and an unaging stream — merged into one, in the order they were read, as the reference merges
+    every record of a key (the decoder merged the neighbours already: usually there is none left)."""
+    keys = conn.execute("SELECT thread, ts, node_hash FROM tensor_info GROUP BY thread, ts, node_hash"
+                        " HAVING count(*) > 1").fetchall()
+    for key in keys:
+        rows = conn.execute("SELECT i.seq, t.* FROM tensor_info i JOIN tensor t USING (tensor_id) WHERE i.thread = ?"
+                            " AND i.ts = ? AND i.node_hash = ? ORDER BY i.seq", key).fetchall()
+        tensor_id = contents.new_id(merged_texts([row[2:] for row in rows]))
+        conn.executemany("DELETE FROM tensor_info WHERE seq = ?", [(row[0],) for row in rows[1:]])
+        conn.execute("UPDATE tensor_info SET tensor_id = ? WHERE seq = ?", (tensor_id, rows[0][0]))
+    if keys:
+        Rows("tensor", ("tensor_id",) + tuple(column for _title, column in TENSOR_COLUMNS),
+             contents.take_new()).insert(conn)
+
+
 class _TensorInfos(CompactDecoder):
     """tensor_info records, those of one node (same thread, time and node: an op of more than five tensors)
-    merged, each node's description as the id of its content (msprof.layouts.prof.tensors)."""
+    merged when they follow each other, each node's description as the id of its content
+    (msprof.layouts.prof.tensors). A record claiming more than five tensors (damaged: it has room for five)
+    is read for the five it holds, and said."""
 
-    HEAD = struct.Struct("<8xI4xqq")         # thread, timestamp, node hash; the tensor count and words follow
+    HEAD = struct.Struct("<8xI4xqqI")        # thread, timestamp, node hash, tensor count; the words follow
 
     def __init__(self, contents: TensorContents):
         super().__init__(TENSOR_INFO)
         self.contents = contents
         self.key: Optional[tuple] = None      # the last node's (thread, ts, node hash) and records: the next
         self.records: List[tuple] = []        # record may continue it, in this chunk or the next
+        self.overfull = 0
+        self.first_overfull = 0
 
     def decode(self, chunk, tally):
         chunk, skipped, first = valid_part(chunk, self.record_size, self.family.checks)
@@ -163,28 +185,39 @@ class _TensorInfos(CompactDecoder):
         # unpacked)
         sides_of = self.contents.sides_of
         nodes = []
+        body = self.HEAD.size - 4
         for offset in range(0, len(chunk), self.record_size):
-            key = self.HEAD.unpack_from(chunk, offset)
+            thread, ts, node, count = self.HEAD.unpack_from(chunk, offset)
+            if count > TENSORS_PER_RECORD:
+                if not self.overfull:
+                    self.first_overfull = tally.base + offset
+                self.overfull += 1
+            key = (thread, ts, node)
             if key != self.key:
                 if self.records:
                     nodes.append(self._node())
                 self.key = key
-            self.records.append(sides_of(chunk[offset + self.HEAD.size:offset + self.record_size]))
+            self.records.append(sides_of(chunk[offset + body:offset + self.record_size]))
         return self._rows(nodes)
+
+    def messages(self, where):
+        if not self.overfull:
+            return []
+        return [f"{where(self.first_overfull)}: {self.overfull} tensor_info record(s) claim more than "
+                f"{TENSORS_PER_RECORD} tensors (damaged): read for the {TENSORS_PER_RECORD} each holds"]
 
     def finish(self, tally):
         return self._rows([self._node()] if self.records else [])
 
     def _node(self) -> tuple:
-        thread, ts, _node = self.key
-        row = (thread, ts, self.contents[tuple(self.records)])
+        row = self.key + (self.contents[tuple(self.records)],)
         self.records = []
         return row
 
     def _rows(self, nodes: list) -> list:
         return [Rows("tensor", ("tensor_id",) + tuple(column for _title, column in TENSOR_COLUMNS),
                      self.contents.take_new()),
-                Rows("tensor_info", ("thread", "ts", "tensor_id"), nodes)]
+                Rows("tensor_info", ("thread", "ts", "node_hash", "tensor_id"), nodes)]
 
 
 class _NodeInfos(CompactDecoder):
@@ -425,6 +458,12 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         conn = db.conn
         events = event_ids(result.sample, ASCEND.counters, notices)
         db["pmu_event"].insert_all([{"slot": i, "event_id": e} for i, e in enumerate(events)])
+        metric_set = str(result.sample.get("ai_core_metrics") or "")
+        missing = AscendMetrics(metric_set, events, str(result.info.get("platform_version", ""))).missing
+        if missing and streams.get("pmu"):
+            notices.warn(f"sample.json's ai_core_profiling_events lack {', '.join(f'0x{e:x}' for e in missing)} of "
+                         f"the {metric_set} metric set: op_summary has its raw PMU counters, by event id, instead "
+                         "of the set's columns")
         load_streams(conn, streams.get("hwts", []),
                      lambda item: HwtsDecoder(lambda piece: [Rows("task", TASK_COLUMNS, _task_rows(piece))]),
                      notices, counts)

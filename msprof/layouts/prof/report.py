@@ -22,7 +22,7 @@ from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.schema import HOST
 from msprof.layouts.prof.tensors import COLUMNS as TENSOR_COLUMNS
-from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, py_round_sql
+from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, event_items, py_round_sql
 from msprof.tables import (EPOCH_US, INT, NA, NUMBER, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, Source, Table, Ties,
                            part_cut)
 
@@ -104,7 +104,8 @@ class ProfReport(Report):
         sample = self.meta_json("sample") or {}
         slots = [e for (e,) in self.conn.execute("SELECT event_id FROM pmu_event ORDER BY slot")]
         self.has_pmu = self.count("pmu") > 0
-        self.metrics = (AscendMetrics(str(sample.get("ai_core_metrics") or ""), slots, self.platform)
+        texts = [text for _event, text in event_items(sample)][:len(slots)]
+        self.metrics = (AscendMetrics(str(sample.get("ai_core_metrics") or ""), slots, self.platform, texts)
                         if self.has_pmu else None)
         self.host_cpu_mhz = None
         if self.has_host:

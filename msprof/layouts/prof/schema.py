@@ -26,7 +26,7 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
                            "op_type_hash": int, "block_dim": int, "op_flag": int, "aging": int, "info_id": int},
                           "seq"),
     # a node's tensor description (records of one node merged) as the id of its content, and the contents
-    "tensor_info": TableDef({"seq": int, "thread": int, "ts": int, "tensor_id": int}, "seq"),
+    "tensor_info": TableDef({"seq": int, "thread": int, "ts": int, "node_hash": int, "tensor_id": int}, "seq"),
     "tensor": TableDef({"tensor_id": int, "input_shapes": str, "input_data_types": str, "input_formats": str,
                         "output_shapes": str, "output_data_types": str, "output_formats": str}, "tensor_id"),
     "graph_map": TableDef({"seq": int, "thread": int, "ts": int, "model_name_hash": int, "graph_id": int}, "seq"),
@@ -54,7 +54,7 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 10000"),
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 15000"),
     ("node_info", ["thread", "ts", "seq", "info_id"]),
-    ("tensor_info", ["thread", "ts", "seq", "tensor_id"]),
+    ("tensor_info", ["thread", "ts", "node_hash", "seq", "tensor_id"]),
 ])
 # Lookups by (stream, task, occurrence) come in time order, where the occurrence (launch rank, execution
 # number) grows slowly and the task id cycles: with the occurrence first, consecutive lookups land on

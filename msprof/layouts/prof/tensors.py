@@ -97,6 +97,20 @@ def merged(records: List[Tuple[Side, Side]]) -> Tuple[str, str, str, str, str, s
     return tuple(out)
 
 
+def merged_texts(parts: List[tuple]) -> tuple:
+    """The six texts of a node's descriptions that were merged apart (``COLUMNS`` order each): as ``merged``
+    would have made them of all their records."""
+    out = []
+    for side in (0, 3):
+        texts = [p[side:side + 3] for p in parts if p[side] != "N/A"]
+        if texts:
+            out += ['"' + ";".join(t[0][1:-1] for t in texts) + '"', ";".join(t[1] for t in texts),
+                    ";".join(t[2] for t in texts)]
+        else:
+            out += ["N/A"] * 3
+    return tuple(out)
+
+
 class TensorContents(dict):
     """Merged descriptions (a tuple of records' sides) → a small id; ``take_new`` the ``tensor`` rows not yet
     written. Records' sides are computed once per distinct record body.
@@ -129,6 +143,12 @@ class TensorContents(dict):
         self.last_id += 1
         self[records] = self.last_id
         self.new.append((self.last_id,) + merged(list(records)))
+        return self.last_id
+
+    def new_id(self, texts: tuple) -> int:
+        """A description made of others (``merged_texts``): a new id and row."""
+        self.last_id += 1
+        self.new.append((self.last_id,) + texts)
         return self.last_id
 
     def take_new(self) -> List[tuple]:
