@@ -375,6 +375,21 @@ def test_tensor_descriptions_are_held_in_bounded_caches(monkeypatch):
                                        for k in range(10)] * 2
 
 
+def test_pmu_counts_of_2_63_or_more_are_damaged_not_negative(tmp_path):
+    """Cycles and counters are unsigned 64-bit; one of 2^63 or more (read signed, it would print negative
+    ratios and times) marks its record damaged: the task's PMU columns are N/A, the other tasks' are intact
+    (the executions stay paired), and the import says so."""
+    desc = {"pmu": "PipeUtilization", "iterations": 1, "threads": [{"ops": [
+        {"name": "bad", "type": "Add", "total_cycles": 2 ** 64 - 1},
+        {"name": "good", "type": "Add", "total_cycles": 100, "pmu": [10, 20, 30, 40, 50, 60, 70, 80]}]}]}
+    prof_dir = pg.write_prof(tmp_path, desc)
+    bad, good = summary(prof_dir)["op_summary"]
+    assert bad["total_cycles"] == bad["vec_ratio"] == bad["aicore_time(us)"] == "N/A"
+    assert good["total_cycles"] == "100" and good["vec_ratio"] == "0.1" and good["mac_ratio"] == "0.2"
+    assert ("aicore.data.0.slice_0 offset 0: 1 aicore PMU record(s) with a cycle count or counter of 2^63 or more"
+            " (damaged): their tasks' PMU columns are N/A") in notices(prof_dir / "device_0")
+
+
 def test_a_metric_set_missing_an_event_is_said(tmp_path):
     """sample.json names the Memory set but not all its events: op_summary has the raw counters by event id,
     and the import says why."""

@@ -31,7 +31,14 @@ class PmuFormat:
         self.stream_mask = stream_mask
         self.layout = Layout("pmu", record_format, fields, extras=["exec_n"])
         self.stream_at, self.task_at = fields.index("stream_id"), fields.index("task_id")
+        # the cycles and counters: 64-bit unsigned, read signed (SQLite's integers); a value from 2^63 on
+        # reads negative
+        self.count_at = [i for i, f in enumerate(fields) if f == "total_cycles" or f in self.counter_names()]
         assert self.layout.size == RECORD_SIZE, name
+
+
+    def counter_names(self) -> List[str]:
+        return _counters(self.counters)
 
 
 def _counters(n: int) -> List[str]:
@@ -62,6 +69,8 @@ class PmuDecoder(Decoder):
         self.label = fmt.name
         self.looks_aligned = svp_looks_aligned if fmt.checks else None
         self.executions = defaultdict(itertools.count)   # (stream, task) → its next exec_n
+        self.damaged = 0
+        self.first_damaged = 0
 
     def decode(self, chunk: bytes, tally: Tally) -> List[Blocks]:
         fmt = self.fmt
@@ -72,12 +81,37 @@ class PmuDecoder(Decoder):
         width, executions = layout.width, self.executions.__getitem__
         at_stream, at_task = fmt.stream_at, fmt.task_at
         blocks = []
-        for block in layout.blocks(chunk):
+        for n, block in enumerate(layout.blocks(chunk)):
             if fmt.stream_mask != 0xFFFFFFFF:
                 block = _masked(block, at_stream, width, fmt.stream_mask)
+            if any(min(block[at::width]) < 0 for at in fmt.count_at):
+                block = self._without_damaged_counts(block, tally.base + n * layout.block * RECORD_SIZE)
             keys = zip(block[at_stream::width], block[at_task::width])
             blocks.append(block + tuple(map(next, map(executions, keys))))
         return [Blocks(layout, blocks)]
+
+
+    def _without_damaged_counts(self, block: tuple, offset: int) -> tuple:
+        """A record with a cycle count or counter of 2^63 or more (no task runs for 146 years at 2 GHz: the
+        record is damaged) keeps its place (the executions stay paired) but none of its counts: NULL, so its
+        task's PMU columns are N/A. Counted and said."""
+        fmt, width = self.fmt, self.fmt.layout.width
+        values = list(block)
+        for r in range(len(block) // width):
+            record = values[r * width:(r + 1) * width]
+            if any(record[at] < 0 for at in fmt.count_at):
+                if not self.damaged:
+                    self.first_damaged = offset + r * RECORD_SIZE
+                self.damaged += 1
+                for at in fmt.count_at:
+                    values[r * width + at] = None
+        return tuple(values)
+
+    def messages(self, where) -> List[str]:
+        if not self.damaged:
+            return []
+        return [f"{where(self.first_damaged)}: {self.damaged} {self.label} record(s) with a cycle count or counter"
+                " of 2^63 or more (damaged): their tasks' PMU columns are N/A"]
 
 
 def _masked(block: tuple, at: int, width: int, mask: int) -> tuple:
