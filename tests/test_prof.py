@@ -370,7 +370,7 @@ def test_tensor_descriptions_are_held_in_bounded_caches(monkeypatch):
     bodies = [RECORD_BODY.pack(1, *([0, 2, 1, k + 1] + [0] * 51)) for k in range(10)]   # input ND FLOAT16 [k+1]
     ids = [contents[(contents.sides_of(body),)] for body in bodies + bodies]
     assert len(contents) <= 4 and len(contents.sides) <= 4
-    texts = {row[0]: row[1:] for row in contents.take_new()}
+    texts = {row[0]: row[1:] for row in contents.take_new().rows}
     assert [texts[i] for i in ids] == [('"%d"' % (k + 1), "FLOAT16", "ND", "N/A", "N/A", "N/A")
                                        for k in range(10)] * 2
 

@@ -33,12 +33,8 @@ class PmuFormat:
         self.stream_at, self.task_at = fields.index("stream_id"), fields.index("task_id")
         # the cycles and counters: 64-bit unsigned, read signed (SQLite's integers); a value from 2^63 on
         # reads negative
-        self.count_at = [i for i, f in enumerate(fields) if f == "total_cycles" or f in self.counter_names()]
+        self.count_at = [i for i, f in enumerate(fields) if f == "total_cycles" or f in _counters(self.counters)]
         assert self.layout.size == RECORD_SIZE, name
-
-
-    def counter_names(self) -> List[str]:
-        return _counters(self.counters)
 
 
 def _counters(n: int) -> List[str]:
@@ -89,7 +85,6 @@ class PmuDecoder(Decoder):
             keys = zip(block[at_stream::width], block[at_task::width])
             blocks.append(block + tuple(map(next, map(executions, keys))))
         return [Blocks(layout, blocks)]
-
 
     def _without_damaged_counts(self, block: tuple, offset: int) -> tuple:
         """A record with a cycle count or counter of 2^63 or more (no task runs for 146 years at 2 GHz: the

@@ -27,7 +27,7 @@ from msprof.decode.slices import group_files
 from msprof.decode.stars import StarsDecoder
 from msprof.layouts.prof.associate import LAUNCH_COLUMNS, OP_COLUMNS, UNKNOWN_MODEL, Associator, NodeContents
 from msprof.layouts.prof.schema import DEVICE, HOST, HOST_LATE_INDEXES, TASK_COLUMNS
-from msprof.layouts.prof.tensors import COLUMNS as TENSOR_COLUMNS, TENSORS_PER_RECORD, TensorContents, merged_texts
+from msprof.layouts.prof.tensors import TENSORS_PER_RECORD, TensorContents, merged_texts
 from msprof.metrics import AscendMetrics, event_ids
 from msprof.outputs import temporary
 from msprof.store import Notices
@@ -157,9 +157,7 @@ def _merge_scattered_tensor_infos(conn, contents: TensorContents) -> None:
         tensor_id = contents.new_id(merged_texts([row[2:] for row in rows]))
         conn.executemany("DELETE FROM tensor_info WHERE seq = ?", [(row[0],) for row in rows[1:]])
         conn.execute("UPDATE tensor_info SET tensor_id = ? WHERE seq = ?", (tensor_id, rows[0][0]))
-    if keys:
-        Rows("tensor", ("tensor_id",) + tuple(column for _title, column in TENSOR_COLUMNS),
-             contents.take_new()).insert(conn)
+    contents.take_new().insert(conn)
 
 
 class _TensorInfos(CompactDecoder):
@@ -215,9 +213,7 @@ class _TensorInfos(CompactDecoder):
         return row
 
     def _rows(self, nodes: list) -> list:
-        return [Rows("tensor", ("tensor_id",) + tuple(column for _title, column in TENSOR_COLUMNS),
-                     self.contents.take_new()),
-                Rows("tensor_info", ("thread", "ts", "node_hash", "tensor_id"), nodes)]
+        return [self.contents.take_new(), Rows("tensor_info", ("thread", "ts", "node_hash", "tensor_id"), nodes)]
 
 
 class _NodeInfos(CompactDecoder):

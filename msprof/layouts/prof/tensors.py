@@ -15,6 +15,8 @@ id of its node call's description (not its op: with dynamic shapes every launch 
 import struct
 from typing import Dict, List, Optional, Tuple
 
+from msprof.decode.base import Rows
+
 TENSORS_PER_RECORD = 5
 WORDS_PER_TENSOR = 11
 UNDEFINED = 0xFFFFFFFF
@@ -112,7 +114,7 @@ def merged_texts(parts: List[tuple]) -> tuple:
 
 
 class TensorContents(dict):
-    """Merged descriptions (a tuple of records' sides) → a small id; ``take_new`` the ``tensor`` rows not yet
+    """Merged descriptions (a tuple of records' sides) → a small id; ``take_new``: the ``tensor`` rows not yet
     written. Records' sides are computed once per distinct record body.
 
     Both are caches of at most ``HELD`` entries, emptied when full: with dynamic shapes every launch may
@@ -151,6 +153,7 @@ class TensorContents(dict):
         self.new.append((self.last_id,) + texts)
         return self.last_id
 
-    def take_new(self) -> List[tuple]:
+    def take_new(self) -> Rows:
+        """The ``tensor`` rows not yet written."""
         rows, self.new = self.new, []
-        return rows
+        return Rows("tensor", ("tensor_id",) + tuple(column for _title, column in COLUMNS), rows)
