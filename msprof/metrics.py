@@ -155,7 +155,7 @@ _FORMULAS = {
 #                 the raw counter when the task has no cycles, 0 without a frequency
 #   event_count   a counter of a set whose columns are counts (L2Cache), printed as the other floats
 #   slot_count    the same, of a PMU slot (args: the slot): Custom sets, whose events may repeat
-#   counter       a counter as it is (event sets msprof has no formulas for)
+#   counter       a PMU slot's counter as it is, an integer (args: the slot; sets msprof has no formulas for)
 # How each is printed is its column kind's (msprof.tables): the reference rounds memory_bound,
 # cube_utilization and aicore_time with Python's round() (ROUND3), every other float with SQLite's
 # round(x, 3) (SQLITE_ROUND3); cycles and counters are integers.
@@ -267,7 +267,7 @@ class AscendMetrics:
             self.columns = columns
         else:
             self.columns = [("aicore_time(us)", "aicore_time", ()), ("total_cycles", "cycles", ())] + [
-                (f"0x{e:x}", "counter", (e,)) for e in slot_events]
+                (f"0x{e:x}", "counter", (slot,)) for slot, e in enumerate(slot_events)]
 
     def _custom(self, slot_events: List[int], texts: Optional[List[str]]) -> list:
         """The user's own events ("Custom:0x8,…"): each slot's count, named as the reference names it, the
@@ -292,9 +292,9 @@ class AscendMetrics:
         """The slots whose raw counter a column reads (c<slot>: miss_rate's test, counter columns)."""
         slots = []
         for _name, kind, args in self.columns:
-            if kind in ("miss_rate", "counter", "bandwidth", "event_count"):
+            if kind in ("miss_rate", "bandwidth", "event_count"):
                 slots.append(self.slot_of[args[0]])
-            elif kind == "slot_count":
+            elif kind in ("counter", "slot_count"):
                 slots.append(args[0])
         return sorted(set(slots))
 
@@ -331,8 +331,8 @@ class AscendMetrics:
                 expr = aicore_time
             elif kind == "cycles":
                 expr = "total_cycles"
-            elif kind == "counter":
-                expr = f"c{self.slot_of[args[0]]}"
+            elif kind in ("counter", "slot_count"):
+                expr = f"c{args[0]}"
             elif kind == "ratio":
                 expr = " + ".join(self.ratio(e) for e in args)
             elif kind == "pipe_time":
@@ -352,8 +352,6 @@ class AscendMetrics:
                 expr = f"CASE WHEN total_cycles THEN {per_second} ELSE {c} END"
             elif kind == "event_count":
                 expr = f"c{self.slot_of[args[0]]}"
-            elif kind == "slot_count":
-                expr = f"c{args[0]}"
             else:  # pragma: no cover - a table error
                 raise ValueError(kind)
             printed = "python" if kind in PYTHON_ROUNDED else "int" if kind in INTEGERS else "sqlite"

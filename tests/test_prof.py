@@ -109,6 +109,9 @@ def test_metric_tables_hand_computed():
     assert v["vec_fp16_ratio"] == 0.09
     unknown = AscendMetrics("Foo", [0x123], "1")
     assert unknown.names == ["aicore_time(us)", "total_cycles", "0x123"]
+    # an event named twice: each column its own slot's counter
+    twice_unknown = AscendMetrics("Foo", [0x123, 0x123], "1")
+    assert metric_values(twice_unknown, 10, [3, 4, 0, 0, 0, 0, 0, 0], 1000.0, 1, 8, 1000.0)[2:] == [3, 4]
     custom = AscendMetrics("Custom:0x123,0x8", [0x123, 0x8], "1")      # the reference's names: r<id>
     assert custom.names == ["aicore_time(us)", "total_cycles", "r123", "r8"]
     assert metric_values(custom, 0, [7, 9, 0, 0, 0, 0, 0, 0], 1000.0, 1, 8, 1000.0)[2:] == [7.0, 9.0]
