@@ -54,7 +54,7 @@ COLUMNS = (("Input Shapes", "input_shapes"), ("Input Data Types", "input_data_ty
            ("Input Formats", "input_formats"), ("Output Shapes", "output_shapes"),
            ("Output Data Types", "output_data_types"), ("Output Formats", "output_formats"))
 
-# one side of one record: (formats, data types, shapes) texts, or None without tensors on that side
+# one side of one record: its (shapes in quotes, data types, formats) texts, or None without tensors there
 Side = Optional[Tuple[str, str, str]]
 
 
@@ -81,27 +81,19 @@ def record_sides(count: int, words: tuple) -> Tuple[Side, Side]:
 
 
 def _side(tensors: list) -> Tuple[str, str, str]:
-    return (";".join(format_name(t[1]) for t in tensors),
+    return ('"' + ";".join(",".join(str(d) for d in t[3:] if d) for t in tensors) + '"',
             ";".join(DATA_TYPES.get(t[2], "UNDEFINED") for t in tensors),
-            ";".join(",".join(str(d) for d in t[3:] if d) for t in tensors))
+            ";".join(format_name(t[1]) for t in tensors))
 
 
 def merged(records: List[Tuple[Side, Side]]) -> Tuple[str, str, str, str, str, str]:
     """The six op_summary texts of a node's records (``COLUMNS``)."""
-    out = []
-    for side in (0, 1):
-        texts = [r[side] for r in records if r[side] is not None]
-        if texts:
-            out += ['"' + ";".join(t[2] for t in texts) + '"', ";".join(t[1] for t in texts),
-                    ";".join(t[0] for t in texts)]
-        else:
-            out += ["N/A"] * 3
-    return tuple(out)
+    return merged_texts([(r[0] or ("N/A",) * 3) + (r[1] or ("N/A",) * 3) for r in records])
 
 
 def merged_texts(parts: List[tuple]) -> tuple:
-    """The six texts of a node's descriptions that were merged apart (``COLUMNS`` order each): as ``merged``
-    would have made them of all their records."""
+    """The six texts of descriptions that make one (``COLUMNS`` order each): each side's texts joined by ";",
+    the shapes inside one pair of quotes; N/A for a side none of them has."""
     out = []
     for side in (0, 3):
         texts = [p[side:side + 3] for p in parts if p[side] != "N/A"]
