@@ -88,6 +88,19 @@ def batches(cursor):
 NA = '"N/A"'
 
 
+# Event times: whole ns printed as µs with three decimals. An event format writes ``%U`` for a time; ``us_formats``
+# makes two formats of it: one printing a time from (ns // 1000, ns % 1000), one from its text (``us_text``), for
+# times that may be negative (``%d.%03d`` cannot print -0.5). Printing the parts costs a third less than repr() of
+# ns / 1000 (0.7 against 1.0 µs an event; 1M-event slices have two or three times each), and a JSON reader gets the
+# same number: the double nearest to the exact thousandths.
+def us_formats(template: str) -> Tuple[str, str]:
+    return template.replace("%U", "%d.%03d"), template.replace("%U", "%s")
+
+
+def us_text(ns: int) -> str:
+    return ("-%d.%03d" if ns < 0 else "%d.%03d") % divmod(abs(ns), 1000)
+
+
 def clean_name(value) -> str:
     """A display name without control characters or unencodable text."""
     text = "" if value is None else str(value)

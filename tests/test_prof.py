@@ -335,6 +335,30 @@ def test_timeline_is_valid_with_flows(tmp_path, platform):
     assert first["dur"] == pytest.approx(t0.dur_ns / 1000)
 
 
+def test_timeline_times_are_exact_on_both_sides_of_the_collection_start(tmp_path):
+    """Times are whole ns printed as µs with three decimals, negative ones (before the collection start, the
+    origin) included: every task and host call, and every flow's two ends, read back as the exact ns / 1000."""
+    prof = pg.build(MULTI)
+    starts = sorted(t.start_ns for t in prof.tasks)
+    shift_us = (starts[len(starts) // 2] - prof.host_mono_ns) // 1000        # the origin among the tasks
+    desc = dict(MULTI, collection_start_us=shift_us, model_as_events=True)
+    prof = pg.build(desc)
+    origin = prof.host_mono_ns + shift_us * 1000
+    [path] = api.export_timeline(pg.write_prof(tmp_path, desc))
+    assert check_trace(path) == []
+    events = json.loads(path.read_text())["traceEvents"]
+    tasks = sorted((e["ts"], e["dur"]) for e in events if e["ph"] == "X" and e["pid"] == TASK_PID_BASE)
+    assert tasks == sorted(((t.start_ns - origin) / 1000, t.dur_ns / 1000) for t in prof.tasks)
+    assert tasks[0][0] < 0 < tasks[-1][0]
+    calls = sorted((e["ts"], e["dur"]) for e in events if e["ph"] == "X" and e["pid"] == prof.desc["pid"])
+    assert calls == sorted(((a.begin - origin) / 1000, (a.end - a.begin) / 1000) for a in prof.apis)
+    assert calls[0][0] < 0 < calls[-1][0]
+    ends = {e["id"]: e["ts"] for e in events if e["ph"] == "f"}
+    assert sorted(ends.values()) == [ts for ts, _dur in tasks]
+    launches = sorted(e["ts"] for e in events if e["ph"] == "s")
+    assert launches == sorted((t.timestamp - origin) / 1000 for t in prof.tracks) and launches[0] < 0
+
+
 # ---------------------------------------------------------------------------------------------- CLI
 def test_cli_exit_codes(tmp_path, msprof_cli):
     prof_dir = pg.write_prof(tmp_path, MULTI)

@@ -313,6 +313,14 @@ def test_splitting_into_slices(tmp_path, monkeypatch):
         "acl_0.net.1.2.json", "task_time_0.json", "task_time_0.net.1.2.json"]
 
 
+def dur_as_string(event_format: str, undo: bool = False) -> str:
+    """An event format made to break the trace rules: its dur a JSON string (``undo``: back to a number)."""
+    number, string = '"dur":%d.%03d', '"dur":"%d.%03d"'
+    broken = event_format.replace(string, number) if undo else event_format.replace(number, string)
+    assert broken != event_format
+    return broken
+
+
 @pytest.mark.parametrize("in_place", [False, True])
 def test_a_broken_trace_is_an_internal_error_and_nothing_is_replaced(tmp_path, monkeypatch, in_place):
     job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
@@ -321,7 +329,7 @@ def test_a_broken_trace_is_an_internal_error_and_nothing_is_replaced(tmp_path, m
         monkeypatch.setattr(tl, "IN_PLACE_MIN_BYTES", 0)
     target = job / "timeline" / "task_time_0.net.1.2.json"
     before = target.read_bytes()
-    monkeypatch.setattr(jt, "_X_TASK", jt._X_TASK.replace('"dur":%r', '"dur":"%r"'))
+    monkeypatch.setattr(jt, "_X_TASK", dur_as_string(jt._X_TASK))
     with pytest.raises(tl.TraceError, match="breaks the trace rules"):
         export(job)
     assert target.read_bytes() == before
@@ -415,8 +423,8 @@ def test_files_above_the_check_limit_are_checked_only_on_request(tmp_path, monke
     if in_child:
         monkeypatch.setattr(tl, "PARALLEL_MIN_EVENTS", 0)
         monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(jt, "_X_TASK", jt._X_TASK.replace('"dur":%r', '"dur":"%r"'))
-    monkeypatch.setattr(jt, "_X_ACL", jt._X_ACL.replace('"dur":%r', '"dur":"%r"'))
+    monkeypatch.setattr(jt, "_X_TASK", dur_as_string(jt._X_TASK))
+    monkeypatch.setattr(jt, "_X_ACL", dur_as_string(jt._X_ACL))
     monkeypatch.setattr(tl, "CHECK_MAX_EVENTS", 3)      # task file: 9 events, acl: 4, outside tasks: 1
     with pytest.raises(tl.TraceError, match="task_time_0.json breaks the trace rules"):
         export(job)                                      # the 1-event file is still checked
@@ -429,7 +437,7 @@ def test_files_above_the_check_limit_are_checked_only_on_request(tmp_path, monke
     result = CliRunner().invoke(cli, ["export", "timeline", "--check", "-dir", str(job)])
     assert isinstance(result.exception, tl.TraceError)           # main() turns it into exit 1
     assert "task_time_0.net.1.2.json breaks the trace rules" in str(result.exception)
-    monkeypatch.setattr(jt, "_X_TASK", jt._X_TASK.replace('"dur":"%r"', '"dur":%r'))
+    monkeypatch.setattr(jt, "_X_TASK", dur_as_string(jt._X_TASK, undo=True))
     with pytest.raises(tl.TraceError, match="acl_0.net.1.2.json breaks the trace rules"):
         export(job, check_all=True)
     assert not [p for p in (job / "timeline").iterdir() if p.name.startswith(".")]

@@ -17,21 +17,22 @@ from msprof.decode.hwts import TASK_TYPES
 from msprof.layouts.base import Selection
 from msprof.paths import safe_name
 from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number,
-                          jstr, other_data, sorted_query)
+                          jstr, other_data, sorted_query, us_formats, us_text)
 
 # ACL calls that start a model execution (a HostToDevice flow links each to its iteration).
 EXECUTE_APIS = ("svp_acl_mdl_execute", "aclmdlExecute")
 TASK_PROCESS = "Task Scheduler"
 ACL_PROCESS = "AscendCL"
 
-_X_TASK = (',\n{"ph":"X","pid":%d,"tid":%d,"ts":%r,"dur":%r,"name":%s,"args":{"Task Type":%s,'
-           '"Stream Id":%d,"Task Id":%d,"Layer Id":%s,"Iteration":%s}}')
-_X_ACL = (',\n{"ph":"X","pid":%d,"tid":%d,"ts":%r,"dur":%r,"name":%s,"args":{"Mode":%s,'
-          '"Process Id":%d,"Thread Id":%d}}')
-_X_CALL = (',\n{"ph":"X","pid":%d,"tid":%d,"ts":%r,"dur":%r,"name":%s,"args":{"Mode":%s,'
+_X_TASK, _X_TASK_ANY = us_formats(
+    ',\n{"ph":"X","pid":%d,"tid":%d,"ts":%U,"dur":%U,"name":%s,"args":{"Task Type":%s,'
+    '"Stream Id":%d,"Task Id":%d,"Layer Id":%s,"Iteration":%s}}')
+_X_ACL, _X_ACL_ANY = us_formats(
+    ',\n{"ph":"X","pid":%d,"tid":%d,"ts":%U,"dur":%U,"name":%s,"args":{"Mode":%s,"Process Id":%d,"Thread Id":%d}}')
+_X_CALL = (',\n{"ph":"X","pid":%d,"tid":%d,"ts":%s,"dur":%s,"name":%s,"args":{"Mode":%s,'
            '"Process Id":%d,"Thread Id":%d,"Iteration":%d}}')
-_FLOW_S = ',\n{"ph":"s","cat":"%s","name":"%s","id":%d,"pid":%d,"tid":%d,"ts":%r}'
-_FLOW_F = ',\n{"ph":"f","bp":"e","cat":"%s","name":"%s","id":%d,"pid":%d,"tid":%d,"ts":%r}'
+_FLOW_S = ',\n{"ph":"s","cat":"%s","name":"%s","id":%d,"pid":%d,"tid":%d,"ts":%s}'
+_FLOW_F = ',\n{"ph":"f","bp":"e","cat":"%s","name":"%s","id":%d,"pid":%d,"tid":%d,"ts":%s}'
 
 
 class Clock:
@@ -195,11 +196,16 @@ class TaskSource(Source):
             if (pid, tid) not in threads:
                 writer.use(pid, tid, TASK_PROCESS, lane)
             name = layer_names.get(layer_id) or type_name
-            out.append(fmt % (pid, tid, start / 1000, (end - start) / 1000, name, type_name, stream, task_id,
-                              NA if layer_id is None else layer_id, NA if index_id is None else index_id))
+            args = (name, type_name, stream, task_id, NA if layer_id is None else layer_id,
+                    NA if index_id is None else index_id)
+            if start >= 0:
+                d = end - start
+                out.append(fmt % ((pid, tid, start // 1000, start % 1000, d // 1000, d % 1000) + args))
+            else:
+                out.append(_X_TASK_ANY % ((pid, tid, us_text(start), us_text(end - start)) + args))
             count += 1
             if link is not None:
-                out.append(_FLOW_F % (FLOW_CATEGORY, FLOW_CATEGORY, link[4], pid, tid, start / 1000))
+                out.append(_FLOW_F % (FLOW_CATEGORY, FLOW_CATEGORY, link[4], pid, tid, us_text(start)))
                 count += 1
         writer.body.write("".join(out))
         writer.count = count
@@ -212,10 +218,10 @@ class TaskSource(Source):
         lane = lanes.place(("acl", call_pid, call_tid), call_tid, "Thread", call_tid, c_start, c_end)
         writer.use(call_pid, lane.tid, ACL_PROCESS, lane)
         write = writer.body.write
-        write(_X_CALL % (call_pid, lane.tid, c_start / 1000, (c_end - c_start) / 1000, jstr(name),
+        write(_X_CALL % (call_pid, lane.tid, us_text(c_start), us_text(c_end - c_start), jstr(name),
                          jstr(api_type_name(api_type)), call_pid, call_tid, index_id))
         s_ts = min(max(it_start, c_start), c_end)
-        write(_FLOW_S % (FLOW_CATEGORY, FLOW_CATEGORY, flow_id, call_pid, lane.tid, s_ts / 1000))
+        write(_FLOW_S % (FLOW_CATEGORY, FLOW_CATEGORY, flow_id, call_pid, lane.tid, us_text(s_ts)))
         writer.count += 2
 
     def _links(self) -> Iterator[tuple]:
@@ -304,7 +310,12 @@ class AclSource(Source):
             lane_tid = lane.tid
             if (pid, lane_tid) not in threads:
                 writer.use(pid, lane_tid, ACL_PROCESS, lane)
-            out.append(fmt % (pid, lane_tid, start / 1000, (end - start) / 1000, jname, mode, pid, tid))
+            if start >= 0:
+                d = end - start
+                out.append(fmt % (pid, lane_tid, start // 1000, start % 1000, d // 1000, d % 1000, jname, mode, pid,
+                                  tid))
+            else:
+                out.append(_X_ACL_ANY % (pid, lane_tid, us_text(start), us_text(end - start), jname, mode, pid, tid))
             count += 1
         writer.body.write("".join(out))
         writer.count = count

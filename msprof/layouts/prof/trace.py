@@ -20,17 +20,20 @@ from msprof.layouts.base import Selection
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.report import HWTS_TASK_TYPES
 from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number, jstr,
-                          other_data, sorted_query)
+                          other_data, sorted_query, us_formats, us_text)
 
 HOST_PROCESS = "CANN (host)"
 LEVEL_NAMES = {level: jstr(name) for level, name in LEVELS.items()}
-_X_TASK = (',\n{"ph":"X","pid":%d,"tid":%d,"ts":%r,"dur":%r,"name":%s,"args":{"Task ID":%d,"Stream ID":%d,'
+_X_TASK = (',\n{"ph":"X","pid":%d,"tid":%d,"ts":%U,"dur":%U,"name":%s,"args":{"Task ID":%d,"Stream ID":%d,'
            '"Task Type":%s,"OP Type":%s,"Model ID":%d,"Iteration":%s}}')
-_X_API = ',\n{"ph":"X","pid":%d,"tid":%d,"ts":%r,"dur":%r,"name":%s,"args":{"level":%s,"item":%s}}'
+_X_API, _X_API_ANY = us_formats(',\n{"ph":"X","pid":%d,"tid":%d,"ts":%U,"dur":%U,"name":%s,'
+                                 '"args":{"level":%s,"item":%s}}')
 # a task with the HostToDevice flow from its launch: one format for the three events
-_X_TASK_FLOW = _X_TASK + (',\n{"ph":"s","cat":"%s","name":"%s","id":%%d,"pid":%%d,"tid":%%d,"ts":%%r}'
-                          ',\n{"ph":"f","bp":"e","cat":"%s","name":"%s","id":%%d,"pid":%%d,"tid":%%d,"ts":%%r}'
-                          ) % ((FLOW_CATEGORY,) * 4)
+_X_TASK_FLOW, _X_TASK_FLOW_ANY = us_formats(
+    _X_TASK + (',\n{"ph":"s","cat":"%s","name":"%s","id":%%d,"pid":%%d,"tid":%%d,"ts":%%U}'
+               ',\n{"ph":"f","bp":"e","cat":"%s","name":"%s","id":%%d,"pid":%%d,"tid":%%d,"ts":%%U}')
+    % ((FLOW_CATEGORY,) * 4))
+_X_TASK, _X_TASK_ANY = us_formats(_X_TASK)
 # The host calls' sort spills to a temporary file beyond this: a per-launch run's 1.5M calls per half (3M
 # at 1M tasks) took as long sorted in 32 MB runs as in memory (7.6 s for the timeline) at 88 MB of RSS
 # instead of 119 MB (memory stays flat with the number of tasks)
@@ -147,7 +150,13 @@ class HostSource(Source):
                 if len(calls) > REMEMBERED_CALLS:
                     for key in list(itertools.islice(calls, REMEMBERED_CALLS // 2)):
                         del calls[key]
-            out.append(fmt % ((pid, tid, start / 1000, (end - start) / 1000) + texts[(level, struct_type, item)]))
+            if start >= 0:
+                d = end - start
+                out.append(fmt % ((pid, tid, start // 1000, start % 1000, d // 1000, d % 1000)
+                                  + texts[(level, struct_type, item)]))
+            else:
+                out.append(_X_API_ANY % ((pid, tid, us_text(start), us_text(end - start))
+                                         + texts[(level, struct_type, item)]))
             count += 1
         writer.body.write("".join(out))
         writer.count = count
@@ -245,20 +254,29 @@ class TaskSource(Source):
             tid = lane.tid
             if (pid, tid) not in threads:
                 writer.use(pid, tid, self.process, lane)
-            values = (pid, tid, start / 1000, (end - start) / 1000, names[name], task_id, stream, names[task_type],
-                      NA if op_type is None else names[op_type], model_id, NA if iteration is None else iteration)
+            d = end - start
+            args = (names[name], task_id, stream, names[task_type], NA if op_type is None else names[op_type],
+                    model_id, NA if iteration is None else iteration)
             count += 1
             # the flow shares the file with its node-level call (written into this slice) and the task
             if track is not None and call is not None and track <= start and count + 2 <= limit:
                 host_tid = host.lane_of_call(thread, call, writer)
                 if host_tid is not None:
                     flow_id = (self.device << 40) | next(self.flow_ids)
-                    out.append(_X_TASK_FLOW % (values + (flow_id, host.pid, host_tid, track / 1000, flow_id, pid, tid,
-                                                         start / 1000)))
+                    if track >= 0:
+                        out.append(_X_TASK_FLOW % ((pid, tid, start // 1000, start % 1000, d // 1000, d % 1000) + args
+                                                   + (flow_id, host.pid, host_tid, track // 1000, track % 1000,
+                                                      flow_id, pid, tid, start // 1000, start % 1000)))
+                    else:
+                        out.append(_X_TASK_FLOW_ANY % ((pid, tid, us_text(start), us_text(d)) + args + (
+                            flow_id, host.pid, host_tid, us_text(track), flow_id, pid, tid, us_text(start))))
                     count += 2
                     self.flows += 1
                     continue
-            out.append(fmt % values)
+            if start >= 0:
+                out.append(fmt % ((pid, tid, start // 1000, start % 1000, d // 1000, d % 1000) + args))
+            else:
+                out.append(_X_TASK_ANY % ((pid, tid, us_text(start), us_text(d)) + args))
         writer.body.write("".join(out))
         writer.count = count
 
