@@ -150,13 +150,13 @@ class HostSource(Source):
                 if len(calls) > REMEMBERED_CALLS:
                     for key in list(itertools.islice(calls, REMEMBERED_CALLS // 2)):
                         del calls[key]
+            name, level_text, item_text = texts[(level, struct_type, item)]
             if start >= 0:
                 d = end - start
-                out.append(fmt % ((pid, tid, start // 1000, start % 1000, d // 1000, d % 1000)
-                                  + texts[(level, struct_type, item)]))
+                out.append(fmt % (pid, tid, start // 1000, start % 1000, d // 1000, d % 1000, name, level_text,
+                                  item_text))
             else:
-                out.append(_X_API_ANY % ((pid, tid, us_text(start), us_text(end - start))
-                                         + texts[(level, struct_type, item)]))
+                out.append(_X_API_ANY % (pid, tid, us_text(start), us_text(end - start), name, level_text, item_text))
             count += 1
         writer.body.write("".join(out))
         writer.count = count
@@ -255,28 +255,37 @@ class TaskSource(Source):
             if (pid, tid) not in threads:
                 writer.use(pid, tid, self.process, lane)
             d = end - start
-            args = (names[name], task_id, stream, names[task_type], NA if op_type is None else names[op_type],
-                    model_id, NA if iteration is None else iteration)
             count += 1
+            host_tid = None
             # the flow shares the file with its node-level call (written into this slice) and the task
             if track is not None and call is not None and track <= start and count + 2 <= limit:
                 host_tid = host.lane_of_call(thread, call, writer)
-                if host_tid is not None:
-                    flow_id = (self.device << 40) | next(self.flow_ids)
-                    if track >= 0:
-                        out.append(_X_TASK_FLOW % ((pid, tid, start // 1000, start % 1000, d // 1000, d % 1000) + args
-                                                   + (flow_id, host.pid, host_tid, track // 1000, track % 1000,
-                                                      flow_id, pid, tid, start // 1000, start % 1000)))
-                    else:
-                        out.append(_X_TASK_FLOW_ANY % ((pid, tid, us_text(start), us_text(d)) + args + (
-                            flow_id, host.pid, host_tid, us_text(track), flow_id, pid, tid, us_text(start))))
-                    count += 2
-                    self.flows += 1
-                    continue
-            if start >= 0:
-                out.append(fmt % ((pid, tid, start // 1000, start % 1000, d // 1000, d % 1000) + args))
+            # (one tuple per event in the usual cases, times >= 0: a tuple concatenation costs as much as it saves)
+            if host_tid is None and start >= 0:
+                out.append(fmt % (pid, tid, start // 1000, start % 1000, d // 1000, d % 1000, names[name], task_id,
+                                  stream, names[task_type], NA if op_type is None else names[op_type], model_id,
+                                  NA if iteration is None else iteration))
+                continue
+            if host_tid is None:
+                out.append(_X_TASK_ANY % (pid, tid, us_text(start), us_text(d), names[name], task_id, stream,
+                                          names[task_type], NA if op_type is None else names[op_type], model_id,
+                                          NA if iteration is None else iteration))
+                continue
+            flow_id = (self.device << 40) | next(self.flow_ids)
+            if track >= 0:
+                out.append(_X_TASK_FLOW % (pid, tid, start // 1000, start % 1000, d // 1000, d % 1000, names[name],
+                                           task_id, stream, names[task_type],
+                                           NA if op_type is None else names[op_type], model_id,
+                                           NA if iteration is None else iteration, flow_id, host.pid, host_tid,
+                                           track // 1000, track % 1000, flow_id, pid, tid, start // 1000,
+                                           start % 1000))
             else:
-                out.append(_X_TASK_ANY % ((pid, tid, us_text(start), us_text(d)) + args))
+                out.append(_X_TASK_FLOW_ANY % (pid, tid, us_text(start), us_text(d), names[name], task_id, stream,
+                                               names[task_type], NA if op_type is None else names[op_type], model_id,
+                                               NA if iteration is None else iteration, flow_id, host.pid, host_tid,
+                                               us_text(track), flow_id, pid, tid, us_text(start)))
+            count += 2
+            self.flows += 1
         writer.body.write("".join(out))
         writer.count = count
 
