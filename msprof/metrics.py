@@ -255,6 +255,7 @@ class AscendMetrics:
 
     def __init__(self, metric_set: str, slot_events: List[int], platform_version: str,
                  event_texts: Optional[List[str]] = None):
+        self.name = metric_set
         self.slot_of = {e: i for i, e in enumerate(slot_events)}
         make = ASCEND_METRIC_SETS.get(metric_set)
         columns = make(platform_version) if make else []

@@ -327,7 +327,8 @@ def test_without_pmu_or_acl_data(tmp_path, msprof_cli):
     assert result.returncode == 0, result.stderr
     ids = [f["id"] for f in json.loads(result.stdout)["findings"]]
     assert ids == ["decomposed_activation", "cpu_fallback"]
-    assert "no PMU memory-bound data: memory_bound not checked" in result.stderr
+    assert ("no PMU data: memory_bound not checked (a collection with --aac-metrics ArithmeticUtilization (the"
+            " default) has it)") in result.stderr
     assert "no ACL/API data: acl_hotspot not checked" in result.stderr
 
 
@@ -394,6 +395,25 @@ def test_help_has_examples(msprof_cli):
         result = msprof_cli(command, "--help")
         assert result.returncode == 0 and "Example" in result.stdout and f"msprof {command} " in result.stdout
         assert "9  performance regression" in result.stdout
+
+
+@pytest.mark.parametrize("pmu", [None, "Memory", "PipeUtilization"])
+def test_prof_memory_bound_needs_pipe_utilization(tmp_path, msprof_cli, pmu):
+    """memory_bound reads PipeUtilization's memory_bound column: PMU data of another metric set, or none, are
+    said (which set there is) with the collection option that gives it."""
+    desc = {"iterations": 2, "pmu": pmu, "threads": [{"ops": [
+        {"name": "conv1", "type": "Conv2D", "dur_us": 20, "total_cycles": 1000,
+         "pmu": [100, 100, 0, 0, 900, 0, 0, 0]}]}]}
+    result = msprof_cli("advise", "-dir", pg.write_prof(tmp_path, desc), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    ids = [f["id"] for f in json.loads(result.stdout)["findings"]]
+    said = {None: "no PMU data", "Memory": "PMU data of the Memory metric set, no memory-bound value"}
+    if pmu in said:
+        assert "memory_bound" not in ids
+        assert (f"{said[pmu]}: memory_bound not checked (a collection with --aic-metrics PipeUtilization has it)"
+                in result.stderr), result.stderr
+    else:
+        assert "memory_bound" in ids and "memory_bound not checked" not in result.stderr
 
 
 def test_prof_without_host_is_one_single_op_iteration(tmp_path, msprof_cli):

@@ -172,7 +172,11 @@ def _decomposed_activation(facts: Facts, selection: Selection) -> Iterator[Hit]:
 # --- memory_bound ------------------------------------------------------------------------------------------
 def _memory_bound(facts: Facts, selection: Selection) -> Iterator[Hit]:
     if not facts.has_pmu:
-        notice(f"{facts.label}: no PMU memory-bound data: memory_bound not checked")
+        metric_set = facts.pmu_metric_set
+        what = ("no PMU data" if metric_set is None
+                else f"PMU data of the {metric_set} metric set, no memory-bound value")
+        notice(f"{facts.label}: {what}: memory_bound not checked (a collection with {facts.memory_bound_option}"
+               " has it)")
         return
     for iteration in facts.layer_iterations(selection):
         layers = _Summed(facts.layers(iteration))

@@ -135,10 +135,18 @@ class Facts:
         self._layer_lists: Dict[tuple, List[Layer]] = {}
 
     # --- what the data holds ------------------------------------------------------------------------
+    # how a collection gets the PMU data that give a memory-bound value (the advice when they are missing)
+    memory_bound_option = ""
+
     @property
     def has_pmu(self) -> bool:
         """Whether layers carry a memory-bound value."""
         raise NotImplementedError
+
+    @property
+    def pmu_metric_set(self) -> Optional[str]:
+        """The metric set of the PMU data there are, when it is known; None without PMU data."""
+        return None
 
     @property
     def has_api(self) -> bool:

@@ -6,7 +6,7 @@ A model's recorded iterations are its executions as the association numbers them
 model execution (single ops, or a device without its host) is one model, ``single-op``, whose one
 iteration is every device task.
 """
-from typing import Dict, Iterable, Iterator, List, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
 from msprof.layouts.base import Selection
@@ -26,6 +26,7 @@ class ProfFacts(Facts):
     native_activations = "Relu, LeakyRelu, PRelu, Elu, or one fused operator from CANN's library"
     words = {"layer_word": "operator", "layers_word": "ops"}
     table_names = {"layers": "op_summary", "ops": "op_statistic", "apis": "api_statistic", "idle": "op_summary"}
+    memory_bound_option = "--aic-metrics PipeUtilization"
 
     def __init__(self, report):
         super().__init__(report)
@@ -52,6 +53,10 @@ class ProfFacts(Facts):
     @property
     def has_pmu(self) -> bool:
         return self.report.metrics is not None and "memory_bound" in self.report.metrics.names
+
+    @property
+    def pmu_metric_set(self) -> Optional[str]:
+        return None if self.report.metrics is None else (self.report.metrics.name or "unnamed")
 
     @property
     def has_api(self) -> bool:
