@@ -71,3 +71,26 @@ def _watch_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(0.5)
     os._exit(1)
+
+
+class Later:
+    """The value of ``getattr(report, method)(*args)`` for a unit's report, made by a worker process (its own
+    connection) while this process goes on; iterating yields it once, waiting for it (a table's batches: show
+    has op_statistic's GROUP BY over a million tasks made while it picks op_summary's rows). A failure is
+    raised where it is read; the worker ends with its work, or with this process."""
+
+    def __init__(self, unit, method: str, args: tuple = ()):
+        executor = process_pool(1)
+        self.future = executor.submit(_report_call, unit, method, args)
+        executor.shutdown(wait=False)          # (submitted work goes on)
+
+    def __iter__(self):
+        yield self.future.result()
+
+
+def _report_call(unit, method: str, args: tuple):
+    report = unit.open()
+    try:
+        return getattr(report, method)(*args)
+    finally:
+        report.close()

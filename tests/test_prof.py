@@ -313,6 +313,38 @@ def test_json_format_and_show(tmp_path, capsys):
     assert unit["path"] == str(prof_dir / "device_0")
 
 
+def test_show_has_a_worker_make_op_statistic_for_many_tasks(tmp_path, capsys, monkeypatch):
+    """From SHOW_PARALLEL_MIN_TASKS tasks (and with a second core) a worker process makes op_statistic's rows
+    while show picks op_summary's: the same tables as made in one process, with a selection too."""
+    import msprof.layouts.prof as prof_layout
+    from msprof import workers
+
+    prof_dir = pg.write_prof(tmp_path, MULTI)
+    made = []
+
+    class Counted(workers.Later):
+        def __init__(self, *args):
+            made.append(args[1:])
+            super().__init__(*args)
+
+    def shown(threshold, selection=Selection()):
+        monkeypatch.setattr(prof_layout, "SHOW_PARALLEL_MIN_TASKS", threshold)
+        api.show(prof_dir, selection, view=View(fmt="json", top=0))
+        return json.loads(capsys.readouterr().out)
+
+    monkeypatch.setattr(prof_layout, "Later", Counted)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    alone = shown(10 ** 9)
+    assert made == []
+    assert shown(1) == alone
+    selection = Selection(model_id=1, iteration_id=1)
+    assert made == [("op_statistic_rows", (Selection(),))]
+    assert shown(1, selection) == shown(10 ** 9, selection)
+    assert made[1:] == [("op_statistic_rows", (selection,))]
+    statistic = alone[f"{prof_dir.name}/device_0"]["tables"]["op_statistic"]
+    assert statistic["row_count"] == len(expected_op_statistic(pg.build(MULTI))) > 0
+
+
 # ---------------------------------------------------------------------------------------------- timeline
 @pytest.mark.parametrize("platform", ["1", "5"])
 def test_timeline_is_valid_with_flows(tmp_path, platform):

@@ -433,7 +433,16 @@ class ProfReport(Report):
         return cut(k), cut(k + 1)
 
     # --- op_statistic (docs/prof-format.md §6) -----------------------------------------------------------
-    def op_statistic(self, selection: Selection = Selection()) -> Table:
+    def op_statistic(self, selection: Selection = Selection(), batches=None) -> Table:
+        """``batches``: its rows as ``op_statistic_rows`` makes them, when they are made elsewhere (show: by a
+        worker process)."""
+        columns = [self._device_column(False), Column("OP Type"), Column("Core Type"), Column("Count", INT)] + [
+            Column(name, NUMBER) for name in ("Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
+                                              "Ratio(%)")]
+        return Table("op_statistic", "op_statistic", columns,
+                     [self.op_statistic_rows(selection)] if batches is None else batches)
+
+    def op_statistic_rows(self, selection: Selection = Selection()) -> List[tuple]:
         where, args = self._where(selection)
         # grouped by op id (an integer: a cheap sort), then by (op type, task type) here: a few rows. The
         # reference keeps durations in an INTEGER column, so whole ns are integers there and its average
@@ -483,11 +492,7 @@ class ProfReport(Report):
         # its report: rows by ratio (6 decimals) descending, then read back by total time descending
         rows.sort(key=lambda r: -r[10])
         rows.sort(key=lambda r: -r[9])
-        rows = [r[:9] for r in rows]
-        columns = [self._device_column(False), Column("OP Type"), Column("Core Type"), Column("Count", INT)] + [
-            Column(name, NUMBER) for name in ("Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
-                                              "Ratio(%)")]
-        return Table("op_statistic", "op_statistic", columns, [rows])
+        return [r[:9] for r in rows]
 
     # --- task_time (docs/prof-format.md §8): written with op_summary (op_summary_and_task_time) ------------
     def _task_time_columns(self) -> List[Column]:
