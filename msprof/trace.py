@@ -34,8 +34,11 @@ from msprof.layouts.base import Selection
 from msprof.tracecheck import TraceError, check_trace
 from msprof.workers import process_pool, several_cores, stop
 
-# A timeline with more events (metadata not counted) is split into slices of at most this many.
+# A timeline with more events (metadata not counted) is split into slices of at most this many, and a slice whose
+# events reach SLICE_BYTES is finished at the end of the batch being written (events with long names: 1M of them
+# can make more than 200 MB, beyond what viewers load), so that no file is over ~SLICE_BYTES + a batch.
 SLICE_EVENTS = 1_000_000
+SLICE_BYTES = 190_000_000
 # Check written files with tracecheck before they are renamed into place: every file, or (the default)
 # slices of at most CHECK_MAX_EVENTS events. Re-reading costs 1.4-4 µs an event (a 250k-event file of
 # host calls and flows 1.1 s, as long as writing it); the writers build each event from a fixed template
@@ -212,7 +215,6 @@ class Writer:
         self.directory, self.base, self.other = directory, base, other
         self.check_all = check_all
         self.numbered = numbered              # name even a single file "_slice_0" (one of several parts)
-        self.limit = max(1, int(SLICE_EVENTS))
         self.count = 0                       # events in the current slice
         self.total = 0
         self.slice_index = 0
@@ -223,11 +225,21 @@ class Writer:
         self._open_slice()
 
     def _open_slice(self) -> None:
+        self.limit = max(1, int(SLICE_EVENTS))  # events the slice may take (less once it holds SLICE_BYTES)
+        self.bytes = 0
         self._path = temporary(self.directory, self.base)
         with naming_errors(self._path):
             fd = os.open(self._path, os.O_WRONLY)
             os.lseek(fd, HEAD_ROOM, os.SEEK_SET)
             self.body = os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20)
+
+    def write(self, text: str) -> None:
+        """Events into the slice (``count`` is the writer's to keep). Once the slice holds SLICE_BYTES, its
+        limit is the events it has: the next event starts a new slice."""
+        self.body.write(text)
+        self.bytes += len(text) if text.isascii() else len(text.encode("utf-8"))
+        if self.bytes >= SLICE_BYTES:
+            self.limit = max(1, min(self.limit, self.count))
 
     def reserve(self, n: int) -> None:
         """Make room for a group of n events that must share a file (a flow and its slices)."""
@@ -452,8 +464,8 @@ def write_timelines(report, selection: Selection = Selection(), check_all: bool 
     executor = future = None
     if child is not None or split is not None:
         executor = process_pool(1)
-        args = (report.unit, selection, child if split is None else 0, str(directory), SLICE_EVENTS, CHECK_FILES,
-                CHECK_MAX_EVENTS, check_all, None if split is None else (1, split))
+        args = (report.unit, selection, child if split is None else 0, str(directory), (SLICE_EVENTS, SLICE_BYTES),
+                CHECK_FILES, CHECK_MAX_EVENTS, check_all, None if split is None else (1, split))
         future = executor.submit(_in_child, *args)
     try:
         for i, timeline in enumerate(timelines):
@@ -509,12 +521,12 @@ def _tail(other: dict) -> bytes:
             + "}\n").encode()
 
 
-def _in_child(unit, selection, index: int, directory: str, slice_events: int, check_files: bool,
+def _in_child(unit, selection, index: int, directory: str, slice_limits: Tuple[int, int], check_files: bool,
               check_max_events: int, check_all: bool, window=None):
     """One timeline (or, with ``window``, its second half) written in a child process: (paths, [(log
     level, message)])."""
-    global SLICE_EVENTS, CHECK_FILES, CHECK_MAX_EVENTS
-    SLICE_EVENTS, CHECK_FILES, CHECK_MAX_EVENTS = slice_events, check_files, check_max_events
+    global SLICE_EVENTS, SLICE_BYTES, CHECK_FILES, CHECK_MAX_EVENTS
+    (SLICE_EVENTS, SLICE_BYTES), CHECK_FILES, CHECK_MAX_EVENTS = slice_limits, check_files, check_max_events
     messages: List[Tuple[int, str]] = []
     handler = _ListHandler(messages)
     log.addHandler(handler)

@@ -232,6 +232,43 @@ def test_iteration_filter(job, tmp_path):
         assert tl.timelines_current(report)
 
 
+@pytest.mark.parametrize("layout", ["JOB", "PROF"])
+def test_a_slice_is_finished_once_it_holds_slice_bytes(tmp_path, monkeypatch, layout):
+    """Events with long names make large files: a slice whose events reach SLICE_BYTES is finished after the
+    batch being written (here a batch is one row: at most one flow group of four events), whatever its number of
+    events. The slices hold every slice event once, each is valid and holds both ends of its flows (a PROF flow
+    whose launch and task fall in different files is left out)."""
+    from test_profgen import MULTI
+
+    from fixtures import profgen as pg
+    from msprof import api
+
+    path = make_job(tmp_path, TASKS, ITERATIONS, CALLS) if layout == "JOB" else pg.write_prof(tmp_path, MULTI)
+
+    def events(paths):
+        return [line.rstrip(",") for p in paths for line in Path(p).read_text(encoding="utf-8").split("\n")
+                if line.startswith('{"ph":') and not line.startswith('{"ph":"M"')]
+
+    whole = api.export_timeline(path)
+    full = sorted(events(whole))
+    budget = 3 * max(map(len, full))
+    monkeypatch.setattr(tl, "SLICE_BYTES", budget)
+    monkeypatch.setattr(tl, "FETCH_ROWS", 1)
+    sliced = api.export_timeline(path)
+    assert len(sliced) > len(whole)
+    if layout == "JOB":
+        assert sorted(events(sliced)) == full
+    else:
+        slices = sorted(e for e in events(sliced) if e.startswith('{"ph":"X"'))
+        assert slices == [e for e in full if e.startswith('{"ph":"X"')]
+    for p in sliced:
+        trace = load(p)
+        assert check_trace(trace) == []
+        assert {e["id"] for e in of(trace, "s")} == {e["id"] for e in of(trace, "f")}
+        sizes = [len(line) + 2 for line in events([p])]
+        assert sum(sizes) < budget + 4 * max(map(len, full)) + 8, (p.name, sum(sizes), budget)
+
+
 def test_timeline_current(tmp_path):
     job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
     with open_report(job) as report:

@@ -180,7 +180,7 @@ class TaskSource(Source):
                 self.next_link = next(self.links, None)
             link = pending.pop(index_id, None) if pending else None
             if link is not None or count >= limit:
-                writer.body.write("".join(out))
+                writer.write("".join(out))
                 out = []
                 writer.count = count
                 if link is not None:
@@ -208,7 +208,7 @@ class TaskSource(Source):
             if link is not None:
                 out.append(_FLOW_F % (FLOW_CATEGORY, FLOW_CATEGORY, link[4], pid, tid, us_text(start)))
                 count += 1
-        writer.body.write("".join(out))
+        writer.write("".join(out))
         writer.count = count
 
     def _flow(self, writer, lanes, link: tuple, task_start: int) -> None:
@@ -218,7 +218,7 @@ class TaskSource(Source):
         _seq, call_pid, call_tid, api_type, name, c_start, c_end = call
         lane = lanes.place(("acl", call_pid, call_tid), call_tid, "Thread", call_tid, c_start, c_end)
         writer.use(call_pid, lane.tid, ACL_PROCESS, lane)
-        write = writer.body.write
+        write = writer.write
         write(_X_CALL % (call_pid, lane.tid, us_text(c_start), us_text(c_end - c_start), jstr(name),
                          jstr(api_type_name(api_type)), call_pid, call_tid, index_id))
         s_ts = min(max(it_start, c_start), c_end)
@@ -303,7 +303,7 @@ class AclSource(Source):
                 mode = modes[api_type] = jstr(api_type_name(api_type))
             lane = place((pid, tid), tid, "Thread", tid, start, end)
             if count >= limit:
-                writer.body.write("".join(out))
+                writer.write("".join(out))
                 out = []
                 writer.count = count
                 writer.reserve(1)
@@ -318,7 +318,7 @@ class AclSource(Source):
             else:
                 out.append(_X_ACL_ANY % (pid, lane_tid, us_text(start), us_text(end - start), jname, mode, pid, tid))
             count += 1
-        writer.body.write("".join(out))
+        writer.write("".join(out))
         writer.count = count
 
 

@@ -136,7 +136,7 @@ class HostSource(Source):
                 self.backwards += 1
                 continue
             if count >= limit:
-                writer.body.write("".join(out))
+                writer.write("".join(out))
                 out = []
                 writer.count = count
                 writer.reserve(1)
@@ -158,7 +158,7 @@ class HostSource(Source):
             else:
                 out.append(_X_API_ANY % (pid, tid, us_text(start), us_text(end - start), name, level_text, item_text))
             count += 1
-        writer.body.write("".join(out))
+        writer.write("".join(out))
         writer.count = count
 
     def lane_of_call(self, thread: int, begin: int, writer):
@@ -245,7 +245,7 @@ class TaskSource(Source):
                 self.backwards += 1
                 continue
             if count >= limit:
-                writer.body.write("".join(out))
+                writer.write("".join(out))
                 out = []
                 writer.count = count
                 writer.reserve(1)
@@ -286,7 +286,7 @@ class TaskSource(Source):
                                                us_text(track), flow_id, pid, tid, us_text(start)))
             count += 2
             self.flows += 1
-        writer.body.write("".join(out))
+        writer.write("".join(out))
         writer.count = count
 
     def finish(self, base: str, lanes) -> None:
