@@ -18,7 +18,7 @@ from msprof.errors import MsprofError, SeveralFailed
 from msprof.layouts import find_units
 from msprof.layouts.base import Database, Selection, Unit, opened
 from msprof.outputs import naming_errors, output_dir, remove_stale
-from msprof.workers import process_pool, several_cores
+from msprof.workers import Later, process_pool, several_cores
 
 if TYPE_CHECKING:
     from msprof.show import View
@@ -235,6 +235,9 @@ def show(path: Path, selection: Selection = Selection(), view: Optional["View"] 
         tables = selected(unit.layout.show_tables(report, selection), view, unit.label)
         if not timelines_current(report):
             _announce(write_timelines(report))
+        for table in tables:      # a table a worker makes (workers.Later) starts now, not beside the timeline's
+            if isinstance(table.batches, Later):
+                table.batches.start()
         return tables
 
     units = find_units(path, output)

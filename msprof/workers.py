@@ -73,19 +73,35 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)
 
 
-class Later:
-    """The value of ``getattr(report, method)(*args)`` for a unit's report, made by a worker process (its own
-    connection) while this process goes on; iterating yields it once, waiting for it (a table's batches: show
-    has op_statistic's GROUP BY over a million tasks made while it picks op_summary's rows). A failure is
-    raised where it is read; the worker ends with its work, or with this process."""
 
-    def __init__(self, unit, method: str, args: tuple = ()):
-        executor = process_pool(1)
-        self.future = executor.submit(_report_call, unit, method, args)
-        executor.shutdown(wait=False)          # (submitted work goes on)
+class Later:
+    """The value of ``getattr(report, method)(*args)``, made by a worker process (its own connection) while this
+    process goes on: a table's batches (show has op_statistic's GROUP BY over a million tasks made while it picks
+    op_summary's rows). ``start`` submits the work (show: once the table is selected and the timeline written);
+    iterating yields the value once, waiting for it (a failure is raised there). The report's close stops a
+    worker whose value was not read (an error, an interrupt, a table left out), so that nothing waits for it."""
+
+    def __init__(self, report, method: str, args: tuple = ()):
+        self.call = (report.unit, method, args)
+        self.executor = self.future = None
+        report.on_close(self.close)
+
+    def start(self) -> None:
+        if self.future is None:
+            self.executor = process_pool(1)
+            self.future = self.executor.submit(_report_call, *self.call)
 
     def __iter__(self):
+        self.start()
         yield self.future.result()
+
+    def close(self) -> None:
+        if self.executor is not None:
+            if self.future.done():
+                self.executor.shutdown(wait=True)
+            else:
+                stop(self.executor)
+            self.executor = None
 
 
 def _report_call(unit, method: str, args: tuple):

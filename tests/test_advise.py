@@ -397,17 +397,25 @@ def test_help_has_examples(msprof_cli):
         assert "9  performance regression" in result.stdout
 
 
-@pytest.mark.parametrize("pmu", [None, "Memory", "PipeUtilization"])
+@pytest.mark.parametrize("pmu", [None, "Memory", "PipeUtilization", "PipeUtilization without 0x55"])
 def test_prof_memory_bound_needs_pipe_utilization(tmp_path, msprof_cli, pmu):
-    """memory_bound reads PipeUtilization's memory_bound column: PMU data of another metric set, or none, are
-    said (which set there is) with the collection option that gives it."""
-    desc = {"iterations": 2, "pmu": pmu, "threads": [{"ops": [
+    """memory_bound reads PipeUtilization's memory_bound column: PMU data of another metric set, of that set
+    without all its events, or none, are said (what there is) with the collection option that gives it."""
+    desc = {"iterations": 2, "pmu": pmu and pmu.split()[0], "threads": [{"ops": [
         {"name": "conv1", "type": "Conv2D", "dur_us": 20, "total_cycles": 1000,
          "pmu": [100, 100, 0, 0, 900, 0, 0, 0]}]}]}
-    result = msprof_cli("advise", "-dir", pg.write_prof(tmp_path, desc), "--format", "json")
+    path = pg.write_prof(tmp_path, desc)
+    if pmu and " without " in pmu:           # sample.json lists another event in the slot of 0x55
+        sample_path = path / "device_0" / "sample.json"
+        sample = json.loads(sample_path.read_text())
+        sample["ai_core_profiling_events"] = sample["ai_core_profiling_events"].replace("0x55", "0x99")
+        sample_path.write_text(json.dumps(sample))
+    result = msprof_cli("advise", "-dir", path, "--format", "json")
     assert result.returncode == 0, result.stderr
     ids = [f["id"] for f in json.loads(result.stdout)["findings"]]
-    said = {None: "no PMU data", "Memory": "PMU data of the Memory metric set, no memory-bound value"}
+    said = {None: "no PMU data", "Memory": "PMU data of the Memory metric set, no memory-bound value",
+            "PipeUtilization without 0x55": "PMU data of the PipeUtilization metric set without its event(s) 0x55,"
+                                            " no memory-bound value"}
     if pmu in said:
         assert "memory_bound" not in ids
         assert (f"{said[pmu]}: memory_bound not checked (a collection with --aic-metrics PipeUtilization has it)"

@@ -320,12 +320,17 @@ def test_show_has_a_worker_make_op_statistic_for_many_tasks(tmp_path, capsys, mo
     from msprof import workers
 
     prof_dir = pg.write_prof(tmp_path, MULTI)
-    made = []
+    made, started = [], []
 
     class Counted(workers.Later):
         def __init__(self, *args):
             made.append(args[1:])
             super().__init__(*args)
+
+        def start(self):
+            if self.future is None:
+                started.append(self.call[1:])
+            super().start()
 
     def shown(threshold, selection=Selection()):
         monkeypatch.setattr(prof_layout, "SHOW_PARALLEL_MIN_TASKS", threshold)
@@ -340,9 +345,38 @@ def test_show_has_a_worker_make_op_statistic_for_many_tasks(tmp_path, capsys, mo
     selection = Selection(model_id=1, iteration_id=1)
     assert made == [("op_statistic_rows", (Selection(),))]
     assert shown(1, selection) == shown(10 ** 9, selection)
-    assert made[1:] == [("op_statistic_rows", (selection,))]
+    assert made[1:] == started[1:] == [("op_statistic_rows", (selection,))]
     statistic = alone[f"{prof_dir.name}/device_0"]["tables"]["op_statistic"]
     assert statistic["row_count"] == len(expected_op_statistic(pg.build(MULTI))) > 0
+    # a table left out (--table) is never made: its worker is not started
+    monkeypatch.setattr(prof_layout, "SHOW_PARALLEL_MIN_TASKS", 1)
+    api.show(prof_dir, view=View(fmt="json", tables=("op_summary",)))
+    assert list(json.loads(capsys.readouterr().out)[f"{prof_dir.name}/device_0"]["tables"]) == ["op_summary"]
+    assert len(made) == 3 and len(started) == 2
+
+
+def test_a_worker_whose_value_is_not_read_is_stopped_with_its_report(tmp_path, monkeypatch):
+    """show's worker (workers.Later) must not outlive its report: on an error, an interrupt or a broken pipe
+    the report is closed with its value unread, and the worker is stopped then (the interpreter's exit would
+    otherwise wait for it, and a second Ctrl-C there hung)."""
+    import time
+
+    from msprof import workers
+    from msprof.layouts import find_units
+    from msprof.layouts.prof.report import ProfReport
+
+    prof_dir = pg.write_prof(tmp_path, MULTI)
+    api.import_collection(prof_dir)
+    monkeypatch.setattr(ProfReport, "op_statistic_rows", lambda self, selection: time.sleep(600))
+    [unit] = [u for u in find_units(prof_dir) if u.path.name == "device_0"]
+    report = unit.open()
+    later = workers.Later(report, "op_statistic_rows", (Selection(),))
+    later.start()
+    [process] = later.executor._processes.values()
+    assert process.is_alive()
+    report.close()
+    process.join(30)
+    assert not process.is_alive() and later.executor is None
 
 
 # ---------------------------------------------------------------------------------------------- timeline

@@ -269,6 +269,27 @@ def test_a_slice_is_finished_once_it_holds_slice_bytes(tmp_path, monkeypatch, la
         assert sum(sizes) < budget + 4 * max(map(len, full)) + 8, (p.name, sum(sizes), budget)
 
 
+def test_times_before_the_collection_start_are_exact(tmp_path):
+    """A collection that began mid-way (start_info's clockMonotonicRaw later than the first tasks and calls):
+    the times before it are negative, printed from their text; every task's and ACL call's ts and dur read
+    back as the exact ns / 1000 on both sides of the origin."""
+    job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
+    origin = host_ns(2100) + 3
+    (job / "start_info.0").write_text(json.dumps({"collectionTimeBegin": str(BEGIN_US),
+                                                   "clockMonotonicRaw": str(origin)}))
+    import_collection(job)
+    traces = [load(p) for p in export(job)]
+    assert all(check_trace(t) == [] for t in traces)
+    tasks = sorted((e["ts"], e["dur"]) for t in traces for e in of(t, "X") if e["pid"] == TASK_PID)
+    assert tasks == sorted(((host_ns(s) - origin) / 1000, (e - s) * 10 / 1000)
+                           for _stream, _task, _type, s, e in TASKS if s is not None and e is not None)
+    assert tasks[0][0] < 0 < tasks[-1][0]
+    [acl] = [t for t in traces if t["otherData"]["file"] == "acl"]
+    calls = sorted((e["ts"], e["dur"]) for e in of(acl, "X"))
+    assert calls == sorted(((s - origin) / 1000, (e - s) / 1000) for _type, s, e, _pid, _tid, _name in CALLS)
+    assert calls[0][0] < 0 < calls[-1][0]
+
+
 def test_timeline_current(tmp_path):
     job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
     with open_report(job) as report:

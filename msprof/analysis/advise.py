@@ -172,9 +172,8 @@ def _decomposed_activation(facts: Facts, selection: Selection) -> Iterator[Hit]:
 # --- memory_bound ------------------------------------------------------------------------------------------
 def _memory_bound(facts: Facts, selection: Selection) -> Iterator[Hit]:
     if not facts.has_pmu:
-        metric_set = facts.pmu_metric_set
-        what = ("no PMU data" if metric_set is None
-                else f"PMU data of the {metric_set} metric set, no memory-bound value")
+        pmu = facts.pmu_description
+        what = "no PMU data" if pmu is None else f"PMU data of {pmu}, no memory-bound value"
         notice(f"{facts.label}: {what}: memory_bound not checked (a collection with {facts.memory_bound_option}"
                " has it)")
         return

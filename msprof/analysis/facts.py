@@ -144,8 +144,8 @@ class Facts:
         raise NotImplementedError
 
     @property
-    def pmu_metric_set(self) -> Optional[str]:
-        """The metric set of the PMU data there are, when it is known; None without PMU data."""
+    def pmu_description(self) -> Optional[str]:
+        """What PMU data there are, in words ("the Memory metric set"), when it is known; None without PMU data."""
         return None
 
     @property

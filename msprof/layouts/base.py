@@ -93,6 +93,7 @@ class Report:
     def __init__(self, unit: Unit):
         self.unit = unit
         self.result_dir = unit.out
+        self._closers: List[Callable[[], None]] = []
         self.conn = store.open_readonly(unit.database.path)
         # No mmap of the database: it made the reading process's RSS grow with the database (150 MB for
         # export summary at 1M tasks, 34 MB without) and, on this VM, page faults cost more CPU than the
@@ -101,8 +102,16 @@ class Report:
         self.device_id = self.meta.get("device_id", "0")
         self.clock = self.meta_json("clock") or {}
 
+    def on_close(self, close: Callable[[], None]) -> None:
+        """Call ``close`` when the report is closed (before its connection): what it started must not outlive it."""
+        self._closers.append(close)
+
     def close(self) -> None:
-        self.conn.close()
+        try:
+            while self._closers:
+                self._closers.pop()()
+        finally:
+            self.conn.close()
 
     def __enter__(self):
         return self

@@ -153,7 +153,7 @@ def show_tables(report, selection: Selection) -> list:
                    "iteration_id": selection.iteration_id}
         later = None
         if report.count("task") >= SHOW_PARALLEL_MIN_TASKS and several_cores():
-            later = Later(report.unit, "op_statistic_rows", (selection,))
+            later = Later(report, "op_statistic_rows", (selection,))       # (started by show: api.show)
         statistic = dataclasses.replace(report.op_statistic(selection, later),
                                         title=f"Op statistic (device {report.device_id})",
                             context=context, sort="Total Time(us)",

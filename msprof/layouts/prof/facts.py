@@ -55,8 +55,14 @@ class ProfFacts(Facts):
         return self.report.metrics is not None and "memory_bound" in self.report.metrics.names
 
     @property
-    def pmu_metric_set(self) -> Optional[str]:
-        return None if self.report.metrics is None else (self.report.metrics.name or "unnamed")
+    def pmu_description(self) -> Optional[str]:
+        metrics = self.report.metrics
+        if metrics is None:
+            return None
+        text = f"the {metrics.name or 'unnamed'} metric set"
+        if metrics.missing:
+            text += " without its event(s) " + ", ".join(f"0x{e:x}" for e in metrics.missing)
+        return text
 
     @property
     def has_api(self) -> bool:
