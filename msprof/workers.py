@@ -73,7 +73,6 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)
 
 
-
 class Later:
     """The value of ``getattr(report, method)(*args)``, made by a worker process (its own connection) while this
     process goes on: a table's batches (show has op_statistic's GROUP BY over a million tasks made while it picks
@@ -105,8 +104,5 @@ class Later:
 
 
 def _report_call(unit, method: str, args: tuple):
-    report = unit.open()
-    try:
+    with unit.open() as report:
         return getattr(report, method)(*args)
-    finally:
-        report.close()

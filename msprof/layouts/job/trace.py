@@ -196,14 +196,15 @@ class TaskSource(Source):
             if (pid, tid) not in threads:
                 writer.use(pid, tid, TASK_PROCESS, lane)
             name = layer_names.get(layer_id) or type_name
+            layer = NA if layer_id is None else layer_id
+            iteration = NA if index_id is None else index_id
             if start >= 0:
                 d = end - start
                 out.append(fmt % (pid, tid, start // 1000, start % 1000, d // 1000, d % 1000, name, type_name, stream,
-                                  task_id, NA if layer_id is None else layer_id, NA if index_id is None else index_id))
+                                  task_id, layer, iteration))
             else:
                 out.append(_X_TASK_ANY % (pid, tid, us_text(start), us_text(end - start), name, type_name, stream,
-                                          task_id, NA if layer_id is None else layer_id,
-                                          NA if index_id is None else index_id))
+                                          task_id, layer, iteration))
             count += 1
             if link is not None:
                 out.append(_FLOW_F % (FLOW_CATEGORY, FLOW_CATEGORY, link[4], pid, tid, us_text(start)))

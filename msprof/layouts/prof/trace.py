@@ -24,16 +24,16 @@ from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, Source, T
 
 HOST_PROCESS = "CANN (host)"
 LEVEL_NAMES = {level: jstr(name) for level, name in LEVELS.items()}
-_X_TASK = (',\n{"ph":"X","pid":%d,"tid":%d,"ts":%U,"dur":%U,"name":%s,"args":{"Task ID":%d,"Stream ID":%d,'
-           '"Task Type":%s,"OP Type":%s,"Model ID":%d,"Iteration":%s}}')
+_TASK = (',\n{"ph":"X","pid":%d,"tid":%d,"ts":%U,"dur":%U,"name":%s,"args":{"Task ID":%d,"Stream ID":%d,'
+         '"Task Type":%s,"OP Type":%s,"Model ID":%d,"Iteration":%s}}')
+_X_TASK, _X_TASK_ANY = us_formats(_TASK)
 _X_API, _X_API_ANY = us_formats(',\n{"ph":"X","pid":%d,"tid":%d,"ts":%U,"dur":%U,"name":%s,'
                                  '"args":{"level":%s,"item":%s}}')
 # a task with the HostToDevice flow from its launch: one format for the three events
 _X_TASK_FLOW, _X_TASK_FLOW_ANY = us_formats(
-    _X_TASK + (',\n{"ph":"s","cat":"%s","name":"%s","id":%%d,"pid":%%d,"tid":%%d,"ts":%%U}'
+    _TASK + (',\n{"ph":"s","cat":"%s","name":"%s","id":%%d,"pid":%%d,"tid":%%d,"ts":%%U}'
                ',\n{"ph":"f","bp":"e","cat":"%s","name":"%s","id":%%d,"pid":%%d,"tid":%%d,"ts":%%U}')
     % ((FLOW_CATEGORY,) * 4))
-_X_TASK, _X_TASK_ANY = us_formats(_X_TASK)
 # The host calls' sort spills to a temporary file beyond this: a per-launch run's 1.5M calls per half (3M
 # at 1M tasks) took as long sorted in 32 MB runs as in memory (7.6 s for the timeline) at 88 MB of RSS
 # instead of 119 MB (memory stays flat with the number of tasks)
@@ -260,30 +260,28 @@ class TaskSource(Source):
             # the flow shares the file with its node-level call (written into this slice) and the task
             if track is not None and call is not None and track <= start and count + 2 <= limit:
                 host_tid = host.lane_of_call(thread, call, writer)
+            jname, jtype = names[name], names[task_type]
+            jop = NA if op_type is None else names[op_type]
+            it = NA if iteration is None else iteration
             # (one tuple per event in the usual cases, times >= 0: a tuple concatenation costs as much as it saves)
             if host_tid is None and start >= 0:
-                out.append(fmt % (pid, tid, start // 1000, start % 1000, d // 1000, d % 1000, names[name], task_id,
-                                  stream, names[task_type], NA if op_type is None else names[op_type], model_id,
-                                  NA if iteration is None else iteration))
+                out.append(fmt % (pid, tid, start // 1000, start % 1000, d // 1000, d % 1000, jname, task_id, stream,
+                                  jtype, jop, model_id, it))
                 continue
             if host_tid is None:
-                out.append(_X_TASK_ANY % (pid, tid, us_text(start), us_text(d), names[name], task_id, stream,
-                                          names[task_type], NA if op_type is None else names[op_type], model_id,
-                                          NA if iteration is None else iteration))
+                out.append(_X_TASK_ANY % (pid, tid, us_text(start), us_text(d), jname, task_id, stream, jtype, jop,
+                                          model_id, it))
                 continue
             flow_id = (self.device << 40) | next(self.flow_ids)
             if track >= 0:
-                out.append(_X_TASK_FLOW % (pid, tid, start // 1000, start % 1000, d // 1000, d % 1000, names[name],
-                                           task_id, stream, names[task_type],
-                                           NA if op_type is None else names[op_type], model_id,
-                                           NA if iteration is None else iteration, flow_id, host.pid, host_tid,
+                out.append(_X_TASK_FLOW % (pid, tid, start // 1000, start % 1000, d // 1000, d % 1000, jname, task_id,
+                                           stream, jtype, jop, model_id, it, flow_id, host.pid, host_tid,
                                            track // 1000, track % 1000, flow_id, pid, tid, start // 1000,
                                            start % 1000))
             else:
-                out.append(_X_TASK_FLOW_ANY % (pid, tid, us_text(start), us_text(d), names[name], task_id, stream,
-                                               names[task_type], NA if op_type is None else names[op_type], model_id,
-                                               NA if iteration is None else iteration, flow_id, host.pid, host_tid,
-                                               us_text(track), flow_id, pid, tid, us_text(start)))
+                out.append(_X_TASK_FLOW_ANY % (pid, tid, us_text(start), us_text(d), jname, task_id, stream, jtype,
+                                               jop, model_id, it, flow_id, host.pid, host_tid, us_text(track),
+                                               flow_id, pid, tid, us_text(start)))
             count += 2
             self.flows += 1
         writer.write("".join(out))
