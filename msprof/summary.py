@@ -7,12 +7,15 @@ two processes share the work: the files that cannot be cut first, largest first,
 that can (a PROF op_summary of a million rows, cut by start time into parts that shrink towards the end),
 which both write and its renderer joins. Files made by one pass
 over the rows (a PROF op_summary and task_time: one query) are written together, a batch of each in turn.
+A file may be made from what such a pass gathered on the way (``after``: its Source's taps, msprof.tables.Tap;
+PROF op_statistic's sums per op): it is written once every part of that pass is, by this process, and
+makes its rows itself when the pass gathered nothing (a renderer that printed values instead).
 The order of the returned paths is the order of the list, either way.
 """
 import contextlib
 import itertools
 from pathlib import Path
-from typing import List, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from msprof import progress
 from msprof.outputs import atomic_open, naming_errors, output_dir, remove_stale, temporary
@@ -33,6 +36,7 @@ class SummaryFile(NamedTuple):
     weight: int = 1      # about its rows
     parts: int = 1       # row ranges its table can be cut into (the method takes part=(k, n))
     also: Tuple[str, ...] = ()     # more files the same pass over the rows fills
+    after: str = ""      # the file whose pass gathers this one's input (the method takes ``gathered``)
 
     @property
     def names(self) -> Tuple[str, ...]:
@@ -42,31 +46,37 @@ class SummaryFile(NamedTuple):
 def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
     if sum(f.weight for f in files) >= PARALLEL_MIN_ROWS and several_cores() and (
             len(files) > 1 or files[0].parts > 1):
-        written = _write_in_workers(report.unit, files, fmt, directory)
+        written = _write_in_workers(report, files, fmt, directory)
     else:
         written = []
+        gathered: Dict[str, Optional[list]] = {}      # per file name, what its pass gathered
         with progress.step("writing summaries", sum(f.weight for f in files)) as shown:
             for f in files:
-                written += write_file(report, f, fmt, directory)
+                paths, gathered[f.name] = write_file(report, f, fmt, directory, gathered.get(f.after))
+                written += paths
                 shown.advance(f.weight)
     for path in written:
         log.info("wrote %s", path)
     return written
 
 
-def write_file(report, summary_file: SummaryFile, fmt: str, directory: Path) -> List[Path]:
+def write_file(report, summary_file: SummaryFile, fmt: str, directory: Path,
+               gathered: Optional[list] = None) -> Tuple[List[Path], Optional[list]]:
+    """The file(s) of ``summary_file`` (``gathered``: the input it is ``after``, per part), and what their pass
+    gathered (a list of one part's, or None)."""
     renderer = FORMATS[fmt]()
     paths = [Path(directory) / (name + renderer.extension) for name in summary_file.names]
-    tables = _tables(report, summary_file)
+    tables = _tables(report, summary_file, gathered=gathered)
     with contextlib.ExitStack() as stack:
         handles = [stack.enter_context(atomic_open(path, "w", encoding="utf-8", newline="")) for path in paths]
         renderer.write_many(tables, handles)
-    return paths
+    return paths, _gathered(tables)
 
 
 def _write_part(report, summary_file: SummaryFile, fmt: str, part: Tuple[int, int],
-                directory: Path) -> List[Path]:
-    """Rows of range ``part`` (k, n) of the files into temporaries beside them, for ``_join``."""
+                directory: Path) -> Tuple[List[Path], Optional[list]]:
+    """Rows of range ``part`` (k, n) of the files into temporaries beside them, for ``_join``; and what the
+    pass gathered."""
     tables = _tables(report, summary_file, part)
     paths = [temporary(output_dir(directory), f"{name}.part{part[0]}") for name in summary_file.names]
     try:
@@ -80,12 +90,24 @@ def _write_part(report, summary_file: SummaryFile, fmt: str, part: Tuple[int, in
         for path in paths:
             path.unlink(missing_ok=True)
         raise
-    return paths
+    return paths, _gathered(tables)
 
 
-def _tables(report, summary_file: SummaryFile, part: Optional[Tuple[int, int]] = None) -> list:
-    made = getattr(report, summary_file.table)(*summary_file.args, **({"part": part} if part else {}))
+def _tables(report, summary_file: SummaryFile, part: Optional[Tuple[int, int]] = None, gathered=None) -> list:
+    options = {"part": part} if part else {}
+    if summary_file.after:
+        options["gathered"] = gathered
+    made = getattr(report, summary_file.table)(*summary_file.args, **options)
     return made if summary_file.also else [made]
+
+
+def _gathered(tables) -> Optional[list]:
+    """What the taps of the tables' Source gathered in the pass just made: [part's result] (one per tap), or
+    None when it has no taps or they were not fed every row."""
+    source = tables[0].source if tables else None
+    if source is None or not source.taps or not all(tap.done for tap in source.taps):
+        return None
+    return [[tap.result() for tap in source.taps]]
 
 
 def _join(renderer, parts: List[Path], target: Path) -> Path:
@@ -108,20 +130,24 @@ def _open_worker_report(unit) -> None:
 
 
 def _write_batch(jobs: List[Tuple[SummaryFile, Optional[Tuple[int, int]]]], fmt: str,
-                 directory: str) -> List[List[str]]:
+                 directory: str) -> List[tuple]:
     out = []
     for summary_file, part in jobs:
         if part is None:
-            paths = write_file(_worker_report, summary_file, fmt, Path(directory))
+            paths, gathered = write_file(_worker_report, summary_file, fmt, Path(directory))
         else:
-            paths = _write_part(_worker_report, summary_file, fmt, part, Path(directory))
-        out.append([str(path) for path in paths])
+            paths, gathered = _write_part(_worker_report, summary_file, fmt, part, Path(directory))
+        out.append(([str(path) for path in paths], gathered))
     return out
 
 
-def _write_in_workers(unit, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
+def _write_in_workers(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
+    names = {f.name for f in files}
+    later = [i for i, f in enumerate(files) if f.after in names]     # written here, from what the workers gathered
     jobs = []                             # (file index, part or None, weight)
     for i, f in enumerate(files):
+        if i in later:
+            continue
         n = f.parts
         if n > 1:
             jobs += [(i, (k, n), int(f.weight * part_share(k, n))) for k in range(n)]
@@ -141,16 +167,18 @@ def _write_in_workers(unit, files: List[SummaryFile], fmt: str, directory: Path)
         load += jobs[j][2]
     log.info("writing %d file(s) in %d processes", len(files), WORKERS)
     results: List[List[Path]] = [[] for _ in jobs]       # per job, a path per name
+    gathered: List[Optional[list]] = [None for _ in jobs]
     try:
-        with process_pool(WORKERS, initializer=_open_worker_report, initargs=(unit,)) as pool:
+        with process_pool(WORKERS, initializer=_open_worker_report, initargs=(report.unit,)) as pool:
             futures = [pool.submit(_write_batch, [(files[jobs[j][0]], jobs[j][1]) for j in batch], fmt,
                                    str(directory)) for batch in batches]
             weights = [sum(jobs[j][2] for j in batch) for batch in batches]
             with progress.step("writing summaries", sum(weights)) as shown:
                 progress.wait(futures, shown, weights)
             for batch, future in zip(batches, futures):
-                for j, paths in zip(batch, future.result()):
+                for j, (paths, pass_gathered) in zip(batch, future.result()):
                     results[j] = [Path(path) for path in paths]
+                    gathered[j] = pass_gathered
     except BaseException:                  # the pool is stopped: remove what its workers left
         for path in itertools.chain.from_iterable(results):
             if path.name.endswith(".tmp"):
@@ -159,6 +187,12 @@ def _write_in_workers(unit, files: List[SummaryFile], fmt: str, directory: Path)
         raise
     written: List[Path] = []
     for i, f in enumerate(files):
+        if i in later:
+            source = next(k for k, g in enumerate(files) if g.name == f.after)
+            parts = [gathered[j] for j, job in enumerate(jobs) if job[0] == source]     # (in part order)
+            whole = None if None in parts else [taps for part in parts for taps in part]
+            written += write_file(report, f, fmt, directory, whole)[0]
+            continue
         mine = [results[j] for j, job in enumerate(jobs) if job[0] == i]
         split = any(job[1] is not None for job in jobs if job[0] == i)
         if split:

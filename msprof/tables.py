@@ -192,6 +192,27 @@ class Source:
     sql: str
     params: dict = field(default_factory=dict)
     order: Optional[str] = None
+    taps: List["Tap"] = field(default_factory=list)
+
+
+class Tap:
+    """What Python gathers from every row of a Source in the pass that prints its tables in SQL
+    (msprof.renderers.insql), whichever tables keep the row: the sums of another table that would otherwise
+    need a pass of its own over the same joins (PROF op_statistic beside op_summary). ``inputs`` are SQL over
+    the source row; ``feed`` takes a batch's values, a tuple per input. ``done`` once the pass has fed every
+    row (a renderer that prints values instead never feeds it: what it gathered is then not to be used)."""
+
+    inputs: Sequence[str] = ()
+
+    def __init__(self):
+        self.done = False
+
+    def feed(self, columns: List[tuple]) -> None:
+        raise NotImplementedError
+
+    def result(self):
+        """What it gathered (picklable: a worker process hands it back), once ``done``."""
+        raise NotImplementedError
 
 
 class Ties:

@@ -697,6 +697,52 @@ def test_prof_summary_written_by_two_processes_is_identical(tmp_path, monkeypatc
     assert not [p for p in (prof / "device_0" / "summary").iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.parametrize("desc", [dict(MULTI, iterations=7, pmu="PipeUtilization", jitter=5),          # per launch
+                                  dict(MULTI, iterations=7, pmu="PipeUtilization", static_graph=True, jitter=5),
+                                  # tasks that ended before the collection began (not counted)
+                                  dict(MULTI, iterations=7, pmu="PipeUtilization", collection_start_us=28),
+                                  TIED])
+@pytest.mark.parametrize("processes", [1, 2])
+def test_op_statistic_from_the_op_summary_pass_is_its_own_query(tmp_path, monkeypatch, desc, processes):
+    """export summary makes op_statistic from the sums op_summary's pass gathers (in one process, or from the
+    parts two processes write): the very file op_statistic's own query makes, and the truth's rows. When the
+    pass gathers nothing (a renderer printing values), op_statistic's own query makes it."""
+    from msprof import summary as summary_writer
+    from msprof import workers
+    from msprof.layouts import find_units
+    from msprof.layouts.prof import report as prof_report
+    from msprof.renderers import insql
+
+    prof = pg.write_prof(tmp_path, desc)
+    api.import_collection(prof)
+    unit = [u for u in find_units(prof) if u.path.name.startswith("device")][0]
+    own = tmp_path / "own"
+    with unit.open() as report:
+        summary_writer.write_file(report, summary_writer.SummaryFile("op_statistic", "op_statistic", (Selection(),)),
+                                  "csv", own)
+    expected = (own / "op_statistic.csv").read_bytes()
+    merged = []
+    original = prof_report._OpTotals.merged
+    monkeypatch.setattr(prof_report._OpTotals, "merged", staticmethod(lambda parts: merged.append(len(parts))
+                                                                      or original(parts)))
+    if processes == 2:
+        monkeypatch.setattr(summary_writer, "PARALLEL_MIN_ROWS", 0)
+        monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    api.export_summary(prof, fmt="csv")
+    written = prof / "device_0" / "summary" / "op_statistic.csv"
+    assert written.read_bytes() == expected
+    assert merged == [1 if processes == 1 else 8]          # gathered by the pass (of 8 parts), not queried
+    rows = read_csv(written)
+    truth = expected_op_statistic(pg.build(desc))
+    assert [(r["OP Type"], r["Core Type"], int(r["Count"]), float(r["Avg Time(us)"])) for r in rows] == [
+        (e["OP Type"], e["Core Type"], int(e["Count"]), float(e["Avg Time(us)"])) for e in truth]
+    merged.clear()
+    monkeypatch.setattr(insql, "plan", lambda tables, fmt: None)        # every table printed value by value
+    api.export_summary(prof, fmt="csv")
+    assert written.read_bytes() == expected
+    assert merged == []
+
+
 def test_op_statistic_of_a_static_graph_summed_per_task_id_first(tmp_path):
     """A static graph's op_statistic sums each (stream, task)'s executions before meeting the host tables:
     the same rows as the general path (every task joined to its launch), and as the truth."""

@@ -97,11 +97,13 @@ class Plan:
         self.sql = ""
         self.function = f"msprof_texts_{next(_NAMES)}"
         self.tied: Optional[int] = None     # result position of the source's order key
+        self.taps: List[tuple] = []         # (tap, result positions of its inputs)
 
     # --- building --------------------------------------------------------------------------------------
     def build(self) -> bool:
         select: List[str] = []
-        shared = len(self.tables) > 1
+        # (one query for several tables, or with taps, reads every source row; each table keeps its own)
+        shared = len(self.tables) > 1 or bool(self.source.taps)
         for plan in self.plans:
             table = plan.table
             if table.total is not None or table.source is not self.source:
@@ -134,6 +136,9 @@ class Plan:
                 if plan.table.ties:
                     plan.tie_inputs = list(range(len(select), len(select) + len(plan.table.ties.inputs)))
                     select += list(plan.table.ties.inputs)
+        for tap in self.source.taps:
+            self.taps.append((tap, list(range(len(select), len(select) + len(tap.inputs)))))
+            select += list(tap.inputs)
         where = f" WHERE {self.tables[0].where}" if not shared and self.tables[0].where else ""
         self.sql = f"SELECT {', '.join(select)} FROM ({self.source.sql}){where}"
         return True
@@ -271,8 +276,12 @@ class Plan:
             rows = next(batched, None)
             if not rows:       # done: the connection lets go of this plan (and what its tables hold)
                 self.source.conn.create_function(self.function, -1, None)
+                for tap, _inputs in self.taps:
+                    tap.done = True
                 return False
             columns = list(zip(*rows))
+            for tap, inputs in self.taps:
+                tap.feed([columns[i] for i in inputs])
             for plan, queue in zip(self.plans, queues):
                 queue.append(self._records(plan, columns))
             return True

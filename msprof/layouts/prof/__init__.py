@@ -118,11 +118,13 @@ class ProfLayout(Layout):
             # weights ~ the cost of each file per task (op_summary with task_time 12 µs, op_summary 10, op_statistic
             # 1-2, measured): two processes then finish together; the parts even out the end
             if selection.everything:
+                # op_statistic from the sums op_summary's pass gathers (its own query joins every task again)
                 files.append(SummaryFile("op_summary", "op_summary_and_task_time", (), tasks * 12, parts=8,
                                          also=("task_time",)))
+                files.append(SummaryFile("op_statistic", "op_statistic", (selection,), 1, after="op_summary"))
             else:
                 files.append(SummaryFile("op_summary" + suffix, "op_summary", (selection,), tasks * 10, parts=8))
-            files.append(SummaryFile("op_statistic" + suffix, "op_statistic", (selection,), tasks * 3 // 2))
+                files.append(SummaryFile("op_statistic" + suffix, "op_statistic", (selection,), tasks * 3 // 2))
         else:
             notice(f"{label}: no device task data: op_summary, op_statistic and task_time skipped")
         if report.has_api:

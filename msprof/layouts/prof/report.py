@@ -23,8 +23,8 @@ from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.schema import HOST
 from msprof.layouts.prof.tensors import COLUMNS as TENSOR_COLUMNS
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, event_items, py_round_sql
-from msprof.tables import (EPOCH_US, INT, NA, NUMBER, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, Source, Table, Ties,
-                           part_cut)
+from msprof.tables import (EPOCH_US, INT, NA, NUMBER, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, Source, Table, Tap,
+                           Ties, part_cut)
 
 # From this driver version on, the reference keys host and device tasks by batch id too ("all data export"),
 # except on these chips (its ChipManager's blacklist)
@@ -258,14 +258,16 @@ class ProfReport(Report):
     def op_summary_and_task_time(self, part: Optional[Tuple[int, int]] = None) -> List[Table]:
         """op_summary (everything) and task_time, of one Source: task_time has every timed task, op_summary
         those it includes, both in start order. csv prints both in one pass over the tasks (a second would
-        cost their host joins again); a renderer of values reads each table's own query."""
+        cost their host joins again); a renderer of values reads each table's own query. The same pass
+        gathers op_statistic's sums per op (``_OpTotals``: op_statistic's ``gathered``)."""
         return self._summary_tables(Selection(), part, True, task_time=True)
 
     def _summary_tables(self, selection: Selection, part: Optional[Tuple[int, int]], pmu: bool,
                         task_time: bool = False) -> List[Table]:
-        """op_summary (and task_time) over one Source: the timed tasks in start order with their launch and op,
-        their times as the reference computes them (``start_ns``, ``dur``, epoch ns ``e_start``/``e_stop``)
-        and, with ``pmu``, their PMU record and metrics (msprof.metrics.AscendMetrics)."""
+        """op_summary (and task_time, with op_statistic's sums gathered) over one Source: the timed tasks in
+        start order with their launch and op, their times as the reference computes them (``start_ns``,
+        ``dur``, epoch ns ``e_start``/``e_stop``) and, with ``pmu``, their PMU record and metrics
+        (msprof.metrics.AscendMetrics)."""
         where, args = self._where(selection)
         metrics = self.metrics if pmu else None
         ties = self.has_ties      # (else no ties' inputs: three columns less on every row)
@@ -287,7 +289,7 @@ class ProfReport(Report):
         tasks = self._tasks(fields, metrics is not None, span, inner=metrics.inner("p.") if metrics else (),
                             selected=not selection.everything, counters=metrics.counters() if metrics else None)
         source = Source(self.conn, f"SELECT *, {', '.join(derived)} FROM ({tasks}) LIMIT -1 OFFSET 0", args,
-                        order="start_syscnt")
+                        order="start_syscnt", taps=[_OpTotals()] if task_time else [])
 
         ops = "SELECT {} FROM host.op"
         task_types = f"{ops.format('task_type')} UNION ALL SELECT 'UNKNOWN'"
@@ -433,16 +435,23 @@ class ProfReport(Report):
         return cut(k), cut(k + 1)
 
     # --- op_statistic (docs/prof-format.md §6) -----------------------------------------------------------
-    def op_statistic(self, selection: Selection = Selection(), batches=None) -> Table:
+    def op_statistic(self, selection: Selection = Selection(), batches=None, gathered=None) -> Table:
         """``batches``: its rows as ``op_statistic_rows`` makes them, when they are made elsewhere (show: by a
-        worker process)."""
+        worker process); ``gathered``: the sums op_summary's pass gathered (msprof.summary), when it did."""
         columns = [self._device_column(False), Column("OP Type"), Column("Core Type"), Column("Count", INT)] + [
             Column(name, NUMBER) for name in ("Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
                                               "Ratio(%)")]
         return Table("op_statistic", "op_statistic", columns,
-                     [self.op_statistic_rows(selection)] if batches is None else batches)
+                     [self.op_statistic_rows(selection, gathered)] if batches is None else batches)
 
-    def op_statistic_rows(self, selection: Selection = Selection()) -> List[tuple]:
+    def op_statistic_rows(self, selection: Selection = Selection(), gathered=None) -> List[tuple]:
+        """``gathered``: per part of op_summary's pass (in order), what its taps gathered (``_OpTotals``: the sums
+        per op of every task, which only a pass over everything has); without it, a query of their own."""
+        if gathered is not None and selection.everything:
+            ops = _OpTotals.merged([taps[0] for taps in gathered])
+            names = {op_id: (op_type, task_type) for op_id, op_type, task_type in self.conn.execute(
+                "SELECT op_id, op_type, coalesce(task_type, 'UNKNOWN') FROM host.op")}
+            return self._op_statistic_of(names[op_id] + tuple(ops[op_id]) for op_id in sorted(ops))
         where, args = self._where(selection)
         # grouped by op id (an integer: a cheap sort), then by (op type, task type) here: a few rows. The
         # reference keeps durations in an INTEGER column, so whole ns are integers there and its average
@@ -471,8 +480,13 @@ class ProfReport(Report):
                    f" (SELECT op_id, op_type, task_type, end_ns - start_ns AS d, start_ns FROM"
                    f" ({self._tasks(('op_id', 'ge', 'op_type', 'task_type', 'start_ns', 'end_ns'))}) WHERE {where}"
                    f" AND {filtered} AND {timed}) GROUP BY op_id")
+        return self._op_statistic_of(self.conn.execute(sql, args))
+
+    def _op_statistic_of(self, per_op) -> List[tuple]:
+        """op_statistic's rows from the sums of each op (op type, task type, count, total, min and max duration,
+        fractional durations), in op id order."""
         merged: Dict[tuple, list] = {}
-        for op_type, task_type, count, total, low, high, fractional in self.conn.execute(sql, args):
+        for op_type, task_type, count, total, low, high, fractional in per_op:
             group = merged.get((op_type, task_type))
             if group is None:
                 merged[(op_type, task_type)] = [op_type, task_type, count, total, low, high, fractional]
@@ -687,6 +701,55 @@ class _FirstAppearance(Ties):
             if k[:2] in first:
                 place.setdefault(k[:2], i)
         return {k: (start, place.get(k, _GeOrder.LAST)) for k, start in first.items()}
+
+
+class _OpTotals(Tap):
+    """op_statistic's sums per op, gathered from the pass of op_summary and task_time over every timed task
+    (a query of its own joins every task to its launch and op again: 1-2 s of a 1M-task per-launch export
+    summary). The tasks op_statistic counts (started after the collection began, GE tasks of an op type) by op
+    id: count, total, min and max of the durations (ns, floats, summed in start order) and how many are not
+    whole."""
+
+    inputs = (f"CASE WHEN op_type IS NOT NULL AND ge = 1 AND {STARTED} THEN op_id END", "dur")
+
+    def __init__(self):
+        super().__init__()
+        self.ops: Dict[int, list] = {}
+
+    def feed(self, columns: List[tuple]) -> None:
+        ops = self.ops
+        for op_id, d in zip(*columns):
+            if op_id is None:
+                continue
+            sums = ops.get(op_id)
+            if sums is None:
+                ops[op_id] = [1, d, d, d, 0 if d.is_integer() else 1]
+                continue
+            sums[0] += 1
+            sums[1] += d
+            if d < sums[2]:
+                sums[2] = d
+            if d > sums[3]:
+                sums[3] = d
+            if not d.is_integer():
+                sums[4] += 1
+
+    def result(self) -> Dict[int, list]:
+        return self.ops
+
+    @staticmethod
+    def merged(parts: List[Dict[int, list]]) -> Dict[int, list]:
+        """The sums of parts of the tasks (in start order) as one."""
+        ops: Dict[int, list] = {}
+        for part in parts:
+            for op_id, (count, total, low, high, fractional) in part.items():
+                sums = ops.get(op_id)
+                if sums is None:
+                    ops[op_id] = [count, total, low, high, fractional]
+                else:
+                    ops[op_id] = [sums[0] + count, sums[1] + total, min(sums[2], low), max(sums[3], high),
+                                  sums[4] + fractional]
+        return ops
 
 
 class _Wait(Running):
