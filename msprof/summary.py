@@ -36,7 +36,7 @@ class SummaryFile(NamedTuple):
     weight: int = 1      # about its rows
     parts: int = 1       # row ranges its table can be cut into (the method takes part=(k, n))
     also: Tuple[str, ...] = ()     # more files the same pass over the rows fills
-    after: str = ""      # the file whose pass gathers this one's input (the method takes ``gathered``)
+    after: str = ""      # the file (listed before it) whose pass gathers its input (the method takes ``gathered``)
 
     @property
     def names(self) -> Tuple[str, ...]:
