@@ -486,14 +486,10 @@ class ProfReport(Report):
         """op_statistic's rows from the sums of each op (op type, task type, count, total, min and max duration,
         fractional durations), in op id order."""
         merged: Dict[tuple, list] = {}
-        for op_type, task_type, count, total, low, high, fractional in per_op:
-            group = merged.get((op_type, task_type))
-            if group is None:
-                merged[(op_type, task_type)] = [op_type, task_type, count, total, low, high, fractional]
-            else:
-                group[2:] = [group[2] + count, group[3] + total, min(group[4], low), max(group[5], high),
-                             group[6] + fractional]
-        groups = sorted(merged.values(), key=lambda g: (g[0], g[1]))     # the reference's GROUP BY order
+        for op_type, task_type, *sums in per_op:
+            _add_sums(merged, (op_type, task_type), sums)
+        # (the reference's GROUP BY order)
+        groups = sorted((key + tuple(sums) for key, sums in merged.items()), key=lambda g: (g[0], g[1]))
         grand = sum(g[3] for g in groups)
         rows = []
         for op_type, task_type, count, total, low, high, fractional in groups:
@@ -742,14 +738,19 @@ class _OpTotals(Tap):
         """The sums of parts of the tasks (in start order) as one."""
         ops: Dict[int, list] = {}
         for part in parts:
-            for op_id, (count, total, low, high, fractional) in part.items():
-                sums = ops.get(op_id)
-                if sums is None:
-                    ops[op_id] = [count, total, low, high, fractional]
-                else:
-                    ops[op_id] = [sums[0] + count, sums[1] + total, min(sums[2], low), max(sums[3], high),
-                                  sums[4] + fractional]
+            for op_id, sums in part.items():
+                _add_sums(ops, op_id, sums)
         return ops
+
+
+def _add_sums(groups: dict, key, sums) -> None:
+    """Sums of durations (count, total, min, max, how many not whole) added to those of ``groups[key]``."""
+    group = groups.get(key)
+    if group is None:
+        groups[key] = list(sums)
+        return
+    count, total, low, high, fractional = sums
+    group[:] = [group[0] + count, group[1] + total, min(group[2], low), max(group[3], high), group[4] + fractional]
 
 
 class _Wait(Running):
