@@ -37,6 +37,9 @@ SCENARIOS = {
     "host_ticks_drift_platform4": "--seed 24 --ops 15 --iters 3 --host-freq 100 --cntvct-diff 12345 --platform 4"
                                   " --hwts-freq 24.576 --aic-freq 1296",
     "stars": "--seed 31 --ops 20 --iters 3 --platform 5 --pmu 0 --aicpu-ratio 0.3 --streams 2",
+    # a STARS chip with aicore.data (PipeUtilization): the reference reads a STARS chip's PMU from
+    # ffts_profile.data only, so op_summary has no PMU columns (docs/prof.md "PMU records")
+    "stars_aicore_data_unread": "--seed 32 --ops 20 --iters 3 --platform 5 --aicpu-ratio 0.2",
     # names missing from hash_dic (ops and kernels), no runtime API, single ops beside the models, block dim 0,
     # zero-length acl calls
     "missing_names_single_ops": "--seed 42 --ops 20 --iters 3 --no-rt-api 1 --missing-hash 0.2 --models 2"

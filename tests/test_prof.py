@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from fixtures import indepgen  # noqa: E402
 from fixtures import profgen as pg  # noqa: E402
 from reference_runner import read_csv  # noqa: E402
 from test_profgen import (MULTI, assert_rows_equal, expected_api_statistic, expected_op_statistic,  # noqa: E402
@@ -481,6 +482,21 @@ def test_pmu_counts_of_2_63_or_more_are_damaged_not_negative(tmp_path):
     assert good["total_cycles"] == "100" and good["vec_ratio"] == "0.1" and good["mac_ratio"] == "0.2"
     assert ("aicore.data.0.slice_0 offset 0: 1 aicore PMU record(s) with a cycle count or counter of 2^63 or more"
             " (damaged): their tasks' PMU columns are N/A") in notices(prof_dir / "device_0")
+
+
+@pytest.mark.parametrize("platform, read", [("5", False), ("11", False), ("3", True)])
+def test_aicore_data_is_read_only_on_chips_whose_pmu_it_holds(tmp_path, platform, read):
+    """A STARS chip keeps its PMU in ffts_profile.data; the reference reads no aicore.data there (op_summary
+    without PMU columns), and msprof neither, saying so. On an HWTS chip the same file gives the columns."""
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "5", "--ops", "4", "--iters", "2", "--models", "1",
+                                                 "--platform", platform]))
+    assert list((prof_dir / "device_0" / "data").glob("aicore.data.*"))
+    rows = summary(prof_dir)["op_summary"]
+    assert len(rows) == 8
+    assert ("total_cycles" in rows[0]) is read
+    said = ("aicore.data of platform %s (a STARS chip, whose PMU is in ffts_profile.data) not read, as the "
+            "reference does not read it: op_summary has no PMU columns" % platform)
+    assert (said in notices(prof_dir / "device_0")) is not read
 
 
 def test_a_metric_set_missing_an_event_is_said(tmp_path):

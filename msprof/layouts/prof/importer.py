@@ -39,6 +39,10 @@ NODE_INFO_LAYOUT = Layout("node_info", NODE_BASIC_INFO.layout.record_format, NOD
 
 # model-level calls that are not executions of the model (they do not count as iterations)
 NOT_EXECUTIONS = ("ModelLoad", "ModelUnload")
+# Chips (platform_version) whose AI Core PMU is not in aicore.data: the STARS chips keep theirs in
+# ffts_profile.data, and the reference reads no aicore.data on them (no op_summary PMU columns), so neither does
+# msprof: a generated or mixed-up device directory gets the reference's op_summary, with a notice.
+PMU_NOT_IN_AICORE_DATA = ("5", "7", "8", "11", "15", "16")
 
 
 def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> Path:
@@ -446,6 +450,9 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
     for path in unknown:
         log.info("ignored %s (not a known raw file)", path.name)
     streams = {k: [s for s in v if s.device in (None, result.device_id)] for k, v in grouped.items()}
+    unread_pmu = streams.get("pmu") and result.platform_version in PMU_NOT_IN_AICORE_DATA
+    if unread_pmu:
+        streams["pmu"] = []
     if streams.get("hwts") or streams.get("stars"):
         require_hwts_frequency(result, "device task")
     counts: Dict[str, StreamCount] = {}
@@ -470,7 +477,11 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         if not streams.get("hwts") and not streams.get("stars"):
             notices.notice(f"no device task data (hwts.data / stars_soc.data) in {result.path / 'data'}: "
                            "op_summary, op_statistic and task_time are skipped")
-        if not streams.get("pmu") and result.sample.get("ai_core_metrics"):
+        if unread_pmu:
+            notices.notice(f"aicore.data of platform {result.platform_version} (a STARS chip, whose PMU is in "
+                           "ffts_profile.data) not read, as the reference does not read it: op_summary has no PMU "
+                           "columns")
+        elif not streams.get("pmu") and result.sample.get("ai_core_metrics"):
             notices.notice(f"no aicore.data in {result.path / 'data'}: op_summary has no PMU columns")
         DEVICE.create_indexes(db)
         store.record_sources(db, result.path, counts, notices, files + result.metadata_files,
