@@ -42,22 +42,47 @@ PROF_SHAPES = {
     "tied": ({"static_graph": True, "jitter": None, "streams": 2},
              "a static graph on two streams whose tasks start together (every task ties with another)"),
 }
+# Shapes of the independent generator (fixtures/indepgen.py, written without reading msprof): its arguments.
+# Its data are closer to what an outside check feeds msprof than profgen's, and the reference runs faster on
+# them (its task ids do not make the reference multiply rows: docs/prof.md difference 5), so the ratio is lower.
+INDEP_SHAPES = {
+    "indep-launch": (["--mode", "launch", "--platform", "1"],
+                     "the independent generator's per-launch run (chip 2, HWTS, PipeUtilization)"),
+    "indep-stars": (["--mode", "launch", "--platform", "5"],
+                    "the independent generator's per-launch run on a STARS chip (platform 5; its aicore.data "
+                    "unread, as by the reference)"),
+}
 PROF_SHAPE = "static"       # --prof-shape
 
 
 def prof_shape_text() -> str:
+    if PROF_SHAPE in INDEP_SHAPES:
+        return f"{INDEP_SHAPES[PROF_SHAPE][1]}; one model of {PROF_OPS} ops; iterations = tasks / {PROF_OPS}"
     runs = ("every run of an op alike" if PROF_SHAPES[PROF_SHAPE][0].get("jitter", 1) is None
             else "every run its own duration and PMU counters")
     return (f"chip 3, one model of {PROF_OPS} AI_CORE ops (Conv2D, MatMul, Relu, Add), "
             f"{PROF_SHAPES[PROF_SHAPE][1]}; {runs}; PMU PipeUtilization; iterations = tasks / {PROF_OPS}")
+
+
+def indep_arguments(tasks: int) -> list:
+    ops = min(PROF_OPS, tasks)
+    return ["--seed", "1", "--models", "1", "--ops", str(ops), "--iters", str(max(1, tasks // ops)),
+            *INDEP_SHAPES[PROF_SHAPE][0]]
+
+
+def prof_marker(tasks: int) -> str:
+    """What the cached data were generated from (a changed description regenerates them)."""
+    if PROF_SHAPE in INDEP_SHAPES:
+        return json.dumps({"indepgen": indep_arguments(tasks)})
+    return json.dumps(prof_description(tasks), sort_keys=True)
 # what msprof writes into a result directory (a JOB, or a PROF_'s host/ and device_N/)
 OUTPUT_DIRS = ("sqlite", "summary", "timeline", "log", "query")
 # bytes per raw record, by file name prefix (lower case); slices of a stream are counted as one byte stream
 RECORD_BYTES = {
     "job": {"hwts": 64, "aacore": 128, "aclmodule": 128, "ts_track": 40},
-    "prof": {"hwts.data.": 64, "stars_soc.data.": 64, "aicore.data.": 128, "unaging.api_event.data.": 40,
-             "unaging.compact.node_basic_info.": 64, "unaging.compact.task_track.": 64,
-             "unaging.additional.graph_id_map.": 256},
+    # (host files: either aging or unaging)
+    "prof": {"hwts.data.": 64, "stars_soc.data.": 64, "aicore.data.": 128, "api_event.data.": 40,
+             "compact.node_basic_info.": 64, "compact.task_track.": 64, "additional.graph_id_map.": 256},
 }
 
 
@@ -113,8 +138,7 @@ def cached(kind: str, tasks: int, out: Path):
         return found[0] if marker.exists() else None
     # the marker holds the description, so a changed description regenerates the data
     marker = parent / ".complete-bench"
-    description = json.dumps(prof_description(tasks), sort_keys=True)
-    return found[0] if marker.exists() and marker.read_text() == description else None
+    return found[0] if marker.exists() and marker.read_text() == prof_marker(tasks) else None
 
 
 def generate_here(kind: str, tasks: int, out: Path) -> None:
@@ -127,11 +151,16 @@ def generate_here(kind: str, tasks: int, out: Path) -> None:
 
         job = jobgen.write_job(parent, job_description(tasks))
         (job / "data" / ".complete-bench").write_text("")
+    elif PROF_SHAPE in INDEP_SHAPES:
+        from fixtures import indepgen
+
+        indepgen.generate(parent, indep_arguments(tasks))
+        (parent / ".complete-bench").write_text(prof_marker(tasks))
     else:
         from fixtures import profgen
 
         profgen.write_prof(parent, prof_description(tasks))
-        (parent / ".complete-bench").write_text(json.dumps(prof_description(tasks), sort_keys=True))
+        (parent / ".complete-bench").write_text(prof_marker(tasks))
 
 
 def generate(kind: str, tasks: int, out: Path) -> Path:
@@ -239,8 +268,10 @@ def raw_records(kind: str, dirs) -> int:
     stream_bytes = dict.fromkeys(sizes, 0)
     for directory in dirs:
         for path in (directory / "data").iterdir():
+            name = path.name.lower()
+            name = name.split(".", 1)[1] if name.startswith(("aging.", "unaging.")) else name
             for prefix in sizes:
-                if path.name.lower().startswith(prefix):
+                if name.startswith(prefix):
                     stream_bytes[prefix] += path.stat().st_size
     return sum(stream_bytes[prefix] // size for prefix, size in sizes.items())
 
@@ -449,7 +480,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true",
                         help="smoke mode: no reference comparison, no PROF_ series unless --prof-sizes is given")
     parser.add_argument("--repeat", type=int, default=1, help="runs per step (the median is reported)")
-    parser.add_argument("--prof-shape", choices=sorted(PROF_SHAPES), default="static",
+    parser.add_argument("--prof-shape", choices=sorted(PROF_SHAPES) + sorted(INDEP_SHAPES), default="static",
                         help="how the PROF_ data's host launches its ops (series and reference comparison)")
     parser.add_argument("--spawner", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--generate", nargs=2, metavar=("KIND", "TASKS"), help=argparse.SUPPRESS)
