@@ -499,6 +499,17 @@ def test_aicore_data_is_read_only_on_chips_whose_pmu_it_holds(tmp_path, platform
     assert (said in notices(prof_dir / "device_0")) is not read
 
 
+def test_a_stars_pmu_file_msprof_cannot_read_yet_is_said(tmp_path):
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "6", "--ops", "3", "--iters", "1", "--platform", "5",
+                                                 "--pmu", "0"]))
+    api.import_collection(prof_dir)
+    assert not any("ffts_profile" in m for m in notices(prof_dir / "device_0"))
+    (prof_dir / "device_0" / "data" / "ffts_profile.data.0.slice_0").write_bytes(bytes(128))
+    api.import_collection(prof_dir)
+    assert ("ffts_profile.data files are not read by msprof yet (the STARS chips' AI Core PMU: op_summary has no "
+            "PMU columns)") in notices(prof_dir / "device_0")
+
+
 def test_a_metric_set_missing_an_event_is_said(tmp_path):
     """sample.json names the Memory set but not all its events: op_summary has the raw counters by event id,
     and the import says why."""
