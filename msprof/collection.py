@@ -57,15 +57,18 @@ def _device_order(path: Path):
     return (str(path.parent), 1 if match else 0, int(match.group(1)) if match else 0, path.name)
 
 
-def data_files(result_dir: Path) -> List[Path]:
-    """Raw files in <result dir>/data/, skipping markers, archives and empty files."""
+def data_files(result_dir: Path, empty_ok: bool = False) -> List[Path]:
+    """Raw files in <result dir>/data/, skipping markers, archives and empty files. None is an error, unless
+    ``empty_ok`` (a PROF device that recorded nothing, beside its host and other devices)."""
     data = Path(result_dir) / "data"
     if not data.is_dir():
+        if empty_ok:
+            return []
         raise DataError(f"{data}: raw data directory missing (nothing to import)")
     files = [p for p in sorted(data.iterdir())
              if p.is_file() and not p.is_symlink() and not p.name.endswith(_IGNORED_SUFFIXES)
              and p.stat().st_size > 0]
-    if not files:
+    if not files and not empty_ok:
         raise DataError(f"{data}: raw data directory is empty (nothing to import)")
     return files
 

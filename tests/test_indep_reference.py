@@ -40,6 +40,9 @@ SCENARIOS = {
     # a STARS chip with aicore.data (PipeUtilization): the reference reads a STARS chip's PMU from
     # ffts_profile.data only, so op_summary has no PMU columns (docs/prof.md "PMU records")
     "stars_aicore_data_unread": "--seed 32 --ops 20 --iters 3 --platform 5 --aicpu-ratio 0.2",
+    # a run on two devices where the app used one: device_1 recorded nothing (its hwts file is empty) and is a
+    # device without tasks, with the host's API statistic
+    "device_recorded_nothing": "--seed 51 --ops 12 --iters 2 --devices 2 --models 1",
     # names missing from hash_dic (ops and kernels), no runtime API, single ops beside the models, block dim 0,
     # zero-length acl calls
     "missing_names_single_ops": "--seed 42 --ops 20 --iters 3 --no-rt-api 1 --missing-hash 0.2 --models 2"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import sqlite3
 import struct
 import sys
@@ -447,11 +448,15 @@ def test_cli_exit_codes(tmp_path, msprof_cli):
     res = msprof_cli("export", "summary", "-dir", prof_dir)
     assert res.returncode == 8 and "hwts_frequency" in res.stderr
     good = pg.write_prof(tmp_path / "b", MULTI)
-    import shutil
-
-    shutil.rmtree(good / "device_0" / "data")
+    shutil.rmtree(good / "host" / "data")               # nothing recorded at all
     res = msprof_cli("import", "-dir", good)
-    assert res.returncode == 8 and "data" in res.stderr and "Traceback" not in res.stderr
+    assert res.returncode == 8 and f"{good / 'host' / 'data'}: raw data directory missing" in res.stderr
+    assert "Traceback" not in res.stderr
+    good = pg.write_prof(tmp_path / "c", MULTI)
+    shutil.rmtree(good / "device_0" / "data")           # a device that recorded nothing: one without tasks
+    res = msprof_cli("import", "-dir", good)
+    assert res.returncode == 0, res.stderr
+    assert f"no device task data (hwts.data / stars_soc.data) in {good / 'device_0' / 'data'}" in res.stderr
 
 
 def test_tensor_descriptions_are_held_in_bounded_caches(monkeypatch):
@@ -497,6 +502,37 @@ def test_aicore_data_is_read_only_on_chips_whose_pmu_it_holds(tmp_path, platform
     said = ("aicore.data of platform %s (a STARS chip, whose PMU is in ffts_profile.data) not read, as the "
             "reference does not read it: op_summary has no PMU columns" % platform)
     assert (said in notices(prof_dir / "device_0")) is not read
+
+
+@pytest.mark.parametrize("empty", ["empty file", "no file", "no data directory"])
+def test_a_device_that_recorded_nothing_is_a_device_without_tasks(tmp_path, empty):
+    """A run on two devices where the app used one: the idle device's data/ has nothing in it. It is no error
+    (the reference takes it as a device too): its tables of tasks are skipped, said once, and it gets the
+    host's API statistic; its database stays fresh."""
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "8", "--ops", "3", "--iters", "2", "--models", "1",
+                                                 "--devices", "2"]))
+    idle = prof_dir / "device_1"
+    assert [p.stat().st_size for p in (idle / "data").iterdir()] == [0]     # what the generator wrote
+    if empty == "no file":
+        for path in (idle / "data").iterdir():
+            path.unlink()
+    elif empty == "no data directory":
+        shutil.rmtree(idle / "data")
+    api.import_collection(prof_dir)
+    messages = notices(idle)
+    assert [m for m in messages if "device task data" in m] == [
+        f"no device task data (hwts.data / stars_soc.data) in {idle / 'data'}: op_summary, op_statistic and "
+        "task_time are skipped"]
+    assert not any("aicore.data" in m for m in messages)
+    written = api.export_summary(prof_dir, "csv")
+    assert sorted(p.name for p in written if p.parent.parent == idle) == ["api_statistic.csv"]
+    busy = read_csv(prof_dir / "device_0" / "summary" / "api_statistic.csv")
+    assert read_csv(idle / "summary" / "api_statistic.csv") == [dict(row, Device_id="1") for row in busy]
+    assert busy and all(row["Device_id"] == "0" for row in busy)
+    assert len(read_csv(prof_dir / "device_0" / "summary" / "op_summary.csv")) == 6
+    built = (idle / "sqlite" / "msprof.db").stat().st_mtime_ns
+    api.export_summary(idle, "csv")                     # fresh: not imported again
+    assert (idle / "sqlite" / "msprof.db").stat().st_mtime_ns == built
 
 
 def test_a_stars_pmu_file_msprof_cannot_read_yet_is_said(tmp_path):

@@ -183,8 +183,9 @@ def run_msprof(prof_dir: Path) -> dict:
     written = api.export_summary(prof_dir, "csv")
     out = {"_files": {}}
     for table in TABLES:
+        # (several devices: their files' rows one after another, as the reference's one file has them)
         files = [p for p in written if p.name == table + ".csv"]
-        out[table] = read_csv(files[0]) if files else []
+        out[table] = [row for path in files for row in read_csv(path)]
         out["_files"][table] = files[0] if files else None
     return out
 

@@ -55,11 +55,12 @@ class Database:
     source_dir: Path
     path: Path
     build: Callable[..., Path]            # build(target, spare_cores): picklable (a worker may build it)
+    empty_ok: bool = False                # built even when its data/ holds no raw file
 
     def sources(self) -> List[Path]:
         from msprof.collection import data_files, read_result_dir
 
-        return data_files(self.source_dir) + read_result_dir(self.source_dir).metadata_files
+        return data_files(self.source_dir, self.empty_ok) + read_result_dir(self.source_dir).metadata_files
 
     def stale(self) -> Optional[str]:
         return store.stale(self.path, self.source_dir, self.sources(), self.layout)

@@ -78,8 +78,10 @@ class ProfLayout(Layout):
                     f"{root}: no device_N directory with an info.json* (nothing to report on)")))
             for device in devices:
                 out = base / device.name
+                # (a device that recorded nothing — a run on several devices where the app used one — is a
+                # device without tasks, as the reference takes it: its host's API statistic is still written)
                 own = Database(self.name, "main", device, out / "sqlite" / "msprof.db",
-                               functools.partial(_import, device, "device"))
+                               functools.partial(_import, device, "device"), empty_ok=True)
                 units.append(Unit(self, device, out, f"{root.name}/{device.name}",
                                   ([host_db] if host_db else []) + [own]))
         return units

@@ -447,7 +447,7 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
     notices = Notices()
     for message in result.warnings:
         notices.warn(message)
-    files = data_files(result.path)
+    files = data_files(result.path, empty_ok=True)
     grouped, unknown = group_files(files)
     for path in unknown:
         log.info("ignored %s (not a known raw file)", path.name)
@@ -486,7 +486,8 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
             notices.notice(f"aicore.data of platform {result.platform_version} (a STARS chip, whose PMU is in "
                            "ffts_profile.data) not read, as the reference does not read it: op_summary has no PMU "
                            "columns")
-        elif not streams.get("pmu") and result.sample.get("ai_core_metrics"):
+        elif not streams.get("pmu") and result.sample.get("ai_core_metrics") and (streams.get("hwts")
+                                                                                  or streams.get("stars")):
             notices.notice(f"no aicore.data in {result.path / 'data'}: op_summary has no PMU columns")
         DEVICE.create_indexes(db)
         store.record_sources(db, result.path, counts, notices, files + result.metadata_files,
