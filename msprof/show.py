@@ -240,9 +240,13 @@ def print_sections(sections: Iterable[Section], view: View, several: bool = Fals
     """Print result dirs' sections in the view's format (produced lazily, one at a time: a section's tables
     stream from its open database). ``several``: more than one result dir will come."""
     printer = PRINTERS[view.fmt](view, several)
+    found = False
     for section in sections:
+        found = found or bool(section.tables)
         printer.section(section)
     printer.end()
+    if view.tables and not found:       # (each result dir said which tables it has)
+        raise UsageError(f"--table {', '.join(view.tables)}: no such table in any result directory (see above)")
 
 
 # --- helpers -----------------------------------------------------------------------------------------------

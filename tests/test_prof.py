@@ -459,6 +459,18 @@ def test_cli_exit_codes(tmp_path, msprof_cli):
     assert f"no device task data (hwts.data / stars_soc.data) in {good / 'device_0' / 'data'}" in res.stderr
 
 
+def test_show_of_a_table_no_result_dir_has_is_a_usage_error(tmp_path, msprof_cli):
+    """--table naming only a JOB's table on PROF data: exit 2, not an empty csv a script takes for success."""
+    prof_dir = pg.write_prof(tmp_path, MULTI)
+    for fmt in ("csv", "json", "table"):
+        res = msprof_cli("show", "-dir", prof_dir, "--table", "acl_statistic", "--format", fmt)
+        assert res.returncode == 2, res.stderr
+        assert "no acl_statistic table here (it has op_summary, op_statistic, api_statistic)" in res.stderr
+        assert "--table acl_statistic: no such table in any result directory" in res.stderr
+    res = msprof_cli("show", "-dir", prof_dir, "--table", "api_statistic", "--format", "csv")
+    assert res.returncode == 0 and res.stdout.startswith("Device_id,Level,API Name")
+
+
 def test_tensor_descriptions_are_held_in_bounded_caches(monkeypatch):
     """With dynamic shapes every launch may bring a new description: the caches stay at HELD entries (a
     description met again after they were emptied gets a new id, with the same texts)."""

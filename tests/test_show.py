@@ -182,7 +182,8 @@ def test_json_top_and_table_selection(job, msprof_cli):
 
 def test_a_table_the_layout_does_not_have_is_named_with_those_it_has(job, tmp_path, msprof_cli):
     """--table acl_statistic of a PROF_ device (which has api_statistic), api_statistic of a JOB: a notice, not
-    an empty section alone."""
+    an empty section alone; when no table asked for is anywhere, a usage error (exit 2: a script must not read
+    an empty output as success)."""
     from fixtures import profgen
 
     prof = profgen.write_prof(tmp_path / "prof")
@@ -192,7 +193,8 @@ def test_a_table_the_layout_does_not_have_is_named_with_those_it_has(job, tmp_pa
             in proc.stderr)
     assert "Op statistic" in proc.stdout
     proc = msprof_cli("show", "-dir", job, "--table", "api_statistic")
-    assert proc.returncode == 0 and f"{job.name}: no api_statistic table here (it has op_summary," in proc.stderr
+    assert proc.returncode == 2 and f"{job.name}: no api_statistic table here (it has op_summary," in proc.stderr
+    assert "--table api_statistic: no such table in any result directory (see above)" in proc.stderr
 
 
 def test_several_result_dirs_are_headed_and_keyed(tmp_path, msprof_cli):
