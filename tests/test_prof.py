@@ -471,6 +471,19 @@ def test_show_of_a_table_no_result_dir_has_is_a_usage_error(tmp_path, msprof_cli
     assert res.returncode == 0 and res.stdout.startswith("Device_id,Level,API Name")
 
 
+def test_query_lists_the_models_each_device_ran(tmp_path, msprof_cli):
+    """Two models on two devices (the generator puts model k on device k-1): each device lists its own model,
+    not every model the host ran; the device is a number in json."""
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "6", "--iters", "3", "--devices", "2",
+                                                 "--models", "2"]))
+    res = msprof_cli("query", "-dir", prof_dir, "--table", "collection", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    listed = {label.split("/")[-1]: [(r["device"], r["model_id"], r["iterations"], r["iteration_ids"])
+                                     for r in unit["tables"]["collection"]["rows"]] for label, unit in doc.items()}
+    assert listed == {"device_0": [(0, 1, 3, "1-3")], "device_1": [(1, 2, 3, "1-3")]}
+
+
 def test_tensor_descriptions_are_held_in_bounded_caches(monkeypatch):
     """With dynamic shapes every launch may bring a new description: the caches stay at HELD entries (a
     description met again after they were emptied gets a new id, with the same texts)."""

@@ -183,12 +183,14 @@ def query_tables(report) -> list:
     from msprof.tables import INT, TEXT, Column, Table
 
     rows = []
-    for m in report.models() or [{"model_id": None, "model_name": None, "iterations": 0}]:
+    ran = report.device_models()
+    models = [m for m in report.models() if ran is None or m["model_id"] in ran]
+    for m in models or [{"model_id": None, "model_name": None, "iterations": 0}]:
         ids = list(range(1, (m["iterations"] or 0) + 1))
-        rows.append((report.device_id, report.platform, m["model_id"], m["model_name"], m["iterations"],
+        rows.append((report.device_number, report.platform, m["model_id"], m["model_name"], m["iterations"],
                      id_ranges(ids)))
-    collection = Table("collection", "Collection", [Column(n) for n in ("Device", "Platform", "Model Id", "Model Name",
-                                                                        "Iterations", "Iteration Ids")], [rows])
+    collection = Table("collection", "Collection", [Column("Device", INT)] + [
+        Column(n) for n in ("Platform", "Model Id", "Model Name", "Iterations", "Iteration Ids")], [rows])
     data = []
     for schema in ("host", "main"):
         directory = "host" if schema == "host" else report.unit.path.name

@@ -151,6 +151,15 @@ class ProfReport(Report):
                 for m, n, i in self.conn.execute("SELECT model_id, model_name, iterations FROM host.model"
                                                  " ORDER BY model_id")]
 
+    def device_models(self) -> Optional[set]:
+        """The models whose tasks the host launched on this device, when it launched on several devices (else
+        None: every model the host ran is this device's)."""
+        if not self.conn.execute("SELECT 1 FROM host.launch_count WHERE device_id != :dev LIMIT 1",
+                                 self.params).fetchone():
+            return None
+        return {m for (m,) in self.conn.execute("SELECT DISTINCT model_id FROM host.launch WHERE device_id = :dev"
+                                                " AND model_id IS NOT NULL", self.params)}
+
     def iterations(self, selection: Selection = Selection()) -> List[Iteration]:
         out = []
         for m in self.models():
