@@ -197,6 +197,15 @@ def test_a_table_the_layout_does_not_have_is_named_with_those_it_has(job, tmp_pa
     assert "--table api_statistic: no such table in any result directory (see above)" in proc.stderr
 
 
+def test_query_in_a_narrow_terminal_keeps_the_ids_a_selection_takes(job, msprof_cli):
+    """The collection table loses Device, Iterations first: Model Id and Iteration Ids are why query is run."""
+    proc = msprof_cli("query", "-dir", job, "--table", "collection", env={"COLUMNS": "40"})
+    assert proc.returncode == 0, proc.stderr
+    header = next(line for line in proc.stdout.splitlines() if line.startswith("Model Id"))
+    assert header.split() == ["Model", "Id", "Iteration", "Ids"]
+    assert "(3 more columns: --wide)" in proc.stdout
+
+
 def test_several_result_dirs_are_headed_and_keyed(tmp_path, msprof_cli):
     a = jobgen.write_job(tmp_path, small_job(seed="first"))
     b = jobgen.write_job(tmp_path, small_job(seed="second"))

@@ -16,6 +16,11 @@ from msprof import store
 from msprof.errors import MsprofError, UsageError
 
 
+# query's collection table in a narrow terminal: the columns kept, most important first (the ids a selection
+# takes before the rest)
+COLLECTION_KEEP = ("Model Id", "Iteration Ids", "Model Name", "Iterations", "Device")
+
+
 class Selection(NamedTuple):
     """--model-id / --iteration-id: both or neither (``check``)."""
 

@@ -5,7 +5,7 @@ from typing import List, Optional
 
 from msprof.console import notice
 from msprof.paths import safe_name
-from msprof.layouts.base import Database, Layout, Selection, Unit, out_dir
+from msprof.layouts.base import COLLECTION_KEEP, Database, Layout, Selection, Unit, out_dir
 from msprof.summary import SummaryFile
 
 
@@ -85,7 +85,8 @@ class JobLayout(Layout):
             rows.append((report.device_id, model["model_id"], model["model_name"], len(ids), id_ranges(ids)))
         collection = Table("collection", "Collection", [Column("Device"), Column("Model Id", INT),
                                                         Column("Model Name"), Column("Iterations", INT),
-                                                        Column("Iteration Ids")], [rows])
+                                                        Column("Iteration Ids")], [rows],
+                           keep=COLLECTION_KEEP)
         data = Table("data", "Data", [Column("Data", TEXT), Column("Records", INT)], [list(report.conn.execute(
             "SELECT kind, sum(records) FROM decode_count GROUP BY kind ORDER BY kind"))])
         return [collection, data]

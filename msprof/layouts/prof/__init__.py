@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from msprof.console import notice
-from msprof.layouts.base import Database, Layout, Selection, Unit, out_dir
+from msprof.layouts.base import COLLECTION_KEEP, Database, Layout, Selection, Unit, out_dir
 from msprof.summary import SummaryFile
 from msprof.workers import Later, several_cores
 
@@ -190,7 +190,8 @@ def query_tables(report) -> list:
         rows.append((report.device_number, report.platform, m["model_id"], m["model_name"], m["iterations"],
                      id_ranges(ids)))
     collection = Table("collection", "Collection", [Column("Device", INT)] + [
-        Column(n) for n in ("Platform", "Model Id", "Model Name", "Iterations", "Iteration Ids")], [rows])
+        Column(n) for n in ("Platform", "Model Id", "Model Name", "Iterations", "Iteration Ids")], [rows],
+        keep=COLLECTION_KEEP)
     data = []
     for schema in ("host", "main"):
         directory = "host" if schema == "host" else report.unit.path.name
