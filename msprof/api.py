@@ -92,12 +92,14 @@ class Failures:
         self.count, self.noun = count, noun
         self.failed: List[Tuple[int, str]] = []      # (exit code, name)
 
-    def add(self, name, error: Optional[MsprofError]) -> None:
+    def add(self, name, error: Optional[MsprofError], label: str = "") -> None:
+        """``label``: another name the message may already give it by (a unit's label)."""
         if error is None:
             return
         if self.count == 1:
             raise error
-        log.error("%s", error.message if str(name) in error.message else f"{name}: {error.message}")
+        named = str(name) in error.message or (label and label in error.message)
+        log.error("%s", error.message if named else f"{name}: {error.message}")
         self.failed.append((error.exit_code, str(name)))
 
     @contextlib.contextmanager
@@ -106,13 +108,14 @@ class Failures:
         try:
             yield
         except MsprofError as exc:
-            self.add(unit.path, exc)
+            self.add(unit.path, exc, unit.label)
 
     def done(self) -> None:
         if self.failed:
             names = ", ".join(name for _code, name in self.failed)
-            raise SeveralFailed(f"{len(self.failed)} of {self.count} {self.noun} failed (see above): {names}; the "
-                                "others were done", max(code for code, _name in self.failed))
+            others = "; the others were done" if len(self.failed) < self.count else ""
+            raise SeveralFailed(f"{len(self.failed)} of {self.count} {self.noun} failed (see above): {names}{others}",
+                                max(code for code, _name in self.failed))
 
 
 def _raw_bytes(database: Database) -> int:

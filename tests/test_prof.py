@@ -484,6 +484,18 @@ def test_query_lists_the_models_each_device_ran(tmp_path, msprof_cli):
     assert listed == {"device_0": [(0, 1, 3, "1-3")], "device_1": [(1, 2, 3, "1-3")]}
 
 
+def test_a_selection_no_device_has_names_each_device_once(tmp_path, msprof_cli):
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "4", "--iters", "2", "--devices", "2",
+                                                 "--models", "2"]))
+    res = msprof_cli("show", "-dir", prof_dir, "--model-id", "9", "--iteration-id", "1")
+    assert res.returncode == 2
+    errors = [line for line in res.stderr.splitlines() if line.startswith("msprof: error:")]
+    assert errors[:2] == [f"msprof: error: {prof_dir.name}/device_{d}: no model 9 recorded (models: 1, 2; msprof "
+                          "query lists their iterations)" for d in (0, 1)]
+    assert errors[2] == (f"msprof: error: 2 of 2 result directories failed (see above): {prof_dir / 'device_0'}, "
+                         f"{prof_dir / 'device_1'}")            # (no "others were done": there are none)
+
+
 def test_tensor_descriptions_are_held_in_bounded_caches(monkeypatch):
     """With dynamic shapes every launch may bring a new description: the caches stay at HELD entries (a
     description met again after they were emptied gets a new id, with the same texts)."""
