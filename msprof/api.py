@@ -191,7 +191,7 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     _announce(written)
     failures.done()
     if hint and written:
-        _next_steps(path, output)
+        _next_steps(path, output, selection)
     return written
 
 
@@ -351,8 +351,10 @@ def _view_hint(timelines: List[Path]) -> None:
     notice(f"view: open {shlex.quote(str(first))}{more} in https://ui.perfetto.dev or chrome://tracing")
 
 
-def _next_steps(path: Path, output: Optional[Path]) -> None:
+def _next_steps(path: Path, output: Optional[Path], selection: Selection = Selection()) -> None:
     where = f"-dir {shlex.quote(str(path))}" + (f" --output {shlex.quote(str(output))}" if output else "")
+    if not selection.everything:         # (what was just exported: the same iteration)
+        where += f" --model-id {selection.model_id} --iteration-id {selection.iteration_id}"
     notice(f"next: msprof show {where}   (the tables in the terminal)")
     notice(f"      msprof advise {where}   (where the time goes and what to do about it)")
 

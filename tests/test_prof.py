@@ -496,6 +496,14 @@ def test_a_selection_no_device_has_names_each_device_once(tmp_path, msprof_cli):
                          f"{prof_dir / 'device_1'}")            # (no "others were done": there are none)
 
 
+def test_the_next_steps_after_a_selected_export_keep_the_selection(tmp_path, msprof_cli):
+    prof_dir = pg.write_prof(tmp_path, MULTI)
+    res = msprof_cli("export", "summary", "-dir", prof_dir, "--model-id", "1", "--iteration-id", "2")
+    assert res.returncode == 0, res.stderr
+    assert f"next: msprof show -dir {prof_dir} --model-id 1 --iteration-id 2   (the tables" in res.stderr
+    assert f"msprof advise -dir {prof_dir} --model-id 1 --iteration-id 2   (where the time goes" in res.stderr
+
+
 def test_tensor_descriptions_are_held_in_bounded_caches(monkeypatch):
     """With dynamic shapes every launch may bring a new description: the caches stay at HELD entries (a
     description met again after they were emptied gets a new id, with the same texts)."""
