@@ -211,6 +211,8 @@ def test_table_view_paragraphs_most_important_first(networks, msprof_cli):
     assert lines[first + 1].startswith("   Mish is computed as Softplus → Tanh → Mul in 11 place(s)")
     assert "   - conv1_mish: conv1_mish_softplus;conv1_mish_tanh;conv1_mish_mul — 4371.93 µs, 18.89 %" in lines
     assert "   - … 6 more (--format json lists them)" in lines            # 11 groups, 5 shown
+    # 41 memory-bound layers: the evidence is the 20 longest (the message counts them all)
+    assert "   - … 15 more of the 20 largest (--format json lists them)" in lines
     assert all(len(line) <= 100 for line in lines if not line.startswith("   - "))
 
 

@@ -391,4 +391,6 @@ def print_findings(findings: List[dict], fmt: str = "table", label: str = "") ->
         for item in evidence[:SHOWN_EVIDENCE]:
             click.echo("   - " + evidence_line(rules[finding["id"]], item))
         if len(evidence) > SHOWN_EVIDENCE:
-            click.echo(f"   - … {len(evidence) - SHOWN_EVIDENCE} more (--format json lists them)")
+            # (evidence stops at the EVIDENCE_LIMIT largest: the message may count more)
+            of = f" of the {len(evidence)} largest" if len(evidence) >= EVIDENCE_LIMIT else ""
+            click.echo(f"   - … {len(evidence) - SHOWN_EVIDENCE} more{of} (--format json lists them)")
