@@ -233,7 +233,8 @@ def view_options(tables):
 @click.option("--top", type=click.IntRange(min=0), metavar="N",
               help="the N longest rows of each table (table format: 20 unless given; 0: all rows)")
 @click.option("--sort", metavar="COLUMN", help="rank rows by this column, by its title or key (\"Time(us)\", "
-              "time_us): numbers largest first, text A to Z (default: each table's time)")
+              "time_us): numbers largest first, start times earliest first, text A to Z (default: each "
+              "table's time)")
 @click.option("-r", "--reverse", is_flag=True, help="the other way round")
 @view_options(SHOW_TABLES)
 def show_cmd(collection_dir, output, model_id, iteration_id, top, sort, reverse, fmt, tables, wide, style):
