@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fixtures import indepgen  # noqa: E402
 from fixtures import profgen as pg  # noqa: E402
 from fixtures.board import jobgen  # noqa: E402
 from fixtures.networks import small_job, two_model_job  # noqa: E402
@@ -245,6 +246,22 @@ def test_models_on_one_side_only(tmp_path, msprof_cli):
     assert nothing.returncode == 0 and "nothing to check" in nothing.stderr
     assert nothing.stdout.splitlines()[0] == ("no model in both collections (models are matched by name): "
                                               "tiny (base only), x (new only), y (new only)")
+
+
+def test_one_model_each_with_no_op_in_common_is_not_paired(tmp_path, msprof_cli):
+    """Two devices that ran different networks (graph_1_*, graph_2_*: no op name in common) are not one
+    network converted again: not compared, and a gate has nothing to check (found by a newcomer's trial)."""
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "8", "--iters", "2", "--devices", "2",
+                                                 "--models", "2"]))
+    result = msprof_cli("compare", prof_dir / "device_1", prof_dir / "device_0", "--format", "json",
+                        "--fail-if-slower", "0")
+    assert result.returncode == 0, result.stderr
+    models = json.loads(result.stdout)["models"]
+    sides = {m["model_name"].split("_")[1]: (m["base_us"] is None, m["new_us"] is None) for m in models}
+    assert sides == {"1": (True, False), "2": (False, True)}            # graph_1_* new only, graph_2_* base only
+    new_name, base_name = (m["model_name"] for m in models)
+    assert (f"models not matched: {base_name} (base) and {new_name} (new) have other names and no op name in "
+            "common") in result.stderr and "nothing to check" in result.stderr
 
 
 def test_one_model_each_under_two_names_is_compared(job_pair, msprof_cli):

@@ -80,11 +80,16 @@ def _mean(values: Optional[List[float]]) -> Optional[float]:
 def matched_models(base: Side, new: Side) -> List[tuple]:
     """(label, base name, new name) of each model row: models are matched by name. One exception: when each
     side has one model and the names differ, those two are the same network converted again under another
-    name (yolov3_tiny_mish → yolov3_tiny_leaky, the guide's case) and are compared, labelled "base → new"."""
+    name (yolov3_tiny_mish → yolov3_tiny_leaky, the guide's case) and are compared, labelled "base → new" —
+    if they have an op name in common: two networks that share none are not one converted again (a gate
+    must not fail on them)."""
     if len(base.models) == 1 == len(new.models) and set(base.models) != set(new.models):
         [base_name], [new_name] = base.models, new.models
-        notice(f"models matched as the only one of each side: {base_name} (base) and {new_name} (new)")
-        return [(f"{base_name} → {new_name}", base_name, new_name)]
+        if base.ops.keys() & new.ops.keys():
+            notice(f"models matched as the only one of each side: {base_name} (base) and {new_name} (new)")
+            return [(f"{base_name} → {new_name}", base_name, new_name)]
+        notice(f"models not matched: {base_name} (base) and {new_name} (new) have other names and no op name in "
+               "common")
     return [(name, name, name) for name in sorted(set(base.models) | set(new.models))]
 
 
