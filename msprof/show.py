@@ -152,18 +152,17 @@ class TablePrinter(Printer):
         width = None if self.view.wide else shutil.get_terminal_size((80, 24)).columns
         for table in section.tables:
             rows, count = picked(table, self.view, self.default_top)
-            rows = list(rows)
             renderer = TextRenderer(self.view.style, width)
-            text = renderer.render(_with_rows(table, rows, self.view.sort)) if rows else ""
             self.write(f"\n{_heading(table)}\n")
-            if not rows:
+            # (drawn as the rows come: a million of them are spooled, not held)
+            drawn = renderer.write(_with_rows(table, rows, self.view.sort), self)
+            if not drawn:
                 self.write(f"(no rows{_recorded_for(table.context)})\n")
                 continue
-            self.write(text)
             notes = []
-            if count[0] > len(rows):
+            if count[0] > drawn:
                 by = self.view.sort if sort_column(table, self.view.sort) is not None else table.sort
-                notes.append(f"{len(rows)} of {count[0]} rows" + (f" by {by}" if by else "") + ": --top N")
+                notes.append(f"{drawn} of {count[0]} rows" + (f" by {by}" if by else "") + ": --top N")
             if renderer.hidden:
                 notes.append(f"{len(renderer.hidden)} more columns: --wide")
             if notes:
@@ -260,7 +259,7 @@ def _recorded_for(context: dict) -> str:
     return f": nothing recorded for {', '.join(ids)}" if ids else ""
 
 
-def _with_rows(table: Table, rows: List[tuple], sort: Optional[str] = None) -> Table:
+def _with_rows(table: Table, rows: Iterable[tuple], sort: Optional[str] = None) -> Table:
     """The table of these rows (complete: the columns no longer hold constants). A column the user sorted by
     is kept on a narrow terminal, right after the most important one: rows ranked by a hidden value would
     look unordered."""
@@ -269,7 +268,8 @@ def _with_rows(table: Table, rows: List[tuple], sort: Optional[str] = None) -> T
     if index is not None:
         name = table.columns[index].name
         keep = keep[:1] + [name] + [k for k in keep[1:] if k != name]
-    return replace(table, columns=[Column(c.name, c.kind) for c in table.columns], batches=[rows], keep=keep)
+    return replace(table, columns=[Column(c.name, c.kind) for c in table.columns], batches=_chunks(iter(rows), 1024),
+                   keep=keep)
 
 
 def _record(keys: List[str], encode, row) -> dict:

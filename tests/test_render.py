@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from msprof.renderers import FORMATS, Renderer, csvfile as render
+from msprof.renderers import FORMATS, Renderer, csvfile as render, terminal
 from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, TEXT, Column, Table
 
 
@@ -202,3 +202,39 @@ def test_a_file_written_in_parts_and_joined_is_the_whole_file(name, cuts, tmp_pa
     with open(tmp_path / "joined", "wb") as out:
         renderer.join(parts, out)
     assert (tmp_path / "joined").read_bytes().decode() == expected_text(name, rows, total)
+
+
+def _styles():
+    from tabulate import tabulate_formats
+
+    return sorted(tabulate_formats)
+
+
+@pytest.mark.parametrize("style", _styles())
+@pytest.mark.parametrize("names", ["ascii", "wide characters"])
+def test_a_long_terminal_table_is_drawn_in_chunks_as_it_would_be_whole(style, names, monkeypatch):
+    """Beyond HELD_ROWS the terminal's rows go to a temporary file (show --top 0 of a million tasks drew 2 GB
+    whole) and are drawn a chunk at a time: the same text as the whole table drawn at once, in every tabulate
+    style, wide or fitted to a width (names cut, columns left out). Texts whose width is not their length
+    (wide characters) are read back and drawn whole."""
+    rnd = random.Random(7)
+    stem = "卷积" if names == "wide characters" else "op"
+    rows = [(f"{stem}{i}_" + "n" * rnd.randrange(40), rnd.randrange(1000), round(rnd.random() * 100, 3),
+             rnd.choice(["AI_CORE", "AI_CPU"])) for i in range(57)]
+    columns = [Column("Op Name", TEXT), Column("Count", INT), Column("Time(us)", NUMBER), Column("Type", TEXT)]
+
+    def draw(width):
+        t = Table("t", "t", columns, [rows[:20], rows[20:]], total=("total", 57, 1.0, "-"))
+        renderer = FORMATS["text"](style, width)
+        return renderer.render(t), renderer.hidden
+
+    whole = {width: draw(width) for width in (None, 60)}
+    assert whole[60][1] and "…" in whole[60][0]           # (the narrow one cuts names and leaves columns out)
+    monkeypatch.setattr(terminal, "HELD_ROWS", 10)
+    monkeypatch.setattr(terminal, "CHUNK_ROWS", 7)
+    for width in (None, 60):
+        assert draw(width) == whole[width]
+    t = Table("t", "t", columns, [rows])
+    with terminal._Spool(t) as spool:
+        assert spool.spilled and spool.held == [] and spool.rows == 57
+        assert spool.plain is (names == "ascii")

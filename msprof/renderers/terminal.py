@@ -5,14 +5,24 @@ Given a ``width`` (the terminal's), a table is made to fit it: long names lose t
 does not list in ``keep``, from the right, then the kept ones from the least important — until the lines
 fit; when even the most important column alone is too wide, its text is wrapped. ``hidden`` says which
 columns went, so that the caller can tell the user (``--wide`` shows them all).
+
+Memory stays flat however long the table: the widths come from a first pass over the rows, which keeps their
+texts in a temporary file beyond HELD_ROWS; the second draws them a chunk at a time (``_draw_chunked``).
 """
-from typing import List, Optional, TextIO
+import itertools
+import json
+import tempfile
+from typing import IO, Iterator, List, Optional, TextIO
 
 from msprof.renderers.base import Renderer, register
 from msprof.renderers.csvfile import column_texts
 from msprof.tables import Table
 
 LONGEST_CELL = 32       # characters of a text cell when the table has to fit a width
+# Rows held in memory to size the columns; a longer table (show --top 0 of a million tasks: 2 GB drawn whole)
+# goes to a temporary file, and is drawn a chunk at a time in its columns' widths.
+HELD_ROWS = 20_000
+CHUNK_ROWS = 4096
 
 
 @register
@@ -25,44 +35,53 @@ class TextRenderer(Renderer):
         self.width = width
         self.hidden: List[str] = []
 
-    def write(self, table: Table, out: TextIO) -> None:
-        rows = list(table.rows())
-        if table.total is not None and rows:
-            rows.append(table.total)
+    def write(self, table: Table, out: TextIO, part: Optional[int] = None) -> int:
+        """Draw the table (its rows, then its total row); return how many rows it had (0: nothing drawn)."""
         headers = [c.name for c in table.columns]
-        texts = [[_unquoted(t) for t in column_texts(c, values)]
-                 for c, values in zip(table.columns, zip(*rows))] or [[] for _ in headers]
-        shown = list(range(len(headers)))
-        self.hidden = []
-        wrap = None
-        if self.width is not None:
-            def fits() -> bool:
-                widths = [max([len(headers[i])] + [len(t) for t in texts[i]]) for i in shown]
-                return self._line_width(widths) <= self.width
+        with _Spool(table) as spool:
+            if not spool.rows:
+                return 0
+            shown = list(range(len(headers)))
+            self.hidden = []
+            cut = False
+            wrap = None
+            if self.width is not None:
+                def fits() -> bool:
+                    widths = spool.cut_widths if cut else spool.widths
+                    return self._line_width([max(len(headers[i]), widths[i]) for i in shown]) <= self.width
 
-            order = [None] + _least_important_first(table) if table.cut else []     # messages: wrapped
-            for index in order:
-                if index is None:       # names: the middle goes, the ends tell them apart
-                    texts = [[_cut(t) for t in column] for column in texts]
-                elif len(shown) > 1:
-                    shown.remove(index)
-                    self.hidden.append(headers[index])
-                if fits():
-                    break
-            else:
-                if not fits():
-                    wrap = self._wrapped(headers, texts, shown)
-        from tabulate import tabulate      # only show and query draw tables (import: 20-30 ms)
+                order = [None] + _least_important_first(table) if table.cut else []     # messages: wrapped
+                for index in order:
+                    if index is None:       # names: the middle goes, the ends tell them apart
+                        cut = True
+                    elif len(shown) > 1:
+                        shown.remove(index)
+                        self.hidden.append(headers[index])
+                    if fits():
+                        break
+                else:
+                    if not fits():
+                        widths = spool.cut_widths if cut else spool.widths
+                        wrap = self._wrapped([max(len(headers[i]), widths[i]) for i in shown])
+            def rows() -> Iterator[List[str]]:
+                return ([_cut(row[i]) if cut else row[i] for i in shown] for row in spool.texts())
 
-        out.write(tabulate(list(zip(*(texts[i] for i in shown))), headers=[headers[i] for i in shown],
-                           tablefmt=self.style, disable_numparse=True, maxcolwidths=wrap) + "\n")
+            heads = [headers[i] for i in shown]
+            if spool.spilled and wrap is None and spool.plain:
+                widths = [(spool.cut_widths if cut else spool.widths)[i] for i in shown]
+                if _draw_chunked(self.style, heads, widths, rows(), out):
+                    return spool.rows
+            from tabulate import tabulate      # only show and query draw tables (import: 20-30 ms)
 
-    def _wrapped(self, headers, texts, shown) -> List[Optional[int]]:
+            out.write(tabulate(list(rows()), headers=heads, tablefmt=self.style, disable_numparse=True,
+                               maxcolwidths=wrap) + "\n")
+            return spool.rows
+
+    def _wrapped(self, widths: List[int]) -> List[Optional[int]]:
         """Column widths that make the table fit by wrapping its widest column (messages, long names)."""
-        widths = [max([len(headers[i])] + [len(t) for t in texts[i]]) for i in shown]
         widest = widths.index(max(widths))
         others = self._line_width(widths[:widest] + [1] + widths[widest + 1:]) - 1
-        limits: List[Optional[int]] = [None] * len(shown)
+        limits: List[Optional[int]] = [None] * len(widths)
         limits[widest] = max(self.width - others, 12)
         return limits
 
@@ -93,3 +112,117 @@ def _cut(text: str) -> str:
 
 def _unquoted(text: str) -> str:
     return text[1:-1].replace('""', '"') if text.startswith('"') and text.endswith('"') and len(text) > 1 else text
+
+
+class _Spool:
+    """Pass one over a table's rows: each row's cell texts (in memory, or in a temporary file once there are
+    more than HELD_ROWS) and each column's widest text, whole and cut. ``plain``: every text is one line of
+    ASCII, so that its width is its length (a chunk then draws its columns as wide as the whole table)."""
+
+    def __init__(self, table: Table):
+        self.table = table
+        self.rows = 0
+        self.widths = [0] * len(table.columns)
+        self.cut_widths = [0] * len(table.columns)
+        self.plain = True
+        self.held: List[List[str]] = []
+        self.file: Optional[IO[str]] = None
+
+    def __enter__(self) -> "_Spool":
+        expand = self.table.expander()
+        for batch in self.table.batches:
+            self._add(list(map(expand, batch)))
+        if self.table.total is not None and self.rows:
+            self._add([tuple(self.table.total)], counted=False)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.file is not None:
+            self.file.close()
+
+    @property
+    def spilled(self) -> bool:
+        return self.file is not None
+
+    def _add(self, rows: list, counted: bool = True) -> None:
+        if not rows:
+            return
+        columns = [[_unquoted(t) for t in column_texts(c, values)]
+                   for c, values in zip(self.table.columns, zip(*rows))]
+        for i, texts in enumerate(columns):
+            longest = max(map(len, texts))
+            if longest > self.widths[i]:
+                self.widths[i] = longest
+            self.cut_widths[i] = max(self.cut_widths[i], min(longest, LONGEST_CELL))     # (_cut's length)
+            if self.plain and not all(t.isascii() and "\n" not in t for t in texts):
+                self.plain = False
+        texts = list(map(list, zip(*columns)))
+        if counted:
+            self.rows += len(rows)
+        if self.file is None and len(self.held) + len(texts) > HELD_ROWS:
+            self.file = tempfile.TemporaryFile("w+", encoding="utf-8")
+            self._spill(self.held)
+            self.held = []
+        if self.file is None:
+            self.held += texts
+        else:
+            self._spill(texts)
+
+    def _spill(self, texts: List[List[str]]) -> None:
+        self.file.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in texts))
+
+    def texts(self) -> Iterator[List[str]]:
+        """The rows' texts, in order (the total row last)."""
+        if self.file is None:
+            yield from self.held
+            return
+        self.file.seek(0)
+        for line in self.file:
+            yield json.loads(line)
+
+
+def _draw_chunked(style: str, headers: List[str], widths: List[int], rows: Iterator[List[str]],
+                  out: TextIO) -> bool:
+    """Draw a table a chunk of rows at a time, each chunk led by a row of the columns' widths (so that
+    tabulate draws every chunk's columns as wide as the whole table's), whose own line is then dropped. The
+    style's parts come from probes: its head (down to the first row), what parts two rows, and its tail.
+    False (nothing written) when the style does not draw one line per row."""
+    from tabulate import tabulate
+
+    sizer = ["x" * max(w, 1) for w in widths]
+
+    def lines(body: List[List[str]]) -> List[str]:
+        return tabulate(body, headers=headers, tablefmt=style, disable_numparse=True).split("\n")
+
+    one, two = lines([sizer]), lines([sizer, sizer])
+    ys, zs = ["y" * len(x) for x in sizer], ["z" * len(x) for x in sizer]
+    row_lines = [i for i, (a, b) in enumerate(zip(one, lines([ys]))) if a != b]
+    step = len(two) - len(one)                 # the lines a row adds: its own and what parts it
+    if len(row_lines) != 1 or step < 1:
+        return False
+    head = row_lines[0]
+    tail = len(one) - head - 1
+    parting = two[head + 1:head + step]
+    # the parts checked on rows of other letters, put together as the chunks will be
+    if lines([sizer, ys, zs]) != (one[:head + 1] + parting + [one[head].replace("x", "y")] + parting
+                                  + [one[head].replace("x", "z")] + one[head + 1:]):
+        return False
+    first = True
+    chunk: List[List[str]] = []
+    for row in itertools.chain(rows, [None]):
+        if row is not None:
+            chunk.append(row)
+            if len(chunk) < CHUNK_ROWS:
+                continue
+        if chunk:
+            drawn = lines([sizer] + chunk)
+            body = drawn[head + 1:len(drawn) - tail]
+            if first:
+                out.write("\n".join(drawn[:head] + body[len(parting):]) + "\n")
+                first = False
+            else:
+                out.write("\n".join(body) + "\n")
+            chunk = []
+    if tail:
+        out.write("\n".join(one[len(one) - tail:]) + "\n")
+    return True
