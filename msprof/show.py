@@ -27,7 +27,7 @@ from msprof.errors import UsageError
 from msprof.paths import one_line
 from msprof.renderers.csvfile import CsvRenderer
 from msprof.renderers.terminal import TextRenderer
-from msprof.tables import TEXT, Column, Table
+from msprof.tables import TEXT, Column, Table, chunks
 
 DEFAULT_TOP = 20            # rows per table in the terminal view
 
@@ -197,7 +197,7 @@ class CsvPrinter(Printer):
             self.write("\n")
         # a table under the same header continues the one before: a later part of one csv. (Written as it
         # goes: a million rows held as one text took 210 MB.)
-        CsvRenderer().write(replace(table, columns=columns, batches=_chunks(rows, 1024), total=total), self,
+        CsvRenderer().write(replace(table, columns=columns, batches=chunks(rows, 1024), total=total), self,
                             part=1 if header == self.header else None)
         self.header = header
 
@@ -268,7 +268,7 @@ def _with_rows(table: Table, rows: Iterable[tuple], sort: Optional[str] = None) 
     if index is not None:
         name = table.columns[index].name
         keep = keep[:1] + [name] + [k for k in keep[1:] if k != name]
-    return replace(table, columns=[Column(c.name, c.kind) for c in table.columns], batches=_chunks(iter(rows), 1024),
+    return replace(table, columns=[Column(c.name, c.kind) for c in table.columns], batches=chunks(iter(rows), 1024),
                    keep=keep)
 
 
@@ -278,17 +278,6 @@ def _record(keys: List[str], encode, row) -> dict:
 
 def _dumps(value) -> str:
     return json.dumps(value, ensure_ascii=False)
-
-
-def _chunks(rows: Iterator[tuple], size: int) -> Iterator[List[tuple]]:
-    chunk = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def id_ranges(ids) -> Optional[str]:

@@ -280,6 +280,18 @@ class Running:
         raise NotImplementedError
 
 
+def chunks(rows: Iterable, size: int) -> Iterator[list]:
+    """``rows`` in lists of ``size`` (the last may be shorter)."""
+    chunk = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 @dataclass
 class Table:
     key: str

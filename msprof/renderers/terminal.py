@@ -9,14 +9,13 @@ columns went, so that the caller can tell the user (``--wide`` shows them all).
 Memory stays flat however long the table: the widths come from a first pass over the rows, which keeps their
 texts in a temporary file beyond HELD_ROWS; the second draws them a chunk at a time (``_draw_chunked``).
 """
-import itertools
 import json
 import tempfile
 from typing import IO, Iterator, List, Optional, TextIO
 
 from msprof.renderers.base import Renderer, register
 from msprof.renderers.csvfile import column_texts
-from msprof.tables import Table
+from msprof.tables import Table, chunks
 
 LONGEST_CELL = 32       # characters of a text cell when the table has to fit a width
 # Rows held in memory to size the columns; a longer table (show --top 0 of a million tasks: 2 GB drawn whole)
@@ -45,10 +44,13 @@ class TextRenderer(Renderer):
             self.hidden = []
             cut = False
             wrap = None
+
+            def width(i: int) -> int:      # of column i's widest text (a cut text is at most LONGEST_CELL)
+                return min(spool.widths[i], LONGEST_CELL) if cut else spool.widths[i]
+
             if self.width is not None:
                 def fits() -> bool:
-                    widths = spool.cut_widths if cut else spool.widths
-                    return self._line_width([max(len(headers[i]), widths[i]) for i in shown]) <= self.width
+                    return self._line_width([max(len(headers[i]), width(i)) for i in shown]) <= self.width
 
                 order = [None] + _least_important_first(table) if table.cut else []     # messages: wrapped
                 for index in order:
@@ -61,15 +63,14 @@ class TextRenderer(Renderer):
                         break
                 else:
                     if not fits():
-                        widths = spool.cut_widths if cut else spool.widths
-                        wrap = self._wrapped([max(len(headers[i]), widths[i]) for i in shown])
+                        wrap = self._wrapped([max(len(headers[i]), width(i)) for i in shown])
+
             def rows() -> Iterator[List[str]]:
                 return ([_cut(row[i]) if cut else row[i] for i in shown] for row in spool.texts())
 
             heads = [headers[i] for i in shown]
             if spool.spilled and wrap is None and spool.plain:
-                widths = [(spool.cut_widths if cut else spool.widths)[i] for i in shown]
-                if _draw_chunked(self.style, heads, widths, rows(), out):
+                if _draw_chunked(self.style, heads, [width(i) for i in shown], rows(), out):
                     return spool.rows
             from tabulate import tabulate      # only show and query draw tables (import: 20-30 ms)
 
@@ -116,14 +117,13 @@ def _unquoted(text: str) -> str:
 
 class _Spool:
     """Pass one over a table's rows: each row's cell texts (in memory, or in a temporary file once there are
-    more than HELD_ROWS) and each column's widest text, whole and cut. ``plain``: every text is one line of
+    more than HELD_ROWS) and the length of each column's widest text. ``plain``: every text is one line of
     ASCII, so that its width is its length (a chunk then draws its columns as wide as the whole table)."""
 
     def __init__(self, table: Table):
         self.table = table
         self.rows = 0
         self.widths = [0] * len(table.columns)
-        self.cut_widths = [0] * len(table.columns)
         self.plain = True
         self.held: List[List[str]] = []
         self.file: Optional[IO[str]] = None
@@ -150,10 +150,7 @@ class _Spool:
         columns = [[_unquoted(t) for t in column_texts(c, values)]
                    for c, values in zip(self.table.columns, zip(*rows))]
         for i, texts in enumerate(columns):
-            longest = max(map(len, texts))
-            if longest > self.widths[i]:
-                self.widths[i] = longest
-            self.cut_widths[i] = max(self.cut_widths[i], min(longest, LONGEST_CELL))     # (_cut's length)
+            self.widths[i] = max(self.widths[i], *map(len, texts))
             if self.plain and not all(t.isascii() and "\n" not in t for t in texts):
                 self.plain = False
         texts = list(map(list, zip(*columns)))
@@ -207,22 +204,10 @@ def _draw_chunked(style: str, headers: List[str], widths: List[int], rows: Itera
     if lines([sizer, ys, zs]) != (one[:head + 1] + parting + [one[head].replace("x", "y")] + parting
                                   + [one[head].replace("x", "z")] + one[head + 1:]):
         return False
-    first = True
-    chunk: List[List[str]] = []
-    for row in itertools.chain(rows, [None]):
-        if row is not None:
-            chunk.append(row)
-            if len(chunk) < CHUNK_ROWS:
-                continue
-        if chunk:
-            drawn = lines([sizer] + chunk)
-            body = drawn[head + 1:len(drawn) - tail]
-            if first:
-                out.write("\n".join(drawn[:head] + body[len(parting):]) + "\n")
-                first = False
-            else:
-                out.write("\n".join(body) + "\n")
-            chunk = []
+    for k, chunk in enumerate(chunks(rows, CHUNK_ROWS)):
+        drawn = lines([sizer] + chunk)
+        body = drawn[head + 1:len(drawn) - tail]          # each row with the parting before it
+        out.write("\n".join(drawn[:head] + body[len(parting):] if k == 0 else body) + "\n")
     if tail:
         out.write("\n".join(one[len(one) - tail:]) + "\n")
     return True

@@ -458,7 +458,8 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
     unread_pmu = streams.get("pmu") and result.platform_version in PMU_NOT_IN_AICORE_DATA
     if unread_pmu:
         streams["pmu"] = []
-    if streams.get("hwts") or streams.get("stars"):
+    has_tasks = bool(streams.get("hwts") or streams.get("stars"))
+    if has_tasks:
         require_hwts_frequency(result, "device task")
     counts: Dict[str, StreamCount] = {}
     side = {"pmu": ("pmu", _load_pmu, streams.get("pmu", []))}
@@ -479,15 +480,14 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         _pair_stars(conn, notices)
         DEVICE.create_indexes(db, ["task"])      # while the worker may still be busy
         workers.merge(db, "pmu", counts, notices)
-        if not streams.get("hwts") and not streams.get("stars"):
+        if not has_tasks:
             notices.notice(f"no device task data (hwts.data / stars_soc.data) in {result.path / 'data'}: "
                            "op_summary, op_statistic and task_time are skipped")
         if unread_pmu:
             notices.notice(f"aicore.data of platform {result.platform_version} (a STARS chip, whose PMU is in "
                            "ffts_profile.data) not read, as the reference does not read it: op_summary has no PMU "
                            "columns")
-        elif not streams.get("pmu") and result.sample.get("ai_core_metrics") and (streams.get("hwts")
-                                                                                  or streams.get("stars")):
+        elif not streams.get("pmu") and result.sample.get("ai_core_metrics") and has_tasks:
             notices.notice(f"no aicore.data in {result.path / 'data'}: op_summary has no PMU columns")
         DEVICE.create_indexes(db)
         store.record_sources(db, result.path, counts, notices, files + result.metadata_files,
