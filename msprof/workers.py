@@ -57,13 +57,21 @@ def _start_worker(parent: int, initializer, initargs) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)          # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    with contextlib.suppress(Exception):                   # Linux: die with the parent, whatever kills it
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:                             # the parent died before the line above
+    if not _die_with_parent(parent):                       # the parent died before it could be watched
         os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     if initializer is not None:
         initializer(*initargs)
+
+
+def _die_with_parent(parent: int) -> bool:
+    """Linux: the kernel kills this worker when its parent dies, whatever kills it. Elsewhere a thread
+    watches the parent. (Only where it must: a worker that forks a pool of its own while it has a second
+    thread risks a lock held at the fork, which Python 3.12+ warns of.)"""
+    with contextlib.suppress(Exception):
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL) == 0:
+            return os.getppid() == parent
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    return os.getppid() == parent
 
 
 def _watch_parent(parent: int) -> None:

@@ -167,6 +167,21 @@ def test_a_signal_to_msprof_stops_its_workers_and_leftovers_go(big_job, command,
     assert leftovers(big_job) == []                    # a later run removes what a killed one left
 
 
+def _threads_here() -> int:
+    import threading
+    return threading.active_count()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_linux_worker_runs_one_thread_so_its_own_pools_fork_safely():
+    """A worker that forks a pool of its own (the PROF host import's association) must not have a second
+    thread at the fork (a lock it held would stay held in the child; Python 3.12+ warns of it): on Linux the
+    kernel watches the parent, not a thread."""
+    from msprof import workers
+    with workers.process_pool(1) as pool:
+        assert pool.submit(_threads_here).result(timeout=30) == 1
+
+
 # --- a full disk ---------------------------------------------------------------------------------------------
 @pytest.fixture
 def small_disk(tmp_path):
