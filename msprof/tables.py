@@ -341,18 +341,17 @@ class Table:
         return lambda row: pick(tuple(row) + constants)
 
     def select(self, first: int, last: int) -> "Table":
-        """The same table with only columns [first, last) (all of them varying)."""
+        """The same table with only columns [first, last) (a constant column stays constant)."""
         varying = [i for i, c in enumerate(self.columns) if c.varies]
-        if not all(self.columns[i].varies for i in range(first, last)):
-            raise ValueError("select() takes varying columns only")
-        # positions of the selected columns in a batch row (which holds the varying columns only)
-        pick = operator.itemgetter(*[varying.index(i) for i in range(first, last)])
-        if last - first == 1:
-            batches = ([(pick(row),) for row in batch] for batch in self.batches)
+        # positions of the selected varying columns in a batch row (which holds the varying columns only)
+        kept = [varying.index(i) for i in range(first, last) if self.columns[i].varies]
+        if len(kept) == 1:
+            batches = ([(row[kept[0]],) for row in batch] for batch in self.batches)
         else:
+            pick = operator.itemgetter(*kept) if kept else (lambda row: ())
             batches = (list(map(pick, batch)) for batch in self.batches)
         total = None if self.total is None else self.total[first:last]
-        columns = [Column(c.name, c.kind) for c in self.columns[first:last]]
+        columns = [Column(c.name, c.kind, c.constant) for c in self.columns[first:last]]
         return replace(self, columns=columns, batches=batches, total=total)
 
 

@@ -596,8 +596,14 @@ def test_show_csv_writes_its_rows_as_it_goes(tmp_path, monkeypatch):
                         lambda text, nl=True, file=None, **kw: stdout.append(text) if file is None else None)
     api.show(prof_dir / "device_0", view=View(fmt="csv", top=0, tables=("op_summary",)))
     rows = list(csv.reader(io.StringIO("".join(stdout))))
-    assert rows[0][0] == "Model ID" and len(rows) == 1 + 50 * 50
+    assert len(rows) == 1 + 50 * 50
     assert len(stdout) >= 2500 // 1024
+    # the task columns of the exported op_summary, Device_id first (as in op_statistic), and its rows
+    api.export_summary(prof_dir / "device_0", fmt="csv")
+    with open(prof_dir / "device_0" / "summary" / "op_summary.csv", newline="") as f:
+        exported = list(csv.reader(f))
+    assert rows[0] == exported[0][:12] and rows[0][:2] == ["Device_id", "Model ID"]
+    assert sorted(rows[1:]) == sorted(row[:12] for row in exported[1:])
 
 
 def test_a_stars_pmu_file_msprof_cannot_read_yet_is_said(tmp_path):

@@ -164,7 +164,7 @@ def show_tables(report, selection: Selection) -> list:
                             keep=("OP Type", "Total Time(us)", "Ratio(%)", "Count", "Avg Time(us)", "Core Type",
                                   "Max Time(us)", "Min Time(us)"))
         # the task columns of op_summary: its PMU columns belong in the summary files
-        summary = dataclasses.replace(report.op_summary(selection, pmu=False).select(1, 12),
+        summary = dataclasses.replace(report.op_summary(selection, pmu=False).select(0, 12),
                                       title=f"Op summary (device {report.device_id})",
                           context=context, sort="Task Duration(us)",
                           keep=("Op Name", "Task Duration(us)", "OP Type", "Task Wait Time(us)", "Task Type",
