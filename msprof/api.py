@@ -285,6 +285,10 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
     from msprof.analysis.facts import single_unit
 
     units = [single_unit(path, output) for path in (base, new)]
+    if output is not None and _share_a_database(*units):
+        # two collections of one name would be imported into one DIR/<name>/, the second over the first (and
+        # compared with itself): each side in a directory of its own
+        units = [single_unit(path, Path(output) / side) for path, side in ((base, "base"), (new, "new"))]
     for unit in units:
         with reading(unit, "compare"):        # imported when needed; what an import lost, said again
             pass
@@ -302,6 +306,12 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
         print_comparison(document, fmt, top)
     check_gate(document, fail_if_slower)
     return document
+
+
+def _share_a_database(one, other) -> bool:
+    """Whether two units of different raw data would have a database in one place."""
+    mine = {db.path: db.source_dir.resolve() for db in one.databases}
+    return any(db.path in mine and mine[db.path] != db.source_dir.resolve() for db in other.databases)
 
 
 def advise(path: Path, fmt: Optional[str] = "table", selection: Selection = Selection(),

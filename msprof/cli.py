@@ -271,7 +271,7 @@ def compare_cmd(base, new, output, fmt, top, fail_if_slower):
     """Compare two collections: time per iteration per model, per op type, per op, per ACL/API call.
 
     BASE and NEW are each a JOB or PROF_ directory (or a directory holding exactly one); models are matched
-    by name.
+    by name. With --output, two collections of one name go to DIR/base/ and DIR/new/.
 
     \b
     Examples:

@@ -468,3 +468,24 @@ def test_output_dir_leaves_the_collections_alone(job_pair, tmp_path, msprof_cli)
         assert (tmp_path / "out" / collection.name / "sqlite" / "msprof.db").is_file()
     advise = msprof_cli("advise", "-dir", base, "--output", tmp_path / "out")
     assert advise.returncode == 0 and "importing" not in advise.stderr        # the database under out/ is reused
+
+
+def test_output_dir_keeps_two_sides_of_one_name_apart(tmp_path, msprof_cli):
+    """base/PROF_SAME and new/PROF_SAME under one --output: each side is imported into a directory of its own
+    (DIR/base/, DIR/new/), never the second over the first (which compared the new run with itself and let a
+    regression through the gate)."""
+    base_dir, new_dir = pg.write_prof(tmp_path / "b", PROF_BASE), pg.write_prof(tmp_path / "n", prof_new())
+    base, new = tmp_path / "base" / "PROF_SAME", tmp_path / "new" / "PROF_SAME"
+    shutil.copytree(base_dir, base)
+    shutil.copytree(new_dir, new)
+    out = tmp_path / "out"
+    result = msprof_cli("compare", new, base, "--format", "json", "--output", out, "--fail-if-slower", "8")
+    assert result.returncode == 9, result.stderr                     # new → base: 63.77 → 69 µs, +8.2 %
+    models = json.loads(result.stdout)["models"]
+    assert [(m["base_us"], m["new_us"]) for m in models] == [(63.77, 69.0)]
+    assert (out / "base" / "PROF_SAME" / "device_0" / "sqlite" / "msprof.db").is_file()
+    assert (out / "new" / "PROF_SAME" / "host" / "sqlite" / "msprof.db").is_file()
+    assert not (out / "PROF_SAME").exists()
+    # one collection given twice is one directory, as before
+    again = msprof_cli("compare", base, base, "--format", "json", "--output", tmp_path / "out2")
+    assert again.returncode == 0 and (tmp_path / "out2" / "PROF_SAME" / "device_0" / "sqlite").is_dir()
