@@ -65,9 +65,14 @@ def build_databases(databases: List[Database], keep_going: bool = False,
         sizes = [_raw_bytes(d) for d in databases]
         largest = max(range(len(databases)), key=sizes.__getitem__)
         if sum(sizes) - sizes[largest] > sizes[largest] // 8:
-            with process_pool(2) as pool:
-                results = progress.pool_map(pool, f"importing {len(databases)} databases", _build_or_error,
-                                            databases, [False] * len(databases))
+            try:
+                with process_pool(2) as pool:
+                    results = progress.pool_map(pool, f"importing {len(databases)} databases", _build_or_error,
+                                                databases, [False] * len(databases))
+            except BaseException:       # the workers are stopped (killed): what they were writing goes too
+                for database in databases:
+                    remove_stale(database.path.parent)
+                raise
         else:
             results = [_build_or_error(d, False) if i != largest else None for i, d in enumerate(databases)]
             results[largest] = _build_or_error(databases[largest], True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import indepgen
 from fixtures.board import jobgen
 from fixtures.networks import small_job
 
@@ -165,6 +166,37 @@ def test_a_signal_to_msprof_stops_its_workers_and_leftovers_go(big_job, command,
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert leftovers(big_job) == []                    # a later run removes what a killed one left
+
+
+@pytest.fixture(scope="module")
+def big_prof(tmp_path_factory):
+    """A per-launch PROF_ directory whose host and device are imported side by side by two workers."""
+    return Path(indepgen.generate(tmp_path_factory.mktemp("bigprof"), [
+        "--seed", "3", "--models", "1", "--ops", "500", "--iters", "120", "--mode", "launch"]))
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to find the worker processes")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_prof_import_interrupted_leaves_no_temporary_database(big_prof, sig):
+    """The workers that build a PROF_ host and device database are killed with the import; the parent removes
+    what they were writing before it exits (security.md: "what was being written is removed")."""
+    sqlite_dirs = [big_prof / "host" / "sqlite", big_prof / "device_0" / "sqlite"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for attempt in range(5):          # until the signal lands while the workers write (not before, not after)
+        for directory in sqlite_dirs:
+            shutil.rmtree(directory, ignore_errors=True)
+        proc = subprocess.Popen([sys.executable, "-m", "msprof", "import", "-dir", str(big_prof)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline and not any(
+                p.name.endswith(".tmp") for d in sqlite_dirs if d.is_dir() for p in d.iterdir()):
+            time.sleep(0.005)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        if proc.returncode == 130:
+            break
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert [p.name for d in sqlite_dirs if d.is_dir() for p in d.iterdir()] == []
 
 
 def _threads_here() -> int:
