@@ -65,9 +65,12 @@ def data_files(result_dir: Path, empty_ok: bool = False) -> List[Path]:
         if empty_ok:
             return []
         raise DataError(f"{data}: raw data directory missing (nothing to import)")
-    files = [p for p in sorted(data.iterdir())
-             if p.is_file() and not p.is_symlink() and not p.name.endswith(_IGNORED_SUFFIXES)
-             and p.stat().st_size > 0]
+    try:
+        files = [p for p in sorted(data.iterdir())
+                 if p.is_file() and not p.is_symlink() and not p.name.endswith(_IGNORED_SUFFIXES)
+                 and p.stat().st_size > 0]
+    except OSError as exc:
+        raise DataError(f"{exc.filename or data}: cannot read ({exc.strerror})") from None
     if not files and not empty_ok:
         raise DataError(f"{data}: raw data directory is empty (nothing to import)")
     return files

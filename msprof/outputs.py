@@ -25,7 +25,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from msprof.errors import DiskSpaceError, OutputError
+from msprof.errors import DataError, DiskSpaceError, OutputError
 
 # The SS928 tool writes its results with umask 0027.
 UMASK = 0o027
@@ -134,6 +134,8 @@ def naming_errors(path: Path):
     except OSError as exc:
         if exc.errno in _DISK_FULL:
             raise DiskSpaceError(f"not enough disk space to write {path}: {exc.strerror}") from None
+        if exc.errno in (errno.EACCES, errno.EPERM) and _is_input(exc.filename, path):
+            raise DataError(f"{exc.filename}: cannot read ({exc.strerror})") from None
         if exc.errno in _NOT_WRITABLE:
             # what refused: the nearest existing of the path that failed and its parents (the directory
             # that would not take a new file or subdirectory, or could not be entered), not a missing
@@ -147,6 +149,15 @@ def naming_errors(path: Path):
         if "readonly" in str(exc) or "unable to open" in str(exc):
             raise OutputError(f"cannot write {path}: {exc} ({elsewhere()})") from None
         raise
+
+
+def _is_input(name, path: Path) -> bool:
+    """Whether a refused file is one msprof reads (raw data an import decodes while it writes ``path``): it
+    exists, outside the directory being written."""
+    if not isinstance(name, str) or not os.path.exists(name):
+        return False
+    written = os.path.abspath(Path(path).parent)
+    return os.path.commonpath([written, os.path.abspath(name)]) != written
 
 
 # Set when the user named an output directory already (--output): then the way out is another one.

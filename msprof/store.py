@@ -318,8 +318,12 @@ def stale(path: Path, source_dir: Path, files, layout: str) -> Optional[str]:
         old_size, old_mtime, old_hash = recorded[rel]
         if size != old_size:
             return f"{rel} changed"
-        if mtime_ns != old_mtime and digest_file(Path(source_dir) / rel).sha256 != old_hash:
-            return f"{rel} changed"
+        if mtime_ns != old_mtime:
+            try:
+                if digest_file(Path(source_dir) / rel).sha256 != old_hash:
+                    return f"{rel} changed"
+            except OSError:         # (the import that follows says why it cannot read it)
+                return f"{rel} unreadable"
     return None
 
 

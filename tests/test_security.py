@@ -381,6 +381,35 @@ def test_a_read_only_collection_says_so_and_output_writes_elsewhere(user, shared
     assert demo.returncode == 7 and str(shared / "ro") in demo.stderr and "Traceback" not in demo.stderr
 
 
+@pytest.mark.parametrize("layout", ["JOB", "PROF"])
+@pytest.mark.parametrize("locked", ["raw file", "data dir"])
+def test_a_raw_file_or_data_dir_the_user_may_not_read_is_exit_8_naming_it(user, shared, layout, locked):
+    """Unreadable input is bad data named as such (exit 8, "cannot read"), not a refused write (which would
+    send the user to --output for nothing) nor an internal error (the listing of data/)."""
+    if layout == "JOB":
+        unit = result = jobgen.write_job(shared / "ro", small_job())
+    else:
+        result = Path(indepgen.generate(shared / "ro", ["--seed", "3", "--ops", "5", "--iters", "2"]))
+        unit = result / "device_0"
+    raw = sorted(p for p in (unit / "data").iterdir() if p.stat().st_size > 0)[0]
+    locked_path = raw if locked == "raw file" else unit / "data"
+    for path in [shared / "ro", *((shared / "ro").rglob("*"))]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    out = Path(user.pw_dir) / "results"
+    fresh = out / f"{layout}-{locked}".replace(" ", "-")
+    # imported while it could be read, then the raw file's time moved (its content checked) and locked
+    assert as_user(user, "import", "-dir", result, "--output", fresh).returncode == 0
+    os.utime(raw, ns=(raw.stat().st_atime_ns, raw.stat().st_mtime_ns + 10 ** 9))
+    locked_path.chmod(0o600 if locked == "raw file" else 0o700)            # root's alone
+    proc = as_user(user, "query", "-dir", result, "--output", fresh)
+    assert proc.returncode == 8 and f"{locked_path}: cannot read (Permission denied)" in proc.stderr, proc.stderr
+    for command in (["import"], ["query"], ["show"]):
+        proc = as_user(user, *command, "-dir", result, "--output", out)
+        assert proc.returncode == 8, (command, proc.stderr)
+        assert f"{locked_path}: cannot read (Permission denied)" in proc.stderr, (command, proc.stderr)
+        assert "internal error" not in proc.stderr and "cannot write" not in proc.stderr
+
+
 @pytest.mark.parametrize("locked_mode", [0o755, 0o750])
 def test_a_refused_write_names_what_refused_it_once(user, shared, locked_mode):
     """The directory that refused the write is named (not a temporary's or a planned file's name), the log
