@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from msprof import progress
 from msprof.console import log, notice, result_log
-from msprof.errors import MsprofError, SeveralFailed
+from msprof.errors import DiskSpaceError, MsprofError, OutputError, SeveralFailed
 from msprof.layouts import find_units
 from msprof.layouts.base import Database, Selection, Unit, opened
 from msprof.outputs import naming_errors, output_dir, remove_stale
@@ -242,7 +242,10 @@ def show(path: Path, selection: Selection = Selection(), view: Optional["View"] 
         report.check(selection)              # (the selection, --table and --sort before the timeline is written)
         tables = selected(unit.layout.show_tables(report, selection), view, unit.label)
         if not timelines_current(report):
-            _announce(write_timelines(report))
+            try:
+                _announce(write_timelines(report))
+            except (OutputError, DiskSpaceError) as exc:  # the tables need no write: they are still shown
+                log.warning("timeline not written: %s", exc.message)
         for table in tables:      # a table a worker makes (workers.Later) starts now, not beside the timeline's
             if isinstance(table.batches, Later):
                 table.batches.start()

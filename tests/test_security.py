@@ -381,6 +381,21 @@ def test_a_read_only_collection_says_so_and_output_writes_elsewhere(user, shared
     assert demo.returncode == 7 and str(shared / "ro") in demo.stderr and "Traceback" not in demo.stderr
 
 
+def test_show_of_an_imported_collection_made_read_only_prints_its_tables(user, shared):
+    """show is a reading command: when the database is there and fresh but timeline/ cannot be written, the
+    tables are printed and the timeline's refusal is a warning (exit 0), not the end of the command."""
+    job = jobgen.write_job(shared, small_job())
+    subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(shared)], check=True)
+    assert as_user(user, "import", "-dir", job).returncode == 0
+    for path in [job, *job.rglob("*")]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    proc = as_user(user, "show", "-dir", job, "--format", "csv", "--table", "op_statistic")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Task ID,Stream ID,OP Name,") and len(proc.stdout.splitlines()) > 1
+    assert f"warning: timeline not written: cannot write {job}: Permission denied" in proc.stderr, proc.stderr
+    assert not (job / "timeline").exists()
+
+
 @pytest.mark.parametrize("layout", ["JOB", "PROF"])
 @pytest.mark.parametrize("locked", ["raw file", "data dir"])
 def test_a_raw_file_or_data_dir_the_user_may_not_read_is_exit_8_naming_it(user, shared, layout, locked):
