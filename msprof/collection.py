@@ -6,6 +6,7 @@ where things are and what the clock facts say; it decodes no binary records.
 import configparser
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ def find_result_dirs(root: Path) -> List[Path]:
     """Every result directory at or under ``root`` (a JOB dir, a PROF_ dir, or a parent of several)."""
     root = Path(root)
     if not root.is_dir():
-        raise NoCollectionError(f"{root} is not a directory")
+        raise NoCollectionError(f"{root} {'is not a directory' if os.path.lexists(root) else 'does not exist'}")
     found = []
     _walk(root, found, depth=0)
     if not found:
@@ -292,7 +293,8 @@ def _read_json(path: Path, first_line_only: bool = False) -> dict:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        where = "" if exc.msg.endswith(" at") else " at"       # ("Unterminated string starting at")
+        raise DataError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg}{where} column {exc.colno})") from None
     except RecursionError:
         raise DataError(f"{path}: invalid JSON (nested too deeply)") from None
     if not isinstance(value, dict):

@@ -73,6 +73,25 @@ def test_a_file_where_a_directory_is_wanted_is_one_line(job, tmp_path, msprof_cl
     assert proc.stderr.strip() == f"msprof: error: {file} is not a directory"
 
 
+def test_a_path_that_does_not_exist_is_said_so(tmp_path, msprof_cli):
+    proc = msprof_cli("import", "-dir", tmp_path / "nonexistent")
+    assert proc.returncode == 2 and proc.stderr.strip() == f"msprof: error: {tmp_path / 'nonexistent'} does not exist"
+
+
+def test_invalid_json_names_line_and_column_once(tmp_path):
+    from msprof.collection import _read_json
+    from msprof.errors import DataError
+
+    for text, said in (('{"devices": "0', 'line 1: invalid JSON (Unterminated string starting at column 13)'),
+                       ('{"a": 1,,}', 'line 1: invalid JSON (Expecting property name enclosed in double quotes'
+                                      ' at column 9)')):
+        path = tmp_path / "info.json.0"
+        path.write_text(text)
+        with pytest.raises(DataError) as raised:
+            _read_json(path)
+        assert raised.value.message == f"{path}: {said}"
+
+
 def test_an_output_that_is_a_file_is_refused_by_name(job, tmp_path, msprof_cli):
     """--output naming a file (or a path through one): exit 7, the file named, nothing written."""
     file = tmp_path / "notes.txt"
