@@ -148,6 +148,8 @@ class TablePrinter(Printer):
     default_top = DEFAULT_TOP
 
     def section(self, section: Section) -> None:
+        if not section.tables:       # (--table naming none of its tables: it said so on stderr)
+            return
         self.write(f"== {one_line(section.label)} ({section.layout}) ==\n")
         width = None if self.view.wide else shutil.get_terminal_size((80, 24)).columns
         for table in section.tables:

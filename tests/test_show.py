@@ -195,6 +195,7 @@ def test_a_table_the_layout_does_not_have_is_named_with_those_it_has(job, tmp_pa
     proc = msprof_cli("show", "-dir", job, "--table", "api_statistic")
     assert proc.returncode == 2 and f"{job.name}: no api_statistic table here (it has op_summary," in proc.stderr
     assert "--table api_statistic: no such table in any result directory (see above)" in proc.stderr
+    assert proc.stdout == ""                   # not a heading with nothing under it
 
 
 def test_query_in_a_narrow_terminal_keeps_the_ids_a_selection_takes(job, msprof_cli):
