@@ -125,10 +125,16 @@ class _Commands(click.Group):
             return super().invoke(ctx)
         except BrokenPipeError:
             raise _PipeClosed() from None
+        except KeyboardInterrupt:          # (click would print an empty line first, even where no ^C was)
+            raise _Interrupted() from None
 
 
 class _PipeClosed(Exception):
     """The reader of stdout went away (``msprof show | head -1``)."""
+
+
+class _Interrupted(Exception):
+    """Ctrl-C, TERM or HUP while a command ran."""
 
 
 @click.group(cls=_Commands, context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
@@ -321,6 +327,13 @@ def _is_disk_full(exc: Exception) -> bool:
     return getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in str(exc)
 
 
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def _interrupted(signum, frame):
     raise KeyboardInterrupt
 
@@ -366,6 +379,10 @@ def main(argv=None):
         gc.freeze()
         gc.set_threshold(100_000, 50, 50)
         cli.main(args=argv, prog_name="msprof", standalone_mode=False)
+    except _Interrupted:
+        # one line; on a terminal it starts a line of its own (after the ^C the terminal echoed)
+        click.echo(("\n" if _isatty(sys.stderr) else "") + "msprof: interrupted", err=True)
+        sys.exit(130)
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("msprof: interrupted", err=True)
         sys.exit(130)

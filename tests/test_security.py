@@ -156,6 +156,7 @@ def test_a_signal_to_msprof_stops_its_workers_and_leftovers_go(big_job, command,
     else:
         assert proc.returncode == 130, err
         assert "interrupted" in err and "Traceback" not in err
+        assert err.endswith("msprof: interrupted\n") and "" not in err.splitlines(), err     # one line
     gone = time.monotonic() + 5
     while any(running(w) for w in workers) and time.monotonic() < gone:
         time.sleep(0.05)
@@ -196,6 +197,7 @@ def test_a_prof_import_interrupted_leaves_no_temporary_database(big_prof, sig):
         if proc.returncode == 130:
             break
     assert proc.returncode == 130 and "Traceback" not in err, err
+    assert err.splitlines()[-1] == "msprof: interrupted" and "" not in err.splitlines(), err   # one line
     assert [p.name for d in sqlite_dirs if d.is_dir() for p in d.iterdir()] == []
 
 
