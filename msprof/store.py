@@ -293,8 +293,8 @@ def stale(path: Path, source_dir: Path, files, layout: str) -> Optional[str]:
     path = Path(path)
     try:
         present = path.is_file()
-    except OSError:           # a directory this user may not enter: the build that follows names it
-        present = False
+    except OSError as exc:    # a directory this user may not enter: the build that follows names it
+        return f"database not readable ({exc.strerror})"
     if not present:
         return "no database yet"
     try:

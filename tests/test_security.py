@@ -452,3 +452,7 @@ def test_a_refused_write_names_what_refused_it_once(user, shared, locked_mode):
     assert proc.returncode == 7, proc.stderr
     assert proc.stderr.splitlines()[-1] == (f"msprof: error: cannot write {locked}: Permission denied"
                                             " (choose another --output DIR)")
+    (job / "sqlite").chmod(0o700)                   # root's database, in a directory the user cannot enter
+    proc = as_user(user, "query", "-dir", job)
+    assert proc.returncode == 7 and "importing (database not readable (Permission denied))" in proc.stderr, (
+        proc.stderr)
