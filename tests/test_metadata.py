@@ -132,6 +132,20 @@ def test_one_bad_line_of_layer_and_net_info_is_skipped_and_counted(job):
     assert len(summaries) == 3 and "pool" in summaries[0].read_text()       # the good layers are all there
 
 
+def test_a_net_info_cut_short_is_said_with_the_keys_it_lacks(job):
+    """raw-format.md §5.1 gives every net.info its keys: a file that ends before input_pic_num and layer_num
+    (a copy cut short) is imported with defaults and a warning naming what is missing, not silently."""
+    [net_info] = (job / "data").glob("*.net.info")
+    text = net_info.read_text()
+    net_info.write_text(text[:text.index("input_pic_num")])
+    code, err = run("export", "summary", "-dir", job)
+    assert code == 0, err
+    assert f"{net_info.name}: no input_pic_num, layer_num (is the file cut short?): defaults used" in err
+    net_info.write_text(text)
+    code, err = run("export", "summary", "-dir", job)
+    assert code == 0 and "cut short" not in err, err
+
+
 def test_huge_keys_in_the_prof_dictionaries_and_stars_counters(tmp_path):
     prof = profgen.write_prof(tmp_path, {"platform_version": "5"})
     hash_dic = prof / "host" / "data" / "unaging.additional.hash_dic.slice_0"

@@ -47,6 +47,15 @@ def read_net_info(path: Path, bad: BadLines) -> Dict[str, str]:
     return values
 
 
+# the keys raw-format.md §5.1 gives every net.info (model_name may be left to the file's name)
+NET_INFO_KEYS = ("model_id", "batch_num", "input_pic_num", "layer_num")
+
+
+def missing_keys(values: Dict[str, str]) -> List[str]:
+    """The keys of NET_INFO_KEYS a net.info lacks (a file cut short, most likely)."""
+    return [key for key in NET_INFO_KEYS if key not in values]
+
+
 def model_row(path: Path, values: Dict[str, str], bad: BadLines) -> dict:
     match = NET_INFO.match(path.name)
     file_id = _int(match.group("id"), INT64)

@@ -195,7 +195,11 @@ def _load_model_files(db, text_files, notices):
     bad = {path: textinfo.BadLines(path) for path in text_files}
     for path in text_files:
         if textinfo.NET_INFO.match(path.name):
-            models.append(textinfo.model_row(path, textinfo.read_net_info(path, bad[path]), bad[path]))
+            values = textinfo.read_net_info(path, bad[path])
+            missing = textinfo.missing_keys(values)
+            if missing:
+                notices.warn(f"{path.name}: no {', '.join(missing)} (is the file cut short?): defaults used")
+            models.append(textinfo.model_row(path, values, bad[path]))
     known = {m["model_id"] for m in models}
     for path in text_files:
         match = textinfo.LAYER_INFO.match(path.name)
