@@ -334,6 +334,12 @@ def _isatty(stream) -> bool:
         return False
 
 
+def _end_interrupted(own_line: bool = False) -> None:
+    """One line, exit 130; ``own_line``: on a terminal, after the ^C it echoed."""
+    click.echo(("\n" if own_line and _isatty(sys.stderr) else "") + "msprof: interrupted", err=True)
+    sys.exit(130)
+
+
 def _interrupted(signum, frame):
     raise KeyboardInterrupt
 
@@ -380,12 +386,9 @@ def main(argv=None):
         gc.set_threshold(100_000, 50, 50)
         cli.main(args=argv, prog_name="msprof", standalone_mode=False)
     except _Interrupted:
-        # one line; on a terminal it starts a line of its own (after the ^C the terminal echoed)
-        click.echo(("\n" if _isatty(sys.stderr) else "") + "msprof: interrupted", err=True)
-        sys.exit(130)
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("msprof: interrupted", err=True)
-        sys.exit(130)
+        _end_interrupted(own_line=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):       # (click printed the line's end already)
+        _end_interrupted()
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
@@ -399,8 +402,7 @@ def main(argv=None):
     except Exception as exc:
         if not _caused_by_interrupt(exc):
             _internal_error(exc, verbose)
-        click.echo("msprof: interrupted", err=True)
-        sys.exit(130)
+        _end_interrupted(own_line=True)
     try:
         sys.stdout.flush()
     except BrokenPipeError:
