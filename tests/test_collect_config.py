@@ -69,6 +69,28 @@ def test_ini_parse_error_does_not_echo_password(tmp_path):
     assert SECRET not in info.value.message
 
 
+@pytest.mark.parametrize("above", ["ip", "username", "port", "known_hosts", "key_file", "timeout"])
+def test_an_indented_password_line_is_refused_without_its_value(tmp_path, above, captured):
+    """configparser joins an indented line to the value above it: the password became part of the address
+    (printed in its message) or of the known_hosts file name (a file created under it). Refused, naming the
+    key, with nothing of the value."""
+    (tmp_path / "id_test").write_text("not a key\n")
+    values = {"ip": "127.0.0.1", "username": "me", "port": "22", "known_hosts": "kh", "key_file": "id_test",
+              "timeout": "30"}
+    lines = []
+    for key, value in values.items():
+        lines.append(f"{key} = {value}")
+        if key == above:
+            lines.append(f"    pwd = {SECRET}")
+    path = write_ini(tmp_path, "[ssh_config]\n" + "\n".join(lines) + "\n")
+    with pytest.raises(ConfigError) as info:
+        config.load_config(path)
+    assert info.value.message == (f"config file {path}: [ssh_config] key '{above}' runs over several lines (an "
+                                  "indented line continues the value above it): remove the indent")
+    assert SECRET not in " ".join(r.getMessage() for r in captured)
+    assert not any(SECRET in p.name for p in tmp_path.iterdir())
+
+
 def test_missing_ini(tmp_path):
     with pytest.raises(ConfigError):
         config.load_config(tmp_path / "nope.ini")

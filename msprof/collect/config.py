@@ -137,6 +137,12 @@ def load_config(path: Path) -> BoardConfig:
     if not parser.has_section(SECTION):
         raise ConfigError(f"config file {path} has no [{SECTION}] section")
     values = {k.lower(): v.strip() for k, v in parser.items(SECTION)}
+    for key, value in values.items():
+        # configparser takes an indented line for the value above it continued ("pwd = ..." under ip would
+        # become part of the address, and be printed in its message): no key of ours spans lines
+        if "\n" in value:
+            raise ConfigError(f"config file {path}: [{SECTION}] key '{key}' runs over several lines (an indented "
+                              "line continues the value above it): remove the indent")
     for key in values:
         if key not in KNOWN_KEYS:
             log.warning("%s: unknown key %r in [%s] ignored (known: %s)", path, key, SECTION, ", ".join(KNOWN_KEYS))
