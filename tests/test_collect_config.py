@@ -6,6 +6,7 @@ import logging
 import os
 import subprocess
 import sys
+import stat
 import tarfile
 import time
 from pathlib import Path
@@ -293,6 +294,24 @@ def _manifest(*files):
     for rel, size in files:
         m.files[rel] = RemoteFile(rel, size, 0o644, 0)
     return m
+
+
+def test_board_modes_are_held_to_our_umask(tmp_path):
+    """A board's 0777 (its app ran with umask 000) is not copied: the pulled files and directories are no more
+    open than the umask msprof holds results to (0027 at least), else any local user could change the raw
+    data every later command analyses."""
+    d = tarfile.TarInfo("JOBA/data")
+    d.type, d.mode = tarfile.DIRTYPE, 0o777
+    stream = _tar([(d, None), _file("JOBA/data/x", b"hello", 0o777), _file("JOBA/data/z", b"zz", 0o400)])
+    found = _manifest(("JOBA/data/x", 5), ("JOBA/data/z", 2))
+    old = os.umask(0o022)
+    try:
+        extract_tar(stream, found, tmp_path)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "JOBA/data").st_mode) == 0o750
+    assert stat.S_IMODE(os.stat(tmp_path / "JOBA/data/x").st_mode) == 0o750
+    assert stat.S_IMODE(os.stat(tmp_path / "JOBA/data/z").st_mode) == 0o600
 
 
 def test_extract_tar_good(tmp_path):

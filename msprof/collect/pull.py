@@ -26,6 +26,7 @@ from msprof.collect.names import is_job_name
 from msprof.paths import printable
 from msprof.console import log
 from msprof.errors import DiskSpaceError, RemoteError
+from msprof.outputs import effective_umask
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 SMALL_FILE = 64 * 1024
@@ -343,7 +344,7 @@ def extract_tar(fileobj, found: Manifest, root: Path, progress=None) -> None:
                 log.warning("skipping %s from the board: not a regular file or directory", rel)
     for path, (mode, mtime) in dir_modes.items():
         with contextlib.suppress(OSError):
-            os.chmod(path, (mode & 0o777) | 0o700)
+            os.chmod(path, ((mode & 0o777) | 0o700) & ~effective_umask())
             os.utime(path, (mtime, mtime))
 
 
@@ -368,7 +369,9 @@ def _create(path: Path):
 
 
 def _finish(path: Path, mode: int, mtime) -> None:
-    os.chmod(path, (mode & 0o777) | 0o600)  # never setuid/setgid/sticky from the board; always readable by us
+    # never setuid/setgid/sticky from the board; always readable by us; never more open than our umask allows
+    # (a board's 0777 would let any local user change what is analysed)
+    os.chmod(path, ((mode & 0o777) | 0o600) & ~effective_umask())
     os.utime(path, (mtime, mtime))
 
 
