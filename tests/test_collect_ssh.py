@@ -190,6 +190,27 @@ def test_all_end_to_end(env):
     assert set(env.user["home"].glob("msprof-*")) == before, "remote work dir not cleaned up"
 
 
+def test_a_given_work_dir_keeps_the_jobs_an_earlier_run_left(env):
+    """--remote-dir naming a work dir where an earlier --keep-remote run left a JOB: this run pulls and removes
+    its own JOB only; the earlier one stays on the board (it was never pulled by this run) and is said."""
+    main = env.project(sim={"exit_code": 0})
+    remote = env.remote_dir("msprof-reused")
+    old = remote / "msprof_output" / "JOBOLDXXXX"
+    old.mkdir(parents=True)
+    (old / "f").write_text("earlier\n")
+    subprocess.run(["chown", "-R", f"{TEST_USER}:{TEST_USER}", str(remote)], check=True)
+    try:
+        proc = env.collect("-m", main, "--remote-dir", "msprof-reused")
+        assert proc.returncode == 0, proc.err
+        [job] = local_jobs(env.output)
+        assert job != "JOBOLDXXXX"
+        assert sorted(p.name for p in (remote / "msprof_output").iterdir()) == ["JOBOLDXXXX"]
+        assert (old / "f").read_text() == "earlier\n"
+        assert "kept 1 earlier JOB directory in 127.0.0.1:" in proc.err
+    finally:
+        shutil.rmtree(remote, ignore_errors=True)
+
+
 def test_key_auth_default_remote_dir_cleaned(env):
     main = env.project(sim={"exit_code": 0})
     env.write_ini(pwd=None, key_file=env.sshd.client_key)

@@ -410,8 +410,17 @@ def _cleanup(board: Board, state: dict, keep_remote: bool) -> None:
     if state.get("created_remote_dir"):
         _remove_remote(board, workdir)
     elif not state.get("nfs_mounted"):
-        # a work dir the user gave us: remove only what this run made (the profiling output dir)
-        _remove_remote(board, state["profiling_dir"])
+        # a work dir the user gave us: remove only what this run made — the profiling output dir, or, where
+        # an earlier run left JOBs in it (--keep-remote, never pulled by this run), this run's JOBs alone
+        earlier = set(state.get("before") or [])
+        if not earlier:
+            _remove_remote(board, state["profiling_dir"])
+            return
+        for job in list_jobs(board, state["profiling_dir"]):
+            if job not in earlier:
+                _remove_remote(board, f"{state['profiling_dir']}/{job}")
+        notice("msprof: kept %d earlier JOB director%s in %s:%s", len(earlier), "y" if len(earlier) == 1 else "ies",
+               board.cfg.host, state["profiling_dir"])
 
 
 def _remove_remote(board: Board, path: str) -> None:
