@@ -15,6 +15,7 @@ import click
 from msprof import __version__, outputs
 from msprof.console import configure, log
 from msprof.outputs import restrict_umask
+from msprof.verbosity import verbosity_options
 from msprof.errors import EXIT_CODES, MsprofError
 from msprof.paths import check_path_argument, is_collection, newest_collection
 
@@ -49,24 +50,12 @@ def _output_arg(ctx, param, value):
     return path
 
 
-def _verbosity(ctx, param, value):
-    """-v/-q after the command name, as before it (``msprof show -dir X -v``)."""
-    if value:
-        state = ctx.find_root().meta.setdefault("msprof.verbosity", {"verbose": 0, "quiet": False})
-        state["verbose" if param.name == "verbose" else "quiet"] = value if param.name == "verbose" else True
-        configure(state["verbose"], state["quiet"])
-
-
 def output_options(func):
     """--output, -v, -q: what every analysis command takes."""
-    func = click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_verbosity,
-                        help="only errors on stderr")(func)
-    func = click.option("-v", "--verbose", count=True, expose_value=False, callback=_verbosity,
-                        help="more detail on stderr; -vv also shows tracebacks")(func)
     func = click.option("--output", type=DIRECTORY, callback=_output_arg, metavar="DIR",
                         help="write databases and results under DIR/<result dir name>/ instead of into the "
                              "collection (for a read-only one); freshness is still checked against its files")(func)
-    return func
+    return verbosity_options(func)
 
 
 def command_options(func):
@@ -311,10 +300,11 @@ def advise_cmd(collection_dir, output, model_id, iteration_id, fmt):
 
 
 @cli.command("demo", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
-@click.option("--output", default="msprof-demo", show_default=True, callback=_path_arg,
+@click.option("--output", default="msprof-demo", show_default=True, callback=_path_arg, metavar="DIR",
               help="where to copy the bundled sample")
 @click.option("--prof", is_flag=True,
               help="the bundled Ascend PROF_ directory (what torch_npu or pyACL write) instead of the SS928 JOB")
+@verbosity_options
 def demo_cmd(output, prof):
     """Copy a bundled sample (an SS928 JOB of a detection network, or with --prof an Ascend PROF_
     directory) and run import, export and show on it."""

@@ -73,6 +73,29 @@ def test_a_file_where_a_directory_is_wanted_is_one_line(job, tmp_path, msprof_cl
     assert proc.stderr.strip() == f"msprof: error: {file} is not a directory"
 
 
+def test_every_command_takes_v_and_q_after_its_name():
+    """README: "-v/-q work before or after the command name" — for every command (collect and demo refused
+    them with click's "No such option")."""
+    import click
+
+    from msprof import cli
+
+    def commands(group, prefix=()):
+        ctx = click.Context(group)
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            if isinstance(command, click.Group):
+                yield from commands(command, prefix + (name,))
+            else:
+                yield " ".join(prefix + (name,)), command
+
+    found = dict(commands(cli.cli))
+    assert {"collect", "demo", "show", "import", "export summary", "export timeline"} <= set(found)
+    for name, command in found.items():
+        options = {o for p in command.params for o in p.opts}
+        assert {"-v", "--verbose", "-q", "--quiet"} <= options, name
+
+
 def test_a_path_that_does_not_exist_is_said_so(tmp_path, msprof_cli):
     proc = msprof_cli("import", "-dir", tmp_path / "nonexistent")
     assert proc.returncode == 2 and proc.stderr.strip() == f"msprof: error: {tmp_path / 'nonexistent'} does not exist"

@@ -27,6 +27,7 @@ from msprof.collect.config import BoardConfig, load_config
 from msprof.collect.project import inside, walk
 from msprof.collect.pull import Unpullable, check_local_space, list_jobs, local_state, manifest, pull_job
 from msprof.console import log, notice
+from msprof.verbosity import verbosity_options
 from msprof.errors import EXIT_CODES, DiskSpaceError, MsprofError, RemoteError, SeveralFailed, UsageError
 from msprof.paths import check_path_argument
 
@@ -70,7 +71,8 @@ def _complete_from(choices):
                    "(required unless --resume)")
 @click.option("--config", "config_path", required=True, callback=_path, metavar="FILE",
               shell_complete=_complete_file,
-              help="ini file with [ssh_config]: ip, username, pwd, port, key_file, known_hosts")
+              help="ini file with [ssh_config]: ip, username, and optionally pwd, port, key_file, known_hosts, "
+                   "timeout, remote_path, transfer (docs/collect.md)")
 @click.option("--interval", default="0", show_default=True, help="acl.json profiler interval")
 @click.option("--acl_api", "--acl-api", "acl_api", default="on", show_default=True, metavar="on|off",
               shell_complete=_complete_from(acljson.ON_OFF), help="trace ACL API calls")
@@ -100,6 +102,7 @@ def _complete_from(choices):
 @click.option("--force", is_flag=True,
               help="upload the directory of main even when it is a system or home directory, or larger than "
                    "512 MiB or 10,000 files")
+@verbosity_options
 def collect(main_path, config_path, interval, acl_api, aacpu, switch, aac_metrics, output, run_all, keep_remote,
             remote_dir, timeout, accept_new_host_key, nfs, resume, force):
     """Push the app to the board over SSH, run it with profiling on, pull the JOB directories back.
