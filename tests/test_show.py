@@ -293,3 +293,17 @@ def test_an_iteration_without_tasks_says_so(job, msprof_cli):
     lines = proc.stdout.splitlines()
     title = lines.index("AA Core metrics: tiny (model 1), iteration 2")
     assert lines[title + 1] == "(no rows: nothing recorded for model 1, iteration 2)"
+
+
+def test_a_job_of_two_models_says_which_it_shows_and_how_to_see_the_other(tmp_path, msprof_cli):
+    """outputs.md §4: AA Core metrics of the last recorded iteration — model 2's here; model 1 is not silently
+    left out: a notice names it and the flags that show it."""
+    from fixtures.networks import two_model_job
+
+    job = jobgen.write_job(tmp_path, two_model_job())
+    proc = msprof_cli("show", "-dir", job, "--table", "op_statistic")
+    assert proc.returncode == 0, proc.stderr
+    assert (f"{job.name}: AA Core metrics and op statistic of model 2, the last recorded; also recorded: model 1"
+            " (--model-id N --iteration-id N; msprof query lists them)") in proc.stderr
+    one = msprof_cli("show", "-dir", job, "--model-id", "1", "--iteration-id", "2", "--table", "op_statistic")
+    assert one.returncode == 0 and "also recorded" not in one.stderr, one.stderr

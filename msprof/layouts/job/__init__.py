@@ -65,6 +65,11 @@ class JobLayout(Layout):
         if iterations and report.has_tasks:
             last = iterations[-1]
             tables += [report.op_summary(last), report.op_statistic(last.model_id, selection.iteration_id)]
+            others = sorted({it.model_id for it in iterations} - {last.model_id})
+            if others:          # (outputs.md §4: the last recorded iteration; the other models are a flag away)
+                notice(f"{report.unit.label}: AA Core metrics and op statistic of model {last.model_id}, the last "
+                       f"recorded; also recorded: model {', '.join(map(str, others))} (--model-id N "
+                       "--iteration-id N; msprof query lists them)")
         else:
             notice(f"{report.unit.label}: no task iterations recorded: AA Core metrics and op statistic skipped")
         if report.has_acl:
