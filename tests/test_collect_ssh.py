@@ -676,6 +676,20 @@ def test_main_fails_data_still_pulled(env):
     assert (single_job(env.output) / "info.json.0").exists()
 
 
+def test_main_fails_all_still_analyses_what_it_wrote(env):
+    """main wrote a JOB, then failed: the JOB is pulled, listed on stdout and, with --all, analysed; the exit
+    is main's failure (4) all the same."""
+    body = 'import subprocess, sys\nsubprocess.run(["./main_sim"], check=True)\nsys.exit(3)\n'
+    main = hostile_project(env, body, source=FIXTURE_BOARD)
+    proc = env.collect("-m", main, "--all")
+    assert proc.returncode == 4, proc.err
+    job = single_job(env.output)
+    assert str(job) in proc.out and "exited with status 3" in proc.err
+    assert list((job / "summary").glob("op_summary*")) and list((job / "timeline").glob("*.json"))
+    plain = env.collect("-m", main)
+    assert plain.returncode == 4 and "analyse with: msprof export summary -dir" in plain.err, plain.err
+
+
 def test_main_not_executable(env):
     main = env.project()
     os.chmod(main, 0o644)

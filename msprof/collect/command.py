@@ -239,9 +239,10 @@ class Collector:
                                   f"{_resume_hint(self.config_path, self.output)}")
             jobs, unpulled = finish_pull(board, cfg, state, self.output, self.config_path, self.keep_remote)
         if failure:
-            if jobs:
+            if jobs:            # what main wrote before it failed is listed, and analysed with --all
                 notice("msprof: pulled %d JOB director%s despite the failure: %s", len(jobs),
                        "y" if len(jobs) == 1 else "ies", ", ".join(str(j) for j in jobs))
+                _report(jobs, unpulled, self.run_all, failure)
             raise RemoteError(failure)
         if not jobs and not unpulled and self.profiler["switch"] == "on":
             raise RemoteError(f"{main.name} finished but wrote no JOB directory in {profiling_dir} "
@@ -473,9 +474,10 @@ def _resume(config_path, output: Path, remote_dir, accept_new, run_all, keep_rem
     _report(jobs, unpulled, run_all)
 
 
-def _report(jobs: List[Path], unpulled: List[str], run_all: bool) -> None:
+def _report(jobs: List[Path], unpulled: List[str], run_all: bool, failure: Optional[str] = None) -> None:
     """Print the pulled JOBs (stdout); with --all analyse every one of them, even after one failed. Then
-    fail with the highest exit code of what went wrong (a JOB left on the board: 4; analysis: its own)."""
+    fail with the highest exit code of what went wrong (main failing (``failure``) or a JOB left on the
+    board: 4; analysis: its own)."""
     failed = []  # (exit code, JOB name)
     if run_all:
         from msprof import api
@@ -495,7 +497,7 @@ def _report(jobs: List[Path], unpulled: List[str], run_all: bool) -> None:
     if jobs and not run_all:
         notice("msprof: analyse with: msprof export summary -dir %s (or rerun collect with --all)",
                shlex.quote(str(jobs[0])))
-    problems, codes = [], []
+    problems, codes = ([failure], [RemoteError.exit_code]) if failure else ([], [])
     if unpulled:
         problems.append(f"{_count(len(unpulled), 'JOB directory', 'JOB directories')} not pulled (see above)")
         codes.append(RemoteError.exit_code)
