@@ -284,6 +284,10 @@ def test_changed_host_key_refused(env, tmp_path):
         assert proc.returncode == 3, proc.err
         assert "CHANGED" in proc.err and f"{known}:2" in proc.err and "reflashed" in proc.err
     assert known.read_text().count("\n") == 2  # never auto-accepted
+    # the advice, pasted, removes the old line from the file that holds it (not from ~/.ssh/known_hosts)
+    advice = proc.err.split("(or run ", 1)[1].split("), then rerun", 1)[0]
+    subprocess.run(shlex.split(advice), check=True, capture_output=True)
+    assert known.read_text() == "# board\n"
 
 
 # known_hosts as OpenSSH reads it (issue 10 #8). Each case is judged twice, by OpenSSH's own ssh client and by

@@ -422,9 +422,12 @@ def _host_key_message(exc: _HostKeyRefused, target: Path) -> str:
                 f"(its private key may have been stolen). Not connecting.")
     if verdict.status == "changed":
         old_type, old_print = knownhosts.first_type(verdict.lines)
+        # (-f: the file that holds the old line, which need not be ~/.ssh/known_hosts, ssh-keygen's default)
+        remove = "; ".join(f"ssh-keygen -R {q(name)} -f {q(str(path))}"
+                           for path in dict.fromkeys(line.path for line in verdict.lines))
         return (f"the host key of {name} has CHANGED (now {now}, known {old_type} {old_print}). If the board "
                 f"was reflashed or replaced this is expected: remove the old line from {where} (or run "
-                f"ssh-keygen -R {q(name)}), then rerun with --accept-new-host-key. Otherwise someone may be "
+                f"{remove}), then rerun with --accept-new-host-key. Otherwise someone may be "
                 f"intercepting the connection. Not connecting.")
     return (f"the host key of {name} is not known: {now}; check it on the board (ssh-keygen -lf "
             f"/etc/ssh/ssh_host_{_short_type(key)}_key.pub) and rerun with --accept-new-host-key to add it to "
