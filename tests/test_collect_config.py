@@ -92,6 +92,33 @@ def test_an_indented_password_line_is_refused_without_its_value(tmp_path, above,
     assert not any(SECRET in p.name for p in tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("body, said", [
+    ("ip=1.2.3.4\nusername=me\nip=5.6.7.8\n", "(line 4): key 'ip' is given twice"),
+    (f"ip=1.2.3.4\nusername=me\n{SECRET}\n", "(line 4): a line that is neither [section], key = value nor a "
+                                              "comment"),
+])
+def test_an_ini_error_names_the_line_and_key_never_the_value(tmp_path, body, said):
+    path = write_ini(tmp_path, "[ssh_config]\n" + body)
+    with pytest.raises(ConfigError) as info:
+        config.load_config(path)
+    assert info.value.message == f"config file {path} is not a valid ini file {said}"
+
+
+def test_a_public_key_or_a_relative_remote_path_is_refused_naming_the_key(tmp_path):
+    public = tmp_path / "id_ed25519.pub"
+    public.write_text("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOx me@host\n")
+    path = write_ini(tmp_path, f"[ssh_config]\nip=1.2.3.4\nusername=me\nkey_file={public}\n")
+    with pytest.raises(ConfigError) as info:
+        config.load_config(path)
+    assert info.value.message == (f"config file {path}: [ssh_config] key 'key_file': {public} is a public key; "
+                                  "give its private key (the file without .pub)")
+    path = write_ini(tmp_path, "[ssh_config]\nip=1.2.3.4\nusername=me\nremote_path=/usr/sbin:usr/bin\n")
+    with pytest.raises(ConfigError) as info:
+        config.load_config(path)
+    assert info.value.message == (f"config file {path}: [ssh_config] key 'remote_path' must be absolute "
+                                  "directories joined by ':', not '/usr/sbin:usr/bin'")
+
+
 def test_missing_ini(tmp_path):
     with pytest.raises(ConfigError):
         config.load_config(tmp_path / "nope.ini")

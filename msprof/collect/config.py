@@ -107,6 +107,16 @@ _PORT = re.compile(r"[0-9]{1,5}")
 _SECONDS = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 
 
+def _is_public_key(path: Path) -> bool:
+    """An OpenSSH public key line ("ssh-ed25519 AAAA…", "ecdsa-sha2-…", "sk-…"): what key_file must not be."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+    except OSError:               # (the connection says why it cannot be read)
+        return False
+    return head.startswith((b"ssh-", b"ecdsa-", b"sk-")) and b" AAAA" in head
+
+
 def load_config(path: Path) -> BoardConfig:
     """Read and validate the ini; raise ConfigError (exit 5) naming the file and key on any problem."""
     path = Path(path)
@@ -129,11 +139,21 @@ def load_config(path: Path) -> BoardConfig:
     except UnicodeDecodeError:
         raise ConfigError(f"config file {path} is not UTF-8 text") from None
     except configparser.Error as exc:
-        # configparser messages can quote the offending line, which may hold the password: say less.
-        line = getattr(exc, "lineno", None)
+        # configparser messages can quote the offending line, which may hold the password: say less (a key's
+        # name, never a value or a line)
+        line = getattr(exc, "lineno", None) or next((n for n, _ in getattr(exc, "errors", None) or ()), None)
         where = f" (line {line})" if line else ""
-        raise ConfigError(f"config file {path} is not a valid ini file{where}: "
-                          f"{type(exc).__name__.replace('Error', ' error')}") from None
+        if isinstance(exc, configparser.DuplicateOptionError):
+            what = f"key '{exc.option}' is given twice"
+        elif isinstance(exc, configparser.DuplicateSectionError):
+            what = f"section [{exc.section}] is given twice"
+        elif isinstance(exc, configparser.MissingSectionHeaderError):
+            what = f"a key before the first [section] (expected [{SECTION}] first)"
+        elif isinstance(exc, configparser.ParsingError):
+            what = "a line that is neither [section], key = value nor a comment"
+        else:
+            what = type(exc).__name__.replace("Error", " error")
+        raise ConfigError(f"config file {path} is not a valid ini file{where}: {what}") from None
     if not parser.has_section(SECTION):
         raise ConfigError(f"config file {path} has no [{SECTION}] section")
     values = {k.lower(): v.strip() for k, v in parser.items(SECTION)}
@@ -183,6 +203,9 @@ def load_config(path: Path) -> BoardConfig:
             key_file = (path.parent / key_file)
         if not key_file.is_file():
             raise ConfigError(f"config file {path}: [{SECTION}] key 'key_file': {key_file} is not a file")
+        if _is_public_key(key_file):
+            raise ConfigError(f"config file {path}: [{SECTION}] key 'key_file': {key_file} is a public key; "
+                              "give its private key (the file without .pub)")
     known_hosts = None
     if values.get("known_hosts"):
         known_hosts = Path(os.path.expanduser(values["known_hosts"]))
@@ -197,6 +220,9 @@ def load_config(path: Path) -> BoardConfig:
     remote_path = values.get("remote_path") or None
     if remote_path and any(ord(c) < 32 for c in remote_path):
         raise ConfigError(f"config file {path}: [{SECTION}] key 'remote_path' contains a control character")
+    if remote_path and not all(part.startswith("/") for part in remote_path.split(":")):
+        raise ConfigError(f"config file {path}: [{SECTION}] key 'remote_path' must be absolute directories "
+                          f"joined by ':', not {remote_path!r}")
     password = values.get("pwd") or None
     if password is not None:
         _warn_if_readable(path)
