@@ -180,14 +180,16 @@ class CsvPrinter(Printer):
     def __init__(self, view: View, several: bool = False, out=None):
         super().__init__(view, several, out)
         self.header = None
+        self.told = False          # the notice of the tables left out, once for all result dirs
 
     def section(self, section: Section) -> None:
         if not section.tables:
             return
         table = section.tables[0]
-        if len(section.tables) > 1 and not self.view.tables:
+        if len(section.tables) > 1 and not self.view.tables and not self.told:
             others = ", ".join(t.key for t in section.tables[1:])
             notice(f"csv holds one table: {table.key} printed; --table {{{others}}} for another")
+            self.told = True
         rows, _ = picked(table, self.view, self.default_top)
         columns = [Column(c.name, c.kind) for c in table.columns]
         total = table.total

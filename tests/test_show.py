@@ -216,7 +216,9 @@ def test_several_result_dirs_are_headed_and_keyed(tmp_path, msprof_cli):
     assert headings == [f"== {name} (JOB) ==" for name in sorted([a.name, b.name])]
     doc = json.loads(msprof_cli("show", "-dir", tmp_path, "--format", "json").stdout)
     assert sorted(doc) == sorted([a.name, b.name])
-    rows = list(csv.reader(io.StringIO(msprof_cli("show", "-dir", tmp_path, "--format", "csv").stdout)))
+    both = msprof_cli("show", "-dir", tmp_path, "--format", "csv")
+    assert both.stderr.count("csv holds one table") == 1, both.stderr       # said once, not per result dir
+    rows = list(csv.reader(io.StringIO(both.stdout)))
     assert rows[0][:3] == ["result_dir", "Layer Id", "Ori Layer Name"]
     assert sorted({r[0] for r in rows[1:]}) == sorted([a.name, b.name])
     assert len(rows) == 1 + 2 * (3 + 1)              # one header; 3 layers and a total per result dir
