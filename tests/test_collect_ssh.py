@@ -264,6 +264,7 @@ def test_unknown_host_refused_then_accepted(env):
     assert proc.returncode == 3, proc.err
     assert _fingerprint(env.sshd.host_key.with_suffix(".pub")) in proc.err
     assert "--accept-new-host-key" in proc.err and "Traceback" not in proc.err
+    assert not env.output.exists()                  # nothing pulled: no empty --output left behind
     proc = env.collect("-m", main, "--switch", "off", "--accept-new-host-key")
     assert proc.returncode == 0, proc.err
     known = (env.home / ".ssh" / "known_hosts").read_text()

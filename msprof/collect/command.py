@@ -183,12 +183,19 @@ class Collector:
             existing_acl = acljson.read_project_acl(acl_path)
         partial = self.output / ".partial"
         _warn_pending(partial, cfg)
+        made_output = not self.output.exists()
         self.output.mkdir(parents=True, exist_ok=True)
         started = _now()
 
         # Connect before looking at the project: a wrong address or password is reported at once, not after
         # walking a large tree.
-        board = Board.connect(cfg, self.accept_new)
+        try:
+            board = Board.connect(cfg, self.accept_new)
+        except BaseException:
+            if made_output:         # (nothing was pulled: the --output made for it goes again)
+                with contextlib.suppress(OSError):
+                    self.output.rmdir()
+            raise
         with board:
             log.info("connected to %s (auth: %s)", cfg.address, board.auth)
             secrets = {self.config_path: "the --config file (it may hold the password)",
