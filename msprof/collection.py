@@ -71,7 +71,7 @@ def data_files(result_dir: Path, empty_ok: bool = False) -> List[Path]:
                  if p.is_file() and not p.is_symlink() and not p.name.endswith(_IGNORED_SUFFIXES)
                  and p.stat().st_size > 0]
     except OSError as exc:
-        raise DataError(f"{exc.filename or data}: cannot read ({exc.strerror})") from None
+        raise DataError.unreadable(exc.filename or data, exc) from None
     if not files and not empty_ok:
         raise DataError(f"{data}: raw data directory is empty (nothing to import)")
     return files
@@ -308,7 +308,7 @@ def read_text(path: Path) -> str:
             raise DataError(f"{path}: {path.stat().st_size} bytes: too large for a metadata file")
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror})") from None
+        raise DataError.unreadable(path, exc) from None
 
 
 def _read_key_values(path: Path) -> Dict[str, str]:

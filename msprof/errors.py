@@ -46,6 +46,11 @@ class DataError(MsprofError):
 
     exit_code = 8
 
+    @classmethod
+    def unreadable(cls, path, exc: OSError) -> "DataError":
+        """An input msprof may not read (a raw file, data/, metadata), named as the system refused it."""
+        return cls(f"{path}: cannot read ({exc.strerror})")
+
 
 class RegressionError(MsprofError):
     """``compare --fail-if-slower``: a model got slower than allowed (a CI gate, not a failure of msprof)."""

@@ -135,7 +135,7 @@ def naming_errors(path: Path):
         if exc.errno in _DISK_FULL:
             raise DiskSpaceError(f"not enough disk space to write {path}: {exc.strerror}") from None
         if exc.errno in (errno.EACCES, errno.EPERM) and _is_input(exc.filename, path):
-            raise DataError(f"{exc.filename}: cannot read ({exc.strerror})") from None
+            raise DataError.unreadable(exc.filename, exc) from None
         if exc.errno in _NOT_WRITABLE:
             # what refused: the nearest existing of the path that failed and its parents (the directory
             # that would not take a new file or subdirectory, or could not be entered), not a missing
