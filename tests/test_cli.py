@@ -176,13 +176,13 @@ def test_an_early_ctrl_c_prints_no_traceback_from_msprof():
     """Ctrl-C at any moment of start-up: from msprof's first line on it ends quietly with 130. (A signal
     in the interpreter's own first milliseconds, while it loads site-packages, is Python's to report:
     those tracebacks hold no msprof frame; Python may also end with 1 and a message of its own start-up,
-    "Could not import runpy module" or "Fatal Python error: init_import_site", when the signal lands before
-    ``-m`` can run anything.)"""
+    "Could not import runpy module" or a "Fatal Python error: init_…" (init_import_site,
+    init_interp_main: can't initialize signals, …), when the signal lands before ``-m`` can run anything.)"""
     import signal
     import time
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    interpreter_start_up = ("Could not import runpy module", "Fatal Python error: init_import_site")
+    interpreter_start_up = ("Could not import runpy module", "Fatal Python error: init_")
     ours = []
     for step in range(40):
         proc = subprocess.Popen([sys.executable, "-m", "msprof", "query", "-dir", "/nonexistent"], env=env,
