@@ -66,6 +66,29 @@ def test_api_event_decoder_splits_apis_events_and_skips_bad_records():
     assert [tuple(b) for b in blocks.blocks] == [(10000, 1, 7, 0, 100, 200, -5) * 3]
 
 
+def test_api_event_time_stamps_of_2_63_or_more_are_skipped_and_the_collection_still_reported(tmp_path):
+    """A damaged api_event record with a begin (or end, or event time) of 2^63 or more: skipped and counted,
+    never decoded whole (its duration would not fit SQLite's integers: "internal error: OverflowError" for
+    every command, found by a newcomer's fuzzing)."""
+    good = struct.pack("<HHIIIQQQ", 0x5A5A, 10000, 1, 7, 0, 100, 200, 1)
+    begin = struct.pack("<HHIIIQQQ", 0x5A5A, 10000, 1, 7, 0, (1 << 63) + 12345, 200, 1)
+    end = struct.pack("<HHIIIQQQ", 0x5A5A, 10000, 1, 7, 0, 100, (1 << 63) + 1, 1)
+    event = struct.pack("<HHIIIQQQ", 0x5A5A, 15000, 1, 7, 3, 1 << 63, EVENT_END, 1)
+    tally = Tally(40)
+    apis, events = ApiEventDecoder().decode(good + begin + end + event + good, tally)
+    assert apis.rows == [(10000, 1, 7, 0, 100, 200, 1)] * 2 and events.rows == []
+    assert tally.counts == {"time stamp of 2^63 or more": 3} and tally.first == {"time stamp of 2^63 or more": 40}
+    # end to end: the first call of the host's api_event file damaged so
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "6", "--iters", "3"]))
+    path = next((prof_dir / "host" / "data").glob("*api_event*"))
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<Q", data, 16, (1 << 63) + 12345)
+    path.write_bytes(data)
+    tables = summary(prof_dir)
+    assert {"op_summary", "op_statistic", "api_statistic"} <= set(tables)
+    assert "1 api_event record(s) skipped (time stamp of 2^63 or more)" in " ".join(notices(prof_dir / "host"))
+
+
 def test_text_dictionaries_and_stars_ids():
     tally = Tally(1)
     [types] = TypeInfoDecoder().decode(["20000_131073:aclmdlExecute", "777_1:x"], tally)

@@ -3,7 +3,8 @@
 magic 0x5A5A, level, struct type, thread, reserve (the request id of an event), begin, end, item id. An end of
 all ones marks an *event* (a timestamp in the begin field), any other record is an API call. Records with
 another magic or a level msprof does not know are skipped and counted; so are API calls with begin 0 (the
-reference analyser drops them too). 64-bit fields are kept as signed values with the same bits.
+reference analyser drops them too), and records with a time stamp of 2^63 or more (only damage writes one).
+Other 64-bit fields are kept as signed values with the same bits.
 
 Whole chunks are decoded at once (``msprof.decode.blocks``) when every record is a valid API call, which
 is the usual case; a chunk holding events or bad records goes record by record.
@@ -45,7 +46,7 @@ class ApiEventDecoder(Decoder):
     def decode(self, chunk: bytes, tally: Tally):
         count = len(chunk) // RECORD_SIZE
         if (chunk[0::RECORD_SIZE] == b"\x5a" * count and chunk[1::RECORD_SIZE] == b"\x5a" * count
-                and b"\xff" not in chunk[31::RECORD_SIZE]
+                and b"\xff" not in chunk[31::RECORD_SIZE] and max(chunk[23::RECORD_SIZE]) < 0x80
                 and set(zip(chunk[2::RECORD_SIZE], chunk[3::RECORD_SIZE])) <= _LEVEL_BYTES):
             blocks = list(API_LAYOUT.blocks(chunk))
             if not any(0 in block[4::API_LAYOUT.width] for block in blocks):   # no API with begin 0
@@ -59,6 +60,10 @@ class ApiEventDecoder(Decoder):
                 tally.skip("bad magic", 1, index)
             elif level not in LEVELS:
                 tally.skip("unknown level", 1, index)
+            elif begin < 0 or end < -1:
+                # 2^63 ns or more (read signed): 292 years after the clock's start, only a damaged record holds it,
+                # and its duration would not fit SQLite's integers
+                tally.skip("time stamp of 2^63 or more", 1, index)
             elif end == -1:
                 events.append((level, stype, thread, reserve, begin, item))
             elif begin == 0:
