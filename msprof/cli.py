@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from msprof import __version__, outputs
-from msprof.console import configure, log
+from msprof.console import configure, discard_stdout, log
 from msprof.outputs import restrict_umask
 from msprof.verbosity import verbosity_options
 from msprof.errors import EXIT_CODES, MsprofError
@@ -261,7 +261,8 @@ def query_cmd(collection_dir, output, fmt, tables, wide, style):
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
               help="ops: only the N largest changes in the table and csv views (json has all)")
 @click.option("--fail-if-slower", type=click.FloatRange(min=0), metavar="PCT",
-              help="exit 9 when a model's time per iteration grew by more than PCT %")
+              help="exit 9 when a model's time per iteration grew by more than PCT %, or when no model is timed "
+              "on both sides (nothing could be checked)")
 def compare_cmd(base, new, output, fmt, top, fail_if_slower):
     """Compare two collections: time per iteration per model, per op type, per op, per ACL/API call.
 
@@ -403,6 +404,5 @@ def main(argv=None):
 def _quiet_broken_pipe():
     """The reader of our output went away (``msprof show | head -1``): a normal end, as for other tools.
     Python would flush stdout again at exit and complain; point it at /dev/null first."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    discard_stdout()
     sys.exit(0)

@@ -69,6 +69,14 @@ class _StderrFormatter(logging.Formatter):
         return text
 
 
+def discard_stdout() -> None:
+    """What is still written to stdout goes nowhere: its reader went away (``msprof show | head -1``), and
+    Python would otherwise complain when it flushes stdout at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def color_enabled(stream=None) -> bool:
     stream = stream or sys.stderr
     return "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()

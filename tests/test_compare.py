@@ -225,14 +225,16 @@ def model_means(job):
 
 def test_models_on_one_side_only(tmp_path, msprof_cli):
     """Two models against one: ``tiny`` is matched by name, ``tiny_b`` is the base's only (null on the new
-    side) and the gate checks ``tiny`` only; with no common name at all, nothing is gated."""
+    side) and the gate checks ``tiny`` only, warning about ``tiny_b``; with no common name at all, the gate fails
+    (exit 9), since it could check nothing."""
     two, one = two_model_job(), small_job()
     two_dir, one_dir = jobgen.write_job(tmp_path / "two", two), jobgen.write_job(tmp_path / "one", one)
     base, new = model_means(jobgen.build(two)), model_means(jobgen.build(one))
     # docs/fixtures.md: conv1 100/110/120 µs by execution, pool 50, nms 200 (tiny_b: conv1 and pool only)
     assert base == {"tiny": (350 + 360) / 2, "tiny_b": (150 + 160) / 2} and new == {"tiny": (350 + 360 + 370) / 3}
     result = msprof_cli("compare", two_dir, one_dir, "--format", "json", "--fail-if-slower", "1.4")
-    assert result.returncode == 9 and "tiny_b" not in result.stderr          # (360 − 355) / 355 = 1.408 %
+    assert result.returncode == 9 and "tiny_b" not in result.stderr.split("error")[1]  # (360 − 355) / 355 = 1.408 %
+    assert f"warning: --fail-if-slower 1.4: not checked, no time per iteration in {one_dir}: tiny_b" in result.stderr
     document = json.loads(result.stdout)
     assert document["models"] == [
         {"model_name": "tiny", "base_us": 355.0, "new_us": 360.0, "delta_us": 5.0, "delta_pct": 1.408},
@@ -243,25 +245,64 @@ def test_models_on_one_side_only(tmp_path, msprof_cli):
     nothing = msprof_cli("compare", one_dir, jobgen.write_job(tmp_path / "other", small_job(
         models=[{"name": "x", "layers": [{"name": "l"}]}, {"name": "y", "id": 2, "layers": [{"name": "l"}]}])),
         "--fail-if-slower", "0")
-    assert nothing.returncode == 0 and "nothing to check" in nothing.stderr
-    assert nothing.stdout.splitlines()[0] == ("no model in both collections (models are matched by name): "
-                                              "tiny (base only), x (new only), y (new only)")
+    # a gate that passed on nothing would pass a renamed model unseen (found by two newcomers' trials)
+    assert nothing.returncode == 9 and ("msprof: error: --fail-if-slower 0: no model could be checked: no model timed"
+                                        " in both collections") in nothing.stderr
+    assert nothing.stdout.splitlines()[0] == ("no model timed in both collections (models are matched by name): "
+                                              "tiny (timed in base only), x (timed in new only), y (timed in new only)")
+
+
+def test_the_gate_is_not_hidden_by_a_closed_pipe(tmp_path):
+    """``compare … --fail-if-slower 1.4 | head -1`` in a CI job: the reader going away after one line ends the
+    table, not the gate — exit 9 and its message still come (found by a newcomer's trial: exit 0, silent)."""
+    import os
+    import subprocess
+
+    two_dir = jobgen.write_job(tmp_path / "two", two_model_job())
+    one_dir = jobgen.write_job(tmp_path / "one", small_job())
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    for fmt in ("table", "csv", "json"):
+        for pct, code in (("1.4", 9), ("1.41", 0)):       # tiny: 355 → 360 µs, +1.408 %
+            run = subprocess.run(["bash", "-c", 'set -o pipefail; "$@" | head -1', "-", sys.executable, "-m",
+                                  "msprof", "-q", "compare", str(two_dir), str(one_dir), "--format", fmt,
+                                  "--fail-if-slower", pct], env=env, capture_output=True, text=True, timeout=120)
+            assert run.returncode == code and len(run.stdout.splitlines()) == 1, (fmt, pct, run)
+            if code:
+                assert run.stderr == ("msprof: error: performance regression: tiny: 355.0 → 360.0 µs per iteration "
+                                      "(+1.4 %, more than 1.4 %)\n"), (fmt, run.stderr)
+            else:
+                assert run.stderr == "", (fmt, run.stderr)
+
+
+def test_a_gate_on_a_model_the_new_side_did_not_time_fails(tmp_path, msprof_cli):
+    """The model is in both collections, but the new one lost its device task log: nothing can be checked, so
+    the gate fails and says why (found by a newcomer's trial: exit 0, and a notice that the model was not in
+    both)."""
+    base = jobgen.write_job(tmp_path / "base", small_job())
+    new = jobgen.write_job(tmp_path / "new", small_job())
+    for path in (new / "data").glob("hwts.data*"):
+        path.unlink()
+    result = msprof_cli("-q", "compare", base, new, "--fail-if-slower", "5")
+    assert result.returncode == 9
+    assert result.stderr == ("msprof: error: --fail-if-slower 5: no model could be checked: no model timed in both"
+                             " collections (models are matched by name): tiny (timed in base only)\n")
 
 
 def test_one_model_each_with_no_op_in_common_is_not_paired(tmp_path, msprof_cli):
     """Two devices that ran different networks (graph_1_*, graph_2_*: no op name in common) are not one
-    network converted again: not compared, and a gate has nothing to check (found by a newcomer's trial)."""
+    network converted again: not compared (found by a newcomer's trial), and a gate, which can check nothing,
+    fails."""
     prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "8", "--iters", "2", "--devices", "2",
                                                  "--models", "2"]))
     result = msprof_cli("compare", prof_dir / "device_1", prof_dir / "device_0", "--format", "json",
                         "--fail-if-slower", "0")
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 9, result.stderr
     models = json.loads(result.stdout)["models"]
     sides = {m["model_name"].split("_")[1]: (m["base_us"] is None, m["new_us"] is None) for m in models}
     assert sides == {"1": (True, False), "2": (False, True)}            # graph_1_* new only, graph_2_* base only
     new_name, base_name = (m["model_name"] for m in models)
     assert (f"models not matched: {base_name} (base) and {new_name} (new) have other names and no op name in "
-            "common") in result.stderr and "nothing to check" in result.stderr
+            "common") in result.stderr and "no model could be checked" in result.stderr
 
 
 def test_one_model_each_under_two_names_is_compared(job_pair, msprof_cli):

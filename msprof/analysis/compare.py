@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 import click
 
 from msprof.analysis.facts import ApiTime, OpAverage, TypeTime
-from msprof.console import notice
+from msprof.console import log, notice
 from msprof.errors import RegressionError
 from msprof.tables import NUMBER, TEXT, Column, Table
 
@@ -144,7 +144,7 @@ def _signed_pct(pct: float) -> str:
 
 def verdict(document: dict) -> str:
     """One line: each model both sides have, base → new per iteration ("det_net: 3255.4 → 2643.0 µs per
-    iteration, −18.8 %"); or which models are on one side only."""
+    iteration, −18.8 %"); or which models are timed on one side only."""
     parts = []
     for row in document["models"]:
         if row["base_us"] is not None and row["new_us"] is not None:
@@ -152,8 +152,9 @@ def verdict(document: dict) -> str:
             parts.append(f"{row['model_name']}: {row['base_us']:.1f} → {row['new_us']:.1f} µs per iteration{change}")
     if parts:
         return "; ".join(parts)
-    only = [f"{r['model_name']} ({'base' if r['new_us'] is None else 'new'} only)" for r in document["models"]]
-    return ("no model in both collections (models are matched by name): " + ", ".join(only)) if only else \
+    # (a model may be on both sides with recorded iterations on one only: the other's device log lost)
+    only = [f"{r['model_name']} (timed in {'base' if r['new_us'] is None else 'new'} only)" for r in document["models"]]
+    return ("no model timed in both collections (models are matched by name): " + ", ".join(only)) if only else \
         "no model iterations recorded on either side"
 
 
@@ -163,12 +164,17 @@ def regressions(document: dict, pct: float) -> List[dict]:
 
 
 def check_gate(document: dict, pct: Optional[float]) -> None:
-    """``--fail-if-slower PCT``: raise RegressionError (exit 9) naming each model that grew too much."""
+    """``--fail-if-slower PCT``: raise RegressionError (exit 9) naming each model that grew too much — or when
+    no model could be checked: a gate that passes on nothing would pass a renamed model or a lost device log
+    unseen. Models of the base that the new side does not time are warned about."""
     if pct is None:
         return
     if not any(r["delta_pct"] is not None for r in document["models"]):
-        notice(f"--fail-if-slower {pct:g}: no model in both collections, nothing to check")
-        return
+        raise RegressionError(f"--fail-if-slower {pct:g}: no model could be checked: {verdict(document)}")
+    unchecked = [r["model_name"] for r in document["models"] if r["base_us"] is not None and r["new_us"] is None]
+    if unchecked:
+        log.warning("--fail-if-slower %g: not checked, no time per iteration in %s: %s", pct, document["new"],
+                    ", ".join(unchecked))
     slower = regressions(document, pct)
     if slower:
         raise RegressionError("performance regression: " + "; ".join(
