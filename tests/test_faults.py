@@ -58,6 +58,33 @@ def test_head_partial_record_dropped_from_head(job, msprof_cli):
     assert db_count(job, "SELECT count(*) FROM pmu") == truth["records_after"]
 
 
+@pytest.mark.parametrize("cut", ["tail", "head"])
+def test_a_step_trace_cut_at_either_end_keeps_its_whole_records(tmp_path, msprof_cli, cut):
+    """Step-trace records carry tag 10 and a start/end tag id where they start, so a file cut at its end (the
+    app died) is read at its real alignment, not shifted as if it had lost its head: the iterations whose marks
+    are whole are kept (found by a newcomer's trial: 13 bytes cut from the end lost every op_summary). A cut at
+    the head still follows the spec."""
+    whole = jobgen.write_job(tmp_path / "whole", small_job())
+    job = jobgen.write_job(tmp_path / "cut", small_job())
+    truth = faults.tail_cut(job, "step", 13) if cut == "tail" else faults.head_partial(job, "step", 13)
+    assert truth["bytes_lost"] == 27
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert proc.returncode == 0, proc.stderr
+    no_traceback(proc)
+    assert f"27 bytes of step trace data lost at the {cut} of ts_track.data.0.slice_0" in proc.stderr
+    assert "taken to be at the head" not in proc.stderr
+    assert db_count(job, "SELECT count(*) FROM step_trace") == truth["records_after"]
+    # small_job: 3 executions; the lost record is the last iteration's end (tail) or the first's start (head)
+    assert msprof_cli("export", "summary", "-dir", whole).returncode == 0
+
+    def by_iteration(job_dir):      # op_summary_{device}.{model}.{id}.{?}.{iterations}.{iteration}.N_A.1000.csv
+        return {int(p.name.split(".")[5]): p.read_text() for p in (job_dir / "summary").glob("op_summary_*")}
+
+    kept = by_iteration(job)
+    assert sorted(kept) == {"tail": [1, 2], "head": [2, 3]}[cut]
+    assert kept == {i: text for i, text in by_iteration(whole).items() if i in kept}
+
+
 def test_straddling_records_decode_identically(tmp_path, msprof_cli):
     a = jobgen.write_job(tmp_path / "a", small_job())
     b = jobgen.write_job(tmp_path / "b", small_job())

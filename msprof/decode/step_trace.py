@@ -8,6 +8,14 @@ STEP_TRACE_TAG = 10
 ITERATION_START, ITERATION_END = 0, 1
 # mode, tag, buffer size, syscnt, index id, model id, stream id, task id, tag id
 LAYOUT = struct.Struct("<BBH4xqqqHHH2x")
+_MARKS = (b"\x00\x00", b"\x01\x00")     # tag id (iteration start, end), little-endian
+
+
+def looks_aligned(record: bytes) -> bool:
+    """A step-trace record starts here: tag 10 and a tag id of start or end. Not a check of the records
+    (other tags are valid and skipped by size): only where they start, so that a file cut at its end (the app
+    died) is not read shifted as one that lost its head."""
+    return record[1] == STEP_TRACE_TAG and record[36:38] in _MARKS
 
 
 class StepTraceDecoder(Decoder):
@@ -18,6 +26,7 @@ class StepTraceDecoder(Decoder):
     kind = "step_trace"
     label = "step trace"
     record_size = RECORD_SIZE
+    looks_aligned = staticmethod(looks_aligned)
 
     def __init__(self):
         self.rows = []
