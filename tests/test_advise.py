@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fixtures import indepgen  # noqa: E402
 from fixtures import faults  # noqa: E402
 from fixtures import profgen as pg  # noqa: E402
 from fixtures.board import jobgen  # noqa: E402
@@ -424,6 +425,20 @@ def test_prof_memory_bound_needs_pipe_utilization(tmp_path, msprof_cli, pmu):
                 in result.stderr), result.stderr
     else:
         assert "memory_bound" in ids and "memory_bound not checked" not in result.stderr
+
+
+def test_prof_memory_bound_on_a_stars_chip_says_msprof_does_not_read_its_pmu(tmp_path, msprof_cli):
+    """A STARS chip (platform 5) keeps its PMU in ffts_profile.data, which msprof does not read: advise says
+    that, not a metric set to collect with (its sample.json has PipeUtilization already; found by a newcomer's
+    trial)."""
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "2", "--ops", "6", "--iters", "2", "--platform", "5"]))
+    sample = json.loads((prof_dir / "device_0" / "sample.json").read_text())
+    assert sample["ai_core_metrics"] == "PipeUtilization"
+    result = msprof_cli("advise", "-dir", prof_dir / "device_0")
+    assert result.returncode == 0, result.stderr
+    assert ("no PMU data: memory_bound not checked (msprof does not read the STARS chips' AI Core PMU "
+            "(ffts_profile.data) yet)") in result.stderr
+    assert "--aic-metrics" not in result.stderr
 
 
 def test_prof_without_host_is_one_single_op_iteration(tmp_path, msprof_cli):

@@ -174,8 +174,7 @@ def _memory_bound(facts: Facts, selection: Selection) -> Iterator[Hit]:
     if not facts.has_pmu:
         pmu = facts.pmu_description
         what = "no PMU data" if pmu is None else f"PMU data of {pmu}, no memory-bound value"
-        notice(f"{facts.label}: {what}: memory_bound not checked (a collection with {facts.memory_bound_option}"
-               " has it)")
+        notice(f"{facts.label}: {what}: memory_bound not checked ({facts.memory_bound_source})")
         return
     for iteration in facts.layer_iterations(selection):
         layers = _Summed(facts.layers(iteration))

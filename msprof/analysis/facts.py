@@ -135,8 +135,8 @@ class Facts:
         self._layer_lists: Dict[tuple, List[Layer]] = {}
 
     # --- what the data holds ------------------------------------------------------------------------
-    # how a collection gets the PMU data that give a memory-bound value (the advice when they are missing)
-    memory_bound_option = ""
+    # how a collection gets the PMU data that give a memory-bound value (said when they are missing)
+    memory_bound_source = ""
 
     @property
     def has_pmu(self) -> bool:

@@ -19,7 +19,7 @@ class JobFacts(Facts):
     native_activations = "SS928: Relu, LeakyRelu, PRelu, Elu, Srelu"
     table_names = {"layers": "op_summary", "ops": "op_statistic", "apis": "acl_statistic", "idle": "task"}
     # (the other AA core metric sets write no PMU file: docs/collect.md)
-    memory_bound_option = "--aac-metrics ArithmeticUtilization (the default)"
+    memory_bound_source = "a collection with --aac-metrics ArithmeticUtilization (the default) has it"
 
     def __init__(self, report):
         super().__init__(report)

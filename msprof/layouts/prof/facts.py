@@ -26,7 +26,12 @@ class ProfFacts(Facts):
     native_activations = "Relu, LeakyRelu, PRelu, Elu, or one fused operator from CANN's library"
     words = {"layer_word": "operator", "layers_word": "ops"}
     table_names = {"layers": "op_summary", "ops": "op_statistic", "apis": "api_statistic", "idle": "op_summary"}
-    memory_bound_option = "--aic-metrics PipeUtilization"
+
+    @property
+    def memory_bound_source(self) -> str:
+        if self.report.is_stars:    # their PMU is in ffts_profile.data: no metric set gives msprof a value
+            return "msprof does not read the STARS chips' AI Core PMU (ffts_profile.data) yet"
+        return "a collection with --aic-metrics PipeUtilization has it"
 
     def __init__(self, report):
         super().__init__(report)
