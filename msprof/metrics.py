@@ -47,10 +47,14 @@ def event_items(sample: dict) -> List[Tuple[int, str]]:
     return items
 
 
-def event_ids(sample: dict, slots: int, notices=None) -> List[int]:
+def event_ids(sample: dict, slots: int, notices=None, pmu_records: bool = False) -> List[int]:
     """PMU slot order from sample.json ``ai_core_profiling_events``; empty when absent. A record has ``slots``
-    counters: events beyond them have no counter (and are said, with ``notices``)."""
+    counters: events beyond them have no counter (and are said, with ``notices``). With ``pmu_records`` (there
+    are PMU files), no events at all is said too: the counters are there but cannot be named."""
     ids = [value for value, _text in event_items(sample)]
+    if not ids and pmu_records and notices is not None:
+        notices.warn("no PMU event ids (sample.json's ai_core_profiling_events; sample.json missing or without it):"
+                     " the PMU records' counters cannot be named, so op_summary has no PMU metric columns")
     if len(ids) > slots and notices is not None:
         notices.warn(f"sample.json names {len(ids)} PMU events; a record has {slots} counters: events "
                      + ", ".join(f"0x{e:x}" for e in ids[slots:]) + " have none and are ignored")

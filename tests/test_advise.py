@@ -441,6 +441,32 @@ def test_prof_memory_bound_on_a_stars_chip_says_msprof_does_not_read_its_pmu(tmp
     assert "--aic-metrics" not in result.stderr
 
 
+@pytest.mark.parametrize("layout", ["job", "prof"])
+def test_pmu_records_without_event_ids_are_said_at_import_and_by_advise(tmp_path, msprof_cli, layout):
+    """PMU files but no sample.json (so no event ids): the import warns that the counters cannot be named, and
+    advise does not say there is no PMU data or send the user to collect with a metric set (found by a
+    newcomer's trial: silent, and advise blamed the collection)."""
+    if layout == "job":
+        root = result_dir = jobgen.write_job(tmp_path, small_job())
+        remedy = "--aac-metrics"
+    else:
+        root = pg.write_prof(tmp_path, {"iterations": 2, "pmu": "PipeUtilization", "threads": [{"ops": [
+            {"name": "conv1", "type": "Conv2D", "dur_us": 20, "total_cycles": 1000,
+             "pmu": [100, 100, 0, 0, 900, 0, 0, 0]}]}]})
+        result_dir = root / "device_0"
+        remedy = "--aic-metrics"
+    (result_dir / "sample.json").unlink()
+    imported = msprof_cli("import", "-dir", root)
+    assert imported.returncode == 0, imported.stderr
+    assert ("warning: no PMU event ids (sample.json's ai_core_profiling_events; sample.json missing or without it):"
+            " the PMU records' counters cannot be named, so op_summary has no PMU metric columns") in imported.stderr
+    advised = msprof_cli("advise", "-dir", result_dir)
+    assert advised.returncode == 0, advised.stderr
+    assert ("PMU data of records whose events sample.json does not name, no memory-bound value: memory_bound not"
+            " checked (it needs sample.json's ai_core_profiling_events to name the counters)") in advised.stderr
+    assert remedy not in advised.stderr
+
+
 def test_prof_without_host_is_one_single_op_iteration(tmp_path, msprof_cli):
     """No host data: no op names, no model executions; the device tasks are one iteration of ``single-op``,
     streamed through the layer rules, and there is no iteration to select."""

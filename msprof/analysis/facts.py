@@ -137,6 +137,9 @@ class Facts:
     # --- what the data holds ------------------------------------------------------------------------
     # how a collection gets the PMU data that give a memory-bound value (said when they are missing)
     memory_bound_source = ""
+    # PMU records whose counters no event id names (sample.json missing, or without its events)
+    UNNAMED_PMU = "records whose events sample.json does not name"
+    NAMING_PMU = "it needs sample.json's ai_core_profiling_events to name the counters"
 
     @property
     def has_pmu(self) -> bool:

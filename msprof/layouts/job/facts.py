@@ -1,6 +1,6 @@
 """The facts of one JOB (msprof.analysis.facts), in SQL over its database: the task table (one row per
 timed HWTS task execution, placed in its step-trace iteration and layer), layer, model and acl_api."""
-from typing import Dict, Iterable, Iterator, List, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from msprof.analysis.facts import Facts, Layer, LayerIteration
 from msprof.decode.acl import API_TYPES
@@ -18,8 +18,22 @@ class JobFacts(Facts):
     cpu = "AA CPU"
     native_activations = "SS928: Relu, LeakyRelu, PRelu, Elu, Srelu"
     table_names = {"layers": "op_summary", "ops": "op_statistic", "apis": "acl_statistic", "idle": "task"}
-    # (the other AA core metric sets write no PMU file: docs/collect.md)
-    memory_bound_source = "a collection with --aac-metrics ArithmeticUtilization (the default) has it"
+
+    @property
+    def _unnamed_pmu(self) -> bool:
+        """PMU records whose counters no event id names (sample.json missing or without its events)."""
+        return self.report.has_pmu and not self.report.metric_set.slot_of
+
+    @property
+    def pmu_description(self) -> Optional[str]:
+        return self.UNNAMED_PMU if self._unnamed_pmu else None
+
+    @property
+    def memory_bound_source(self) -> str:
+        if self._unnamed_pmu:
+            return self.NAMING_PMU
+        # (the other AA core metric sets write no PMU file: docs/collect.md)
+        return "a collection with --aac-metrics ArithmeticUtilization (the default) has it"
 
     def __init__(self, report):
         super().__init__(report)

@@ -132,7 +132,7 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
     with store.build(target, SCHEMA) as db, store.SideLoads(target, SCHEMA, side, spare_cores and several_cores()) as workers:
         conn = db.conn
         models, layers = _load_model_files(db, text_files, notices)
-        events = metrics.event_ids(result.sample, SVP.counters, notices)
+        events = metrics.event_ids(result.sample, SVP.counters, notices, bool(device_streams.get("pmu")))
         db["pmu_event"].insert_all([{"slot": i, "event_id": e, "name": metrics.event_name(e)}
                                     for i, e in enumerate(events)])
         steps = load_streams(conn, device_streams.get("step_trace", []), lambda item: StepTraceDecoder(), notices,

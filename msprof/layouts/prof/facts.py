@@ -29,6 +29,8 @@ class ProfFacts(Facts):
 
     @property
     def memory_bound_source(self) -> str:
+        if self.report.metrics is not None and not self.report.metrics.slot_of:
+            return self.NAMING_PMU
         if self.report.is_stars:    # their PMU is in ffts_profile.data: no metric set gives msprof a value
             return "msprof does not read the STARS chips' AI Core PMU (ffts_profile.data) yet"
         return "a collection with --aic-metrics PipeUtilization has it"
@@ -64,6 +66,8 @@ class ProfFacts(Facts):
         metrics = self.report.metrics
         if metrics is None:
             return None
+        if not metrics.slot_of:
+            return self.UNNAMED_PMU
         text = f"the {metrics.name or 'unnamed'} metric set"
         if metrics.missing:
             text += " without its event(s) " + ", ".join(f"0x{e:x}" for e in metrics.missing)

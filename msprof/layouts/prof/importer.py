@@ -465,7 +465,7 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
     side = {"pmu": ("pmu", _load_pmu, streams.get("pmu", []))}
     with store.build(target, DEVICE) as db, store.SideLoads(target, DEVICE, side, spare_cores) as workers:
         conn = db.conn
-        events = event_ids(result.sample, ASCEND.counters, notices)
+        events = event_ids(result.sample, ASCEND.counters, notices, bool(streams.get("pmu")))
         db["pmu_event"].insert_all([{"slot": i, "event_id": e} for i, e in enumerate(events)])
         metric_set = str(result.sample.get("ai_core_metrics") or "")
         missing = AscendMetrics(metric_set, events, str(result.info.get("platform_version", ""))).missing
