@@ -196,7 +196,7 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     _announce(written)
     failures.done()
     if hint and written:
-        _next_steps(path, output, selection)
+        _next_steps(path, output, selection, units)
     return written
 
 
@@ -375,12 +375,20 @@ def _view_hint(timelines: List[Path]) -> None:
     notice(f"view: open {shlex.quote(str(first))}{more} in https://ui.perfetto.dev or chrome://tracing")
 
 
-def _next_steps(path: Path, output: Optional[Path], selection: Selection = Selection()) -> None:
-    where = f"-dir {shlex.quote(str(path))}" + (f" --output {shlex.quote(str(output))}" if output else "")
-    if not selection.everything:         # (what was just exported: the same iteration)
-        where += f" --model-id {selection.model_id} --iteration-id {selection.iteration_id}"
-    notice(f"next: msprof show {where}   (the tables in the terminal)")
-    notice(f"      msprof advise {where}   (where the time goes and what to do about it)")
+def _next_steps(path: Path, output: Optional[Path], selection: Selection = Selection(),
+                units: Sequence[Unit] = ()) -> None:
+    def where(path: Path) -> str:
+        text = f"-dir {shlex.quote(str(path))}" + (f" --output {shlex.quote(str(output))}" if output else "")
+        if not selection.everything:         # (what was just exported: the same iteration)
+            text += f" --model-id {selection.model_id} --iteration-id {selection.iteration_id}"
+        return text
+
+    notice(f"next: msprof show {where(path)}   (the tables in the terminal)")
+    if len(units) > 1:      # advise reads one result directory (a device) at a time
+        notice(f"      msprof advise {where(units[0].path)}   (where the time goes and what to do about it; one "
+               f"result directory at a time, {len(units)} here)")
+    else:
+        notice(f"      msprof advise {where(path)}   (where the time goes and what to do about it)")
 
 
 def _announce(paths: List[Path]) -> None:

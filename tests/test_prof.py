@@ -527,6 +527,22 @@ def test_the_next_steps_after_a_selected_export_keep_the_selection(tmp_path, msp
     assert f"msprof advise -dir {prof_dir} --model-id 1 --iteration-id 2   (where the time goes" in res.stderr
 
 
+def test_the_next_steps_of_a_two_device_collection_can_be_run_as_given(tmp_path, msprof_cli):
+    """advise reads one result directory: after exporting a two-device PROF_, the suggested advise names a
+    device directory, and runs (found by a newcomer's trial: it named the PROF_ directory, a usage error)."""
+    import shlex
+
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "4", "--iters", "2", "--devices", "2"]))
+    res = msprof_cli("export", "summary", "-dir", prof_dir)
+    assert res.returncode == 0, res.stderr
+    [advise] = [line.split("msprof ", 1)[1].split("   (")[0] for line in res.stderr.splitlines()
+                if "msprof advise" in line]
+    assert advise == f"advise -dir {prof_dir / 'device_0'}"
+    assert ("(where the time goes and what to do about it; one result directory at a time, 2 here)"
+            in res.stderr)
+    assert msprof_cli(*shlex.split(advise)).returncode == 0
+
+
 def test_tensor_descriptions_are_held_in_bounded_caches(monkeypatch):
     """With dynamic shapes every launch may bring a new description: the caches stay at HELD entries (a
     description met again after they were emptied gets a new id, with the same texts)."""
