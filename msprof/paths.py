@@ -33,14 +33,26 @@ def is_collection(directory: Path) -> bool:
         return False
 
 
+def _collected_at(collection: Path) -> int:
+    """When a collection's raw data were last written: its data/ directories' time (JOB/data, PROF_*/*/data).
+    Not the collection directory's own: msprof's outputs (sqlite/, summary/) change that."""
+    stamps = []
+    for data in (collection / "data", *collection.glob("*/data")):
+        try:
+            stamps.append(data.stat().st_mtime_ns)
+        except OSError:
+            pass
+    return max(stamps) if stamps else collection.stat().st_mtime_ns
+
+
 def newest_collection(parent: Path) -> Path:
-    """The most recently modified JOB*/PROF_* directory directly under ``parent``."""
+    """The most recently collected JOB*/PROF_* directory directly under ``parent``."""
     candidates = [p for p in Path(parent).iterdir()
                   if p.is_dir() and not p.is_symlink() and (p.name.startswith("JOB") or p.name.startswith("PROF_"))]
     if not candidates:
         raise NoCollectionError(
             f"no JOB* or PROF_* directory under {parent}; pass one with -dir (e.g. msprof import -dir JOBxxx)")
-    return max(candidates, key=lambda p: (p.stat().st_mtime_ns, p.name))
+    return max(candidates, key=lambda p: (_collected_at(p), p.name))
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")

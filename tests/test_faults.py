@@ -199,6 +199,26 @@ def test_newest_collection_used_without_dir(tmp_path, msprof_cli):
     assert (job / "summary").is_dir()
 
 
+def test_the_newest_collection_is_the_newest_collected_not_the_last_exported(tmp_path, msprof_cli):
+    """Newest by its raw data: exporting an older JOB writes summary/ into it (its directory's time changes),
+    and does not make it the one a later command without -dir picks (found by a newcomer's trial)."""
+    import os
+
+    old = jobgen.write_job(tmp_path / "old", small_job(), name="JOBOLD")
+    new = jobgen.write_job(tmp_path / "new", small_job(), name="JOBNEW")
+    here = tmp_path / "here"
+    here.mkdir()
+    for job, when in ((old, 1_700_000_000), (new, 1_700_000_100)):
+        moved = here / job.name
+        job.rename(moved)
+        for path in (moved / "data", moved):
+            os.utime(path, (when, when))
+    assert msprof_cli("export", "summary", "-dir", here / "JOBOLD").returncode == 0
+    assert (here / "JOBOLD").stat().st_mtime > (here / "JOBNEW").stat().st_mtime
+    proc = msprof_cli("query", cwd=here)
+    assert proc.returncode == 0 and proc.stderr.startswith(f"msprof: using JOBNEW (newest collection in "), proc.stderr
+
+
 @pytest.mark.parametrize("bad, what", [("JOB;rm", "';'"), ("a$b", "'$'"), ("x\ty", "control character")])
 def test_forbidden_characters_in_paths(msprof_cli, bad, what):
     proc = msprof_cli("import", "-dir", bad)
