@@ -162,7 +162,8 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
             if not grouped.get(kind):
                 notices.notice(f"no {label} data in {result.path / 'data'}: outputs that need it are skipped")
         if not layers and grouped.get("hwts"):
-            notices.warn(f"no layer.info in {result.path / 'data'}: tasks are named by task type")
+            notices.warn(f"no layer.info in {result.path / 'data'}: layer names and types are N/A in the summaries (the"
+                         " timeline names tasks by their task type)")
         if untimed and result.aic_mhz:  # a task with one HWTS side lost is timed by its PMU cycles instead
             conn.execute("UPDATE task SET dur_us = (SELECT p.total_cycles / ? FROM pmu p WHERE p.stream_id ="
                          " task.stream_id AND p.task_id = task.task_id AND p.exec_n = task.exec_n)"
