@@ -130,6 +130,22 @@ def test_the_sort_column_stays_on_a_narrow_terminal(job, msprof_cli):
     assert [r["Layer Name"] for r in rows[:-1]] == ["conv1", "nms", 'pool "max", 2x2']       # text A→Z
 
 
+@pytest.mark.parametrize("columns", ["20", "30", "40"])
+def test_a_very_narrow_terminal_keeps_the_name_and_the_ranking_column(job, msprof_cli, columns):
+    """However narrow: the name and the value the rows are ranked by; the name is wrapped rather than the value
+    left out (found by a newcomer's trial: at 30-40 columns only the names were shown)."""
+    proc = msprof_cli("show", "-dir", job, "--table", "op_summary", "--table", "acl_statistic",
+                      env={"COLUMNS": columns})
+    assert proc.returncode == 0, proc.stderr
+    blocks = table_blocks(proc.stdout)
+    header, rows, _note = blocks["AA Core metrics: tiny (model 1), iteration 3"]
+    assert header[:2] == ["Layer Name", "Time(us)"]
+    assert [r["Time(us)"] for r in rows if r["Time(us)"]] == ["200.0", "120.0", "50.0", "370.0"]
+    header, rows, _note = blocks["ACL statistic"]
+    assert header[:2] == ["Name", "Total Time(us)"]
+    assert [r["Total Time(us)"] for r in rows if r["Total Time(us)"]][:2] == ["5000.0", "1290.0"]
+
+
 def test_the_table_fits_the_terminal_and_wide_shows_all(job, msprof_cli):
     proc = msprof_cli("show", "-dir", job, env={"COLUMNS": "60"})
     assert proc.returncode == 0, proc.stderr

@@ -2,8 +2,8 @@
 
 Given a ``width`` (the terminal's), a table is made to fit it: long names lose their middle ("Default/net…
 /Conv2D-op12"; a table of messages says ``cut=False``), then columns are left out — first those the table
-does not list in ``keep``, from the right, then the kept ones from the least important — until the lines
-fit; when even the most important column alone is too wide, its text is wrapped. ``hidden`` says which
+does not list in ``keep``, from the right, then the kept ones from the least important but the first two —
+until the lines fit; when even those are too wide, the wider is wrapped. ``hidden`` says which
 columns went, so that the caller can tell the user (``--wide`` shows them all).
 
 Memory stays flat however long the table: the widths come from a first pass over the rows, which keeps their
@@ -98,10 +98,13 @@ class TextRenderer(Renderer):
 
 
 def _least_important_first(table: Table) -> List[int]:
+    """The columns a narrow terminal may leave out, in the order it does. The two most important kept ones (the
+    name and the value the rows are ranked by) never go: a table of names alone answers nothing, so when those
+    two do not fit, the wider is wrapped."""
     names = [c.name for c in table.columns]
     kept = [names.index(name) for name in table.keep if name in names]
     others = [i for i in reversed(range(len(names))) if i not in kept]
-    return others + list(reversed(kept))[:-1] if kept else others[:-1]
+    return others + list(reversed(kept))[:-2] if kept else others[:-1]
 
 
 def _cut(text: str) -> str:
