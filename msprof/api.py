@@ -285,7 +285,7 @@ def _sections(units: List[Unit], command: str, tables, failures: "Failures"):
 
 # --- answers (msprof.analysis) ------------------------------------------------------------------------------
 def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[int] = 20,
-            fail_if_slower: Optional[float] = None, output: Optional[Path] = None) -> dict:
+            fail_if_slower: Optional[float] = None, output: Optional[Path] = None, wide: bool = False) -> dict:
     """Compare two collections (each one result directory, or a parent holding exactly one) per model, op
     type, op and API; print the comparison (``fmt`` None: not) and return its document (what ``--format json``
     prints). ``fail_if_slower``: raise RegressionError (exit 9) when a model both have grew by more than that %."""
@@ -312,7 +312,7 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
     document = compare_sides(*sides)
     try:
         if fmt is not None:
-            print_comparison(document, fmt, top)
+            print_comparison(document, fmt, top, wide)
     except BrokenPipeError:
         # the reader had enough (``| head``), but a CI job's gate must still say and exit 9
         discard_stdout()

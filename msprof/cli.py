@@ -258,12 +258,14 @@ def query_cmd(collection_dir, output, fmt, tables, wide, style):
 @output_options
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
               help="table (verdict first) for people; csv or json (the whole comparison) for scripts")
-@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
-              help="ops: only the N largest changes in the table and csv views (json has all)")
+@click.option("--top", type=click.IntRange(min=0), default=20, show_default=True,
+              help="ops: only the N largest changes in the table and csv views (0: all; json has all)")
+@click.option("--wide", is_flag=True, help="table view: every column, however wide (default: fit the terminal, "
+              "leaving out the columns of least value and naming them)")
 @click.option("--fail-if-slower", type=click.FloatRange(min=0), metavar="PCT",
               help="exit 9 when a model's time per iteration grew by more than PCT %, or when no model is timed "
               "on both sides (nothing could be checked)")
-def compare_cmd(base, new, output, fmt, top, fail_if_slower):
+def compare_cmd(base, new, output, fmt, top, wide, fail_if_slower):
     """Compare two collections: time per iteration per model, per op type, per op, per ACL/API call.
 
     BASE and NEW are each a JOB or PROF_ directory (or a directory holding exactly one); models are matched
@@ -276,7 +278,7 @@ def compare_cmd(base, new, output, fmt, top, fail_if_slower):
     """
     from msprof import api
 
-    api.compare(base, new, fmt=fmt, top=top, fail_if_slower=fail_if_slower, output=output)
+    api.compare(base, new, fmt=fmt, top=top or None, fail_if_slower=fail_if_slower, output=output, wide=wide)
 
 
 @cli.command("advise", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)

@@ -22,6 +22,7 @@ from fixtures.board import jobgen  # noqa: E402
 from fixtures.networks import small_job, two_model_job  # noqa: E402
 
 from msprof import api  # noqa: E402
+from msprof.analysis.compare import SECTIONS  # noqa: E402
 from msprof.errors import RegressionError, UsageError  # noqa: E402
 
 KEYS = {
@@ -186,7 +187,7 @@ def test_gate_exit_9_both_ways(job_pair, msprof_cli):
 
 def test_table_view_verdict_first_and_top(job_pair, msprof_cli):
     (_, mish_dir), (_, leaky_dir) = job_pair["mish"], job_pair["leakyrelu"]
-    result = msprof_cli("compare", mish_dir, leaky_dir, "--top", "3")
+    result = msprof_cli("compare", mish_dir, leaky_dir, "--top", "3", "--wide")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     # (14111 − 23145) / 23145 = −39.03 %
@@ -272,6 +273,28 @@ def test_the_gate_is_not_hidden_by_a_closed_pipe(tmp_path):
                                       "(+1.4 %, more than 1.4 %)\n"), (fmt, run.stderr)
             else:
                 assert run.stderr == "", (fmt, run.stderr)
+
+
+def test_the_table_view_fits_the_terminal_and_top_0_shows_every_op(tmp_path, msprof_cli):
+    """As show: the tables fit COLUMNS, keeping the name and the change, naming what went (--wide: all);
+    ``--top 0`` is every op, as in show (found by newcomers' trials: 150-column tables, and --top 0 refused)."""
+    two_dir = jobgen.write_job(tmp_path / "two", two_model_job())
+    one_dir = jobgen.write_job(tmp_path / "one", small_job())
+    narrow = msprof_cli("compare", two_dir, one_dir, env={"COLUMNS": "60"})
+    assert narrow.returncode == 0, narrow.stderr
+    lines = narrow.stdout.splitlines()
+    assert all(len(line) <= 60 for line in lines[1:]), lines         # (the verdict is one line, whatever its length)
+    acl = lines[lines.index("ACL/API calls: count, average and total (µs)") + 1].split()
+    assert acl[0] == "name" and "delta_avg_us" in acl and "base_total_us" not in acl
+    assert "(5 more columns: --wide)" in lines
+    wide = msprof_cli("compare", two_dir, one_dir, "--wide", env={"COLUMNS": "60"})
+    acl = wide.stdout.splitlines()[wide.stdout.splitlines().index("ACL/API calls: count, average and total (µs)") + 1]
+    assert acl.split() == list(SECTIONS["apis"][0]) and "more columns" not in wide.stdout
+    every = json.loads(msprof_cli("compare", two_dir, one_dir, "--format", "json").stdout)["ops"]
+    csv_ops = msprof_cli("compare", two_dir, one_dir, "--format", "csv", "--top", "0").stdout.split("# ops\n")[1]
+    assert len(csv_ops.split("\n\n")[0].splitlines()) == 1 + len(every)
+    one = msprof_cli("compare", two_dir, one_dir, "--format", "csv", "--top", "1").stdout.split("# ops\n")[1]
+    assert len(one.split("\n\n")[0].splitlines()) == 2 < 1 + len(every)
 
 
 def test_a_gate_on_a_model_the_new_side_did_not_time_fails(tmp_path, msprof_cli):

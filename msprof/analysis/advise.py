@@ -15,6 +15,7 @@ op_summary table. The other device rules use every recorded iteration (or the se
 Numbers in findings: µs rounded to 3 decimals, percentages to 2.
 """
 import heapq
+import shutil
 import textwrap
 from collections import deque
 from dataclasses import dataclass
@@ -378,13 +379,14 @@ def print_findings(findings: List[dict], fmt: str = "table", label: str = "") ->
         click.echo(f"{label}: no findings.")
         return
     rules = {rule.id: rule for rule in RULES}
+    width = max(40, min(100, shutil.get_terminal_size((100, 24)).columns))       # (an evidence line is not cut)
     click.echo(f"{label}: {len(findings)} finding(s), most important first")
     for number, finding in enumerate(findings, 1):
         click.echo("")
         click.echo(f"{number}. [{finding['severity']}] {finding['id']}")
         # a number stays on one line with its unit (no-break spaces while wrapping)
         message = finding["message"].replace(" µs", "\u00a0µs").replace(" %", "\u00a0%")
-        click.echo(textwrap.fill(message, width=100, initial_indent="   ", subsequent_indent="   ")
+        click.echo(textwrap.fill(message, width=width, initial_indent="   ", subsequent_indent="   ")
                    .replace("\u00a0", " "))
         evidence = finding["evidence"]
         for item in evidence[:SHOWN_EVIDENCE]:

@@ -29,6 +29,11 @@ SECTIONS = {
     "apis": (["name", "base_count", "new_count", "base_avg_us", "new_avg_us", "delta_avg_us", "base_total_us",
               "new_total_us"], "ACL/API calls: count, average and total (µs)"),
 }
+# the columns a narrow terminal keeps, most important first (the name and the change first)
+KEEP = {"models": ("model_name", "delta_pct", "delta_us", "base_us", "new_us"),
+        "op_types": ("op_type", "delta_us", "base_us", "new_us", "new_count", "base_count"),
+        "ops": ("op_name", "delta_us", "base_us", "new_us"),
+        "apis": ("name", "delta_avg_us", "base_avg_us", "new_avg_us", "base_count", "new_count")}
 _NAME_COLUMNS = {"model_name", "op_type", "op_name", "name"}
 DEFAULT_TOP = 20
 
@@ -192,12 +197,17 @@ def tables(document: dict, top: Optional[int] = DEFAULT_TOP) -> List[Table]:
             title += f", the {top} largest changes of {len(rows)}"
             rows = rows[:top]
         columns = [Column(name, TEXT if name in _NAME_COLUMNS else NUMBER) for name in names]
-        out.append(Table(key, title, columns, [rows]))
+        out.append(Table(key, title, columns, [rows], keep=KEEP[key]))
     return out
 
 
-def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DEFAULT_TOP) -> None:
+def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DEFAULT_TOP,
+                     wide: bool = False) -> None:
+    """The comparison on stdout; the table view fits the terminal (as show does) unless ``wide``."""
     import json
+    import shutil
+
+    from msprof.renderers.terminal import TextRenderer
 
     from msprof.renderers import FORMATS
 
@@ -213,5 +223,8 @@ def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DE
             click.echo(FORMATS["csv"]().render(table), nl=False)
         else:
             click.echo(table.title)
-            click.echo(FORMATS["text"]("simple").render(table) if table.batches[0] else "(none)\n", nl=False)
+            renderer = TextRenderer("simple", None if wide else shutil.get_terminal_size((80, 24)).columns)
+            click.echo(renderer.render(table) if table.batches[0] else "(none)\n", nl=False)
+            if renderer.hidden:
+                click.echo(f"({len(renderer.hidden)} more columns: --wide)")
         click.echo("")
