@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from msprof.errors import DataError, NoCollectionError
+from msprof.paths import printable
 
 _SKIP_DIRS = {"sqlite", "timeline", "summary", "log", "query", "mindstudio_profiler_output"}
 _IGNORED_SUFFIXES = (".done", ".complete", ".zip")
@@ -58,18 +59,48 @@ def _device_order(path: Path):
     return (str(path.parent), 1 if match else 0, int(match.group(1)) if match else 0, path.name)
 
 
+def _collection_root(result_dir: Path) -> Path:
+    """The collection a result directory belongs to: its PROF_ directory (host, device_N), or itself (JOB)."""
+    return result_dir.parent if result_dir.parent.name.startswith("PROF_") else result_dir
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except (ValueError, OSError):
+        return False
+
+
+def outside_links(result_dir: Path) -> List[Path]:
+    """The entries of <result dir>/data/ that are symbolic links out of the collection: never followed
+    (raw-format.md §1), and said by the import."""
+    result_dir = Path(result_dir)
+    try:
+        return [p for p in sorted((result_dir / "data").iterdir())
+                if p.is_symlink() and not _inside(p, _collection_root(result_dir))]
+    except OSError:
+        return []
+
+
 def data_files(result_dir: Path, empty_ok: bool = False) -> List[Path]:
-    """Raw files in <result dir>/data/, skipping markers, archives and empty files. None is an error, unless
-    ``empty_ok`` (a PROF device that recorded nothing, beside its host and other devices)."""
-    data = Path(result_dir) / "data"
+    """Raw files in <result dir>/data/, skipping markers, archives, empty files and links out of the
+    collection. None is an error, unless ``empty_ok`` (a PROF device that recorded nothing, beside its host and
+    other devices)."""
+    result_dir = Path(result_dir)
+    data = result_dir / "data"
+    root = _collection_root(result_dir)
+    if data.is_symlink() and not _inside(data, root):
+        raise DataError(f"{data}: a symbolic link out of the collection ({root}): not followed (raw data are read "
+                        "inside the collection only)")
     if not data.is_dir():
         if empty_ok:
             return []
         raise DataError(f"{data}: raw data directory missing (nothing to import)")
     try:
         files = [p for p in sorted(data.iterdir())
-                 if p.is_file() and not p.is_symlink() and not p.name.endswith(_IGNORED_SUFFIXES)
-                 and p.stat().st_size > 0]
+                 if p.is_file() and not p.name.endswith(_IGNORED_SUFFIXES) and p.stat().st_size > 0
+                 and (not p.is_symlink() or _inside(p, root))]
     except OSError as exc:
         raise DataError.unreadable(exc.filename or data, exc) from None
     if not files and not empty_ok:
@@ -142,6 +173,10 @@ def read_result_dir(path: Path) -> ResultDir:
     sample = _read_json(sample_path) if sample_path.is_file() else {}
     warnings: List[str] = []
     metadata = [info_path] + ([sample_path] if sample_path.is_file() else [])
+    links = outside_links(path)
+    if links:
+        warnings.append(f"{path / 'data'}: {len(links)} symbolic link(s) out of the collection not read: "
+                        + ", ".join(printable(p.name) for p in links[:5]) + (", …" if len(links) > 5 else ""))
 
     device_info = _first_object(info, "DeviceInfo", info_path)
     hwts_mhz = number(device_info, "hwts_frequency", info_path, MHZ)

@@ -3,6 +3,7 @@ never a destroyed earlier result."""
 import csv
 import hashlib
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -83,6 +84,44 @@ def test_a_step_trace_cut_at_either_end_keeps_its_whole_records(tmp_path, msprof
     kept = by_iteration(job)
     assert sorted(kept) == {"tail": [1, 2], "head": [2, 3]}[cut]
     assert kept == {i: text for i, text in by_iteration(whole).items() if i in kept}
+
+
+def test_symbolic_links_in_data_are_followed_inside_the_collection_only(tmp_path, msprof_cli):
+    """One rule (raw-format.md §1: never follow a symlink out of the collection): a raw file linked to a file of
+    the collection is read; one linked outside is not, and the import says so; a data/ directory linked
+    outside is refused, naming it (found by a newcomer's trial: an inside link was silently skipped, losing
+    every op_summary, while an outside data/ was read)."""
+    whole = jobgen.write_job(tmp_path / "whole", small_job())
+    assert msprof_cli("export", "summary", "-dir", whole).returncode == 0
+    expected = {p.name: p.read_bytes() for p in (whole / "summary").iterdir()}
+
+    inside = jobgen.write_job(tmp_path / "inside", small_job())
+    hwts = next((inside / "data").glob("hwts.data*"))
+    hwts.rename(inside / "kept_hwts")
+    hwts.symlink_to(Path("..") / "kept_hwts")
+    proc = msprof_cli("export", "summary", "-dir", inside)
+    assert proc.returncode == 0 and "symbolic link" not in proc.stderr, proc.stderr
+    assert {p.name: p.read_bytes() for p in (inside / "summary").iterdir()} == expected
+
+    outside = jobgen.write_job(tmp_path / "outside", small_job())
+    slices = sorted((outside / "data").glob("hwts.data*"))
+    for hwts in slices:
+        hwts.rename(tmp_path / hwts.name)
+        hwts.symlink_to(tmp_path / hwts.name)
+    proc = msprof_cli("import", "-dir", outside)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"{outside / 'data'}: {len(slices)} symbolic link(s) out of the collection not read: "
+            + ", ".join(p.name for p in slices)) in proc.stderr
+    assert db_count(outside, "SELECT count(start_syscnt) + count(end_syscnt) FROM task") == 0
+
+    linked = jobgen.write_job(tmp_path / "linked", small_job())
+    (linked / "data").rename(tmp_path / "elsewhere_data")
+    (linked / "data").symlink_to(tmp_path / "elsewhere_data", target_is_directory=True)
+    proc = msprof_cli("import", "-dir", linked)
+    assert proc.returncode == 8
+    assert f"msprof: error: {linked / 'data'}: a symbolic link out of the collection ({linked}): not followed" in \
+        proc.stderr
+    no_traceback(proc)
 
 
 def test_straddling_records_decode_identically(tmp_path, msprof_cli):
