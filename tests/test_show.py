@@ -146,6 +146,20 @@ def test_a_very_narrow_terminal_keeps_the_name_and_the_ranking_column(job, mspro
     assert [r["Total Time(us)"] for r in rows if r["Total Time(us)"]][:2] == ["5000.0", "1290.0"]
 
 
+def test_control_characters_in_names_are_escaped_in_the_table(tmp_path, msprof_cli):
+    """A tab, an escape sequence or a line break in a layer name from the data: shown escaped, so the table's
+    lines stay aligned and the terminal is not driven (found by a newcomer's trial: a tab misaligned show)."""
+    job = jobgen.write_job(tmp_path, small_job(models=[{"name": "tiny", "layers": [
+        {"name": "conv\t1"}, {"name": "re\x1b[31mlu"}, {"name": "two\nlines"}]}]))
+    proc = msprof_cli("show", "-dir", job, "--table", "op_summary", "--wide")
+    assert proc.returncode == 0, proc.stderr
+    assert "\t" not in proc.stdout and "\x1b" not in proc.stdout
+    header, rows, _note = table_blocks(proc.stdout)["AA Core metrics: tiny (model 1), iteration 3"]
+    assert [(r["Layer Name"], r["Time(us)"]) for r in rows] == [
+        ("conv\\t1", "100.0"), ("re\\x1b[31mlu", "100.0"), ("two\\nlines", "100.0"), ("-", "300.0")]
+    assert {r["Layer Type"] for r in rows} == {"Convolution", "-"}      # (read at the columns' places: aligned)
+
+
 def test_the_table_fits_the_terminal_and_wide_shows_all(job, msprof_cli):
     proc = msprof_cli("show", "-dir", job, env={"COLUMNS": "60"})
     assert proc.returncode == 0, proc.stderr

@@ -13,6 +13,7 @@ import json
 import tempfile
 from typing import IO, Iterator, List, Optional, TextIO
 
+from msprof.paths import one_line
 from msprof.renderers.base import Renderer, register
 from msprof.renderers.csvfile import column_texts
 from msprof.tables import Table, chunks
@@ -150,7 +151,9 @@ class _Spool:
     def _add(self, rows: list, counted: bool = True) -> None:
         if not rows:
             return
-        columns = [[_unquoted(t) for t in column_texts(c, values)]
+        # (a tab, an escape sequence or a line break in a name from the data would break the table's lines:
+        # escaped, as every line msprof prints)
+        columns = [[_unquoted(t) if t.isprintable() else one_line(_unquoted(t)) for t in column_texts(c, values)]
                    for c, values in zip(self.table.columns, zip(*rows))]
         for i, texts in enumerate(columns):
             self.widths[i] = max(self.widths[i], *map(len, texts))
