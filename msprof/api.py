@@ -36,10 +36,18 @@ def working(unit: Unit, command: str):
 
 # --- databases -------------------------------------------------------------------------------------------
 def _build(database: Database, spare_cores: bool) -> Path:
-    with result_log(database.path.parent.parent, "import"):
-        remove_stale(database.path.parent)
-        with progress.step(f"importing {database.source_dir.name}"):
-            path = database.build(database.path, spare_cores)
+    directory = database.path.parent
+    made = not directory.exists()
+    with result_log(directory.parent, "import"):
+        remove_stale(directory)
+        try:
+            with progress.step(f"importing {database.source_dir.name}"):
+                path = database.build(database.path, spare_cores)
+        except BaseException:
+            if made:        # an import that failed (unreadable data, Ctrl-C) leaves no empty sqlite/ behind
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+            raise
     notice(f"imported {database.source_dir} -> {path}")
     return path
 

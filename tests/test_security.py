@@ -425,6 +425,8 @@ def test_a_raw_file_or_data_dir_the_user_may_not_read_is_exit_8_naming_it(user, 
         assert proc.returncode == 8, (command, proc.stderr)
         assert f"{locked_path}: cannot read (Permission denied)" in proc.stderr, (command, proc.stderr)
         assert "internal error" not in proc.stderr and "cannot write" not in proc.stderr
+    # the failed imports under the fresh --output left no empty sqlite/ (found by a newcomer's trial)
+    assert [p for p in out.rglob("sqlite") if not any(p.iterdir())] == []
 
 
 @pytest.mark.parametrize("locked_mode", [0o755, 0o750])
