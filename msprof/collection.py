@@ -24,6 +24,10 @@ def find_result_dirs(root: Path) -> List[Path]:
     root = Path(root)
     if not root.is_dir():
         raise NoCollectionError(f"{root} {'is not a directory' if os.path.lexists(root) else 'does not exist'}")
+    try:
+        os.listdir(root)
+    except OSError as exc:          # (not "no collection here": there may be one the user may not read)
+        raise DataError.unreadable(root, exc) from None
     found = []
     _walk(root, found, depth=0)
     if not found:

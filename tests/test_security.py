@@ -429,6 +429,25 @@ def test_a_raw_file_or_data_dir_the_user_may_not_read_is_exit_8_naming_it(user, 
     assert [p for p in out.rglob("sqlite") if not any(p.iterdir())] == []
 
 
+@pytest.mark.parametrize("locked", ["device dir", "collection"])
+def test_a_prof_directory_the_user_may_not_list_is_said_as_such(user, shared, locked):
+    """A device directory (or the collection) the user may not list is "cannot read", exit 8 — not "no
+    device_N directory" or "no info.json* found" (found by a newcomer's trial); the readable device is still
+    reported."""
+    prof_dir = Path(indepgen.generate(shared / "lk", ["--seed", "3", "--ops", "5", "--iters", "2", "--devices", "2"]))
+    for path in [shared / "lk", *((shared / "lk").rglob("*"))]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    locked_path = prof_dir / "device_1" if locked == "device dir" else prof_dir
+    locked_path.chmod(0o700)                                                      # root's alone
+    out = Path(user.pw_dir) / f"results-{locked.replace(' ', '-')}"
+    proc = as_user(user, "export", "summary", "-dir", prof_dir, "--output", out)
+    assert proc.returncode == 8, proc.stderr
+    assert f"{locked_path}: cannot read (Permission denied)" in proc.stderr
+    assert "no device_N" not in proc.stderr and "no info.json" not in proc.stderr and "internal" not in proc.stderr
+    if locked == "device dir":
+        assert (out / prof_dir.name / "device_0" / "summary" / "op_summary.csv").is_file()
+
+
 @pytest.mark.parametrize("locked_mode", [0o755, 0o750])
 def test_a_refused_write_names_what_refused_it_once(user, shared, locked_mode):
     """The directory that refused the write is named (not a temporary's or a planned file's name), the log

@@ -2,11 +2,13 @@
 together; one unit per device (outputs in ``device_N/``), its report ATTACHing the host database."""
 import dataclasses
 import functools
+import os
 import re
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from msprof.console import notice
+from msprof.errors import DataError
 from msprof.layouts.base import COLLECTION_KEEP, Database, Layout, Selection, Unit, out_dir
 from msprof.summary import SummaryFile
 from msprof.workers import Later, several_cores
@@ -67,13 +69,18 @@ class ProfLayout(Layout):
             if has_info_json(host):
                 host_db = Database(self.name, "host", host, base / "host" / "sqlite" / "msprof.db",
                                    functools.partial(_import, host, "host"))
-            devices = sorted((p for p in root.iterdir() if _DEVICE.match(p.name) and has_info_json(p)),
-                             key=lambda p: int(_DEVICE.match(p.name).group(1)))
+            candidates = sorted((p for p in root.iterdir() if _DEVICE.match(p.name)),
+                                key=lambda p: int(_DEVICE.match(p.name).group(1)))
+            # a device directory the user may not list is said as such, not passed over as no device
+            locked = [p for p in candidates if p.is_dir() and not os.access(p, os.R_OK | os.X_OK)]
+            devices = [p for p in candidates if p not in locked and has_info_json(p)]
             if host not in result_dirs:             # -dir PROF_x/device_N: that device only
                 devices = [d for d in devices if d in result_dirs]
-            if not devices:
-                from msprof.errors import DataError
-
+                locked = []
+            for device in locked:
+                units.append(Unit(self, device, base / device.name, f"{root.name}/{device.name}",
+                                  problem=DataError.unreadable(device, PermissionError(13, "Permission denied"))))
+            if not devices and not locked:
                 units.append(Unit(self, root, base, root.name, problem=DataError(
                     f"{root}: no device_N directory with an info.json* (nothing to report on)")))
             for device in devices:
