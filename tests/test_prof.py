@@ -89,6 +89,22 @@ def test_api_event_time_stamps_of_2_63_or_more_are_skipped_and_the_collection_st
     assert "1 api_event record(s) skipped (time stamp of 2^63 or more)" in " ".join(notices(prof_dir / "host"))
 
 
+def test_op_names_hash_dic_does_not_name_are_said(tmp_path):
+    """Without hash_dic the op names and types are their hash ids (as the reference shows them): the import says
+    so, and how many (found by a newcomer's trial: silent)."""
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "6", "--iters", "2"]))
+    for path in (prof_dir / "host" / "data").glob("*hash_dic*"):
+        path.unlink()
+    tables = summary(prof_dir)
+    with sqlite3.connect(prof_dir / "host" / "sqlite" / "msprof.db") as conn:
+        hashes = {t for row in conn.execute("SELECT op_name, op_type FROM op WHERE ge = 1") for t in row}
+    assert hashes and all(t.isdigit() for t in hashes)
+    assert {r["Op Name"] for r in tables["op_summary"]} <= hashes
+    said = [m for m in notices(prof_dir / "host") if "hash_dic" in m]
+    assert said == [f"{len(hashes)} op name/type hash id(s) not in hash_dic (none in {prof_dir / 'host' / 'data'}): "
+                    "shown as their numbers, as the reference shows them"]
+
+
 def test_text_dictionaries_and_stars_ids():
     tally = Tally(1)
     [types] = TypeInfoDecoder().decode(["20000_131073:aclmdlExecute", "777_1:x"], tally)

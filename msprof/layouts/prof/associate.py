@@ -134,6 +134,7 @@ class _Ops(dict):
         super().__init__()
         self.names, self.rts_names = names, rts_names
         self.new: List[tuple] = []
+        self.unnamed: set = set()       # op name and type hashes hash_dic does not name (shown as numbers)
 
     def __missing__(self, key) -> int:
         node, kernel_hash, rts_type = key
@@ -147,11 +148,15 @@ class _Ops(dict):
             task_type = RTS_TASK_TYPES.get(rts_name, rts_name)
         else:
             item, info = node
+            if item not in names:
+                self.unnamed.add(item)
             op_name = names.get(item, str(item))
             if info is None:         # no GE task (the reference finds no node desc): its runtime type names it
                 op_type, task_type, ge = None, rts_name, 0
             else:
                 ge_type, type_hash, block_dim, op_flag, aging = info
+                if type_hash not in names:
+                    self.unnamed.add(type_hash)
                 op_type = names.get(type_hash, str(type_hash))
                 task_type = GE_TASK_TYPES.get(ge_type, str(ge_type))
                 op_state = "dynamic" if aging else "static"

@@ -97,6 +97,11 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
             notices.warn(f"{no_info} task(s) launched in a node-level API without its node_basic_info: left out "
                          "of op_summary and op_statistic (as the reference does), named by their runtime type in "
                          "task_time")
+        unnamed = len(associator.ops.unnamed)
+        if unnamed:
+            where = "hash_dic" if grouped.get("hash_dic") else f"hash_dic (none in {result.path / 'data'})"
+            notices.warn(f"{unnamed} op name/type hash id(s) not in {where}: shown as their numbers, as the "
+                         "reference shows them")
         kernels = [name for (level, _t), name in type_names.items() if level == 5000]
         if grouped.get("task_track") and not any(n.startswith("KERNEL") for n in kernels):
             notices.warn("type_info_dic names no KERNEL_* runtime task type: no task_track becomes an op task")
