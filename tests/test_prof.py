@@ -105,6 +105,19 @@ def test_op_names_hash_dic_does_not_name_are_said(tmp_path):
                     "shown as their numbers, as the reference shows them"]
 
 
+def test_a_host_directory_without_info_json_is_said(tmp_path, msprof_cli):
+    """host/ with data but no info.json* cannot be read: said on every command (it was passed over silently,
+    the only trace a missing api_statistic; found by a newcomer's trial)."""
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "4", "--iters", "2"]))
+    for path in (prof_dir / "host").glob("info.json*"):
+        path.unlink()
+    proc = msprof_cli("export", "summary", "-dir", prof_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"msprof: warning: {prof_dir / 'host'}: no info.json*: the host's data are not read (op names, models, "
+            "API statistic)") in proc.stderr
+    assert not (prof_dir / "host" / "sqlite").exists()
+
+
 def test_text_dictionaries_and_stars_ids():
     tally = Tally(1)
     [types] = TypeInfoDecoder().decode(["20000_131073:aclmdlExecute", "777_1:x"], tally)

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from msprof.console import notice
+from msprof.console import log, notice
 from msprof.errors import DataError
 from msprof.layouts.base import COLLECTION_KEEP, Database, Layout, Selection, Unit, out_dir
 from msprof.summary import SummaryFile
@@ -69,6 +69,9 @@ class ProfLayout(Layout):
             if has_info_json(host):
                 host_db = Database(self.name, "host", host, base / "host" / "sqlite" / "msprof.db",
                                    functools.partial(_import, host, "host"))
+            elif (host / "data").is_dir():      # (its records cannot be read without the host's metadata)
+                log.warning("%s: no info.json*: the host's data are not read (op names, models, API statistic)",
+                            host)
             candidates = sorted((p for p in root.iterdir() if _DEVICE.match(p.name)),
                                 key=lambda p: int(_DEVICE.match(p.name).group(1)))
             # a device directory the user may not list is said as such, not passed over as no device
