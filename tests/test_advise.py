@@ -484,6 +484,9 @@ def test_prof_without_host_is_one_single_op_iteration(tmp_path, msprof_cli):
                                 "values": {"op_type": "AI_CPU", "count_per_iteration": 2.0, "time_us": 80.0,
                                            "share_pct": pct(80, 120)}}]
     assert cpu["severity"] == "high"                        # 66.67 % of the device time
+    # its one "iteration" is the whole run: a total, said so (found by a newcomer's trial: "per iteration")
+    assert cpu["message"].startswith(f"{pct(80, 120)} % of the device time of single-op runs on the AI CPU (80.0 µs in"
+                                     " all): AI_CPU (AI_CPU).")
     selected = msprof_cli("advise", "-dir", path, "--model-id", "1", "--iteration-id", "1")
     assert selected.returncode == 2 and "no model 1 recorded (models: none;" in selected.stderr
 

@@ -24,7 +24,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 import click
 
 from msprof import progress
-from msprof.analysis.facts import Facts, Layer, LayerIteration
+from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
 from msprof.console import notice
 from msprof.layouts.base import Selection
 
@@ -205,6 +205,11 @@ def _memory_bound(facts: Facts, selection: Selection) -> Iterator[Hit]:
 
 
 # --- cpu_fallback ------------------------------------------------------------------------------------------
+def _per(model: str) -> str:
+    # single ops have no iterations: their one "iteration" is the whole run, and a time of it is a total
+    return "in all" if model == SINGLE_OP else "per iteration"
+
+
 def _cpu_fallback(facts: Facts, selection: Selection) -> Iterator[Hit]:
     busy = {name: sum(times) for name, times in facts.model_iterations(selection).items()}
     by_model: Dict[str, list] = {}
@@ -222,7 +227,7 @@ def _cpu_fallback(facts: Facts, selection: Selection) -> Iterator[Hit]:
                     for op in ops[:EVIDENCE_LIMIT]]
         yield Hit(_grade(share, 0.20, 0.05), share,
                   {"model": model, "cpu": facts.cpu, "processor": facts.processor, "share_pct": _pct(time, busy[model]),
-                   "time_us": _us(time / iterations), "ops": ", ".join(f"{op.name} ({op.type})" for op in ops[:5])
+                   "time_us": _us(time / iterations), "per": _per(model), "ops": ", ".join(f"{op.name} ({op.type})" for op in ops[:5])
                    + (f" and {len(ops) - 5} more" if len(ops) > 5 else "")}, evidence)
 
 
@@ -307,7 +312,7 @@ RULES: List[Rule] = [
          "tensors (fewer channels, lower precision) or remove {layers_word} that only move data.",
          "{layer_name} ({layer_type}): Memory Bound {memory_bound}, {time_us} µs, {share_pct} %"),
     Rule("cpu_fallback", _cpu_fallback,
-         "{share_pct} % of the device time of {model} runs on the {cpu} ({time_us} µs per iteration): {ops}. "
+         "{share_pct} % of the device time of {model} runs on the {cpu} ({time_us} µs {per}): {ops}. "
          "The {processor} cannot run these {layers_word}; use an equivalent it supports where one exists, or move the "
          "work out of the model (e.g. post-processing on the host).",
          "{op_name} ({op_type}): {time_us} µs per iteration, {share_pct} %"),
