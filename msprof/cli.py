@@ -180,7 +180,8 @@ def export_timeline_cmd(collection_dir, output, model_id, iteration_id, check_al
               help="file format of the summary files")
 def export_summary_cmd(collection_dir, output, model_id, iteration_id, fmt):
     """Summary tables into <result dir>/summary/ (JOB: op_summary, op_statistic, acl_statistic; PROF_:
-    op_summary, op_statistic, task_time, api_statistic)."""
+    op_summary, op_statistic, task_time, api_statistic — with --model-id/--iteration-id, op_summary and
+    op_statistic: the other two cover the whole run)."""
     from msprof import api
 
     api.export_summary(resolve_dir(collection_dir), fmt=fmt, selection=selection(model_id, iteration_id),

@@ -328,6 +328,9 @@ def test_model_iteration_selection_and_query(tmp_path, capsys):
     out = summary(prof_dir, selection=Selection(1, 2))
     picked = read_csv(prof_dir / "device_0" / "summary" / "op_summary_model1_iter2.csv")
     assert picked and all(r["Model ID"] == "1" for r in picked)
+    # the whole run's tables are not written under a selection's name (an api_statistic_model1_iter2 held every
+    # call of the run: found by a newcomer's trial)
+    assert sorted(out) == ["op_statistic_model1_iter2", "op_summary_model1_iter2"]
     # iteration 2 of model 1 = the second model execution in time order: thread 2002's first
     assert {r["Op Name"] for r in picked} == {"add1", "conv2", "relu2"}
     with pytest.raises(UsageError):
@@ -335,6 +338,11 @@ def test_model_iteration_selection_and_query(tmp_path, capsys):
     with pytest.raises(UsageError):
         api.export_summary(prof_dir, "csv", selection=Selection(1, 99))
     assert out  # the unfiltered files are still there
+    # the selected timeline names its model in otherData, as a JOB's does (it was null: a newcomer's trial)
+    [timeline] = api.export_timeline(prof_dir, Selection(1, 2))
+    other = json.loads(timeline.read_text())["otherData"]
+    assert timeline.name == "msprof_model1_iter2.json"
+    assert (other["model"], other["iteration"]) == ({"modelId": 1, "modelName": "resnet50", "batchNum": None}, 2)
 
 
 def test_json_format_and_show(tmp_path, capsys):

@@ -139,12 +139,16 @@ class ProfLayout(Layout):
                 files.append(SummaryFile("op_statistic" + suffix, "op_statistic", (selection,), tasks * 3 // 2))
         else:
             notice(f"{label}: no device task data: op_summary, op_statistic and task_time skipped")
-        if report.has_api:
-            # (its cost: the groups the import counted, read twice)
-            files.append(SummaryFile("api_statistic" + suffix, "api_statistic", (),
-                                     report.conn.execute("SELECT count(*) FROM host.api_duration").fetchone()[0]))
-        else:
+        if not report.has_api:
             notice(f"{label}: no host API data: api_statistic skipped")
+        elif selection.everything:
+            # (its cost: the groups the import counted, read twice)
+            files.append(SummaryFile("api_statistic", "api_statistic", (),
+                                     report.conn.execute("SELECT count(*) FROM host.api_duration").fetchone()[0]))
+        if not selection.everything:
+            # (an api_statistic named for the selection held every call of the run, as task_time would)
+            notice(f"{label}: api_statistic and task_time cover the whole run: an export without --model-id and "
+                   "--iteration-id writes them")
         return files
 
 

@@ -54,7 +54,9 @@ def timelines(report, selection: Selection) -> List[Timeline]:
     (launches,) = conn.execute("SELECT count(*) FROM host.launch WHERE device_id = :dev", report.params).fetchone()
     tasks = report.count("task")
     events = tasks + conn.execute("SELECT count(*) FROM host.api").fetchone()[0] + 2 * min(launches, tasks)
-    return [Timeline("msprof" + suffix, other_data(report, "msprof", None, selection.iteration_id),
+    # the selected model, as a JOB's task_time names its own (a PROF_ model has no batch number)
+    model = next(({**m, "batch_num": None} for m in report.models() if m["model_id"] == selection.model_id), None)
+    return [Timeline("msprof" + suffix, other_data(report, "msprof", model, selection.iteration_id),
                      _Sources(selection), events, _split)]
 
 
