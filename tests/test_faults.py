@@ -124,6 +124,34 @@ def test_symbolic_links_in_data_are_followed_inside_the_collection_only(tmp_path
     no_traceback(proc)
 
 
+@pytest.mark.parametrize("whole_run", [True, False])
+def test_a_task_ending_before_it_starts_loses_its_end_and_is_said(job, msprof_cli, whole_run):
+    """An end record whose counter is below its start's (damage): no negative duration in op_summary or
+    op_statistic (found by a newcomer's trial: -10.0 µs, silently); the end is dropped, the task kept with its
+    start, and the import names the file and offset — on the whole-run path (start, end, start, end…) and the
+    record-by-record one alike."""
+    import struct as _struct
+
+    first = faults.stream_files(job, "hwts")[0]
+    data = bytearray(first.read_bytes())
+    if not whole_run:       # a counter gap sends the records one by one
+        data[64 * 2] = (data[64 * 2] & 0x0F) | ((((data[64 * 2] >> 4) + 5) & 15) << 4)
+    start = _struct.unpack_from("<q", data, 8)[0]
+    _struct.pack_into("<q", data, 64 + 8, start - 1000)
+    first.write_bytes(bytes(data))
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert proc.returncode == 0, proc.stderr
+    no_traceback(proc)
+    assert (f"{first.name} offset 64: 1 task end(s) before their start (a counter below the start's), the first "
+            "here: those ends are dropped, the tasks kept with their start only") in proc.stderr
+    assert db_count(job, "SELECT count(*) FROM task WHERE end_syscnt < start_syscnt") == 0
+    assert db_count(job, "SELECT count(*) FROM task WHERE start_syscnt = %d AND end_syscnt IS NULL" % start) == 1
+    times = [(path.name, column, value) for path in (job / "summary").glob("op_*.csv")
+             for row in csv.DictReader(open(path)) for column, value in row.items()
+             if column in ("Time(us)", "Total Time(us)", "Avg(us)", "Max(us)", "Min(us)")]
+    assert len(times) > 10 and not [t for t in times if t[2].startswith("-")], times
+
+
 def test_straddling_records_decode_identically(tmp_path, msprof_cli):
     a = jobgen.write_job(tmp_path / "a", small_job())
     b = jobgen.write_job(tmp_path / "b", small_job())

@@ -6,7 +6,7 @@ start that never ends, is kept as an unpaired task (one time missing), never giv
 import itertools
 import struct
 from collections import defaultdict
-from operator import and_, lshift, or_
+from operator import and_, gt, lshift, or_
 from typing import List, Tuple
 
 from msprof.decode.base import Decoder, Tally
@@ -58,6 +58,7 @@ class Pairer:
         self.gaps = []          # (stream_id, task_id, expected counter, found counter, record index)
         self.unmatched_ends = 0
         self.unended_starts = 0
+        self.backwards = 0      # tasks whose end counter is below their start's (their end is dropped)
         self.first_problem = {}      # "end" / "start" → record index of the first one (the file it is in)
         self.other_logs = 0
 
@@ -87,7 +88,7 @@ class Pairer:
         pairs = (count - first) // 2
         body = run[first * size:(first + 2 * pairs) * size]
         if pairs and self._alternates(body):
-            pieces.append((True, self._pair_whole(body)))
+            pieces.append(self._pair_whole(body))
             first += 2 * pairs
         if first < count:
             pieces.append((False, self._records(run[first * size:])))
@@ -108,7 +109,7 @@ class Pairer:
                 return False
         return True
 
-    def _pair_whole(self, body: bytes):
+    def _pair_whole(self, body: bytes) -> Piece:
         # all pairs in one flat tuple (one struct for the run: no tuple per pair), columns by slicing
         flat = record_struct(PAIR_FORMAT, len(body) // (2 * RECORD_SIZE)).unpack(body)
         types, tasks, starts, fields, ends = (flat[i::5] for i in range(5))
@@ -116,8 +117,21 @@ class Pairer:
         keys = map(or_, map(lshift, streams, itertools.repeat(16)), tasks)
         exec_n = list(map(next, map(self.executions.__getitem__, keys)))
         self.last_counter = body[-RECORD_SIZE] >> 4
+        base = self.consumed
         self.consumed += len(body) // RECORD_SIZE
-        return streams, tasks, types, starts, ends, exec_n
+        if any(map(gt, starts, ends)):      # (damage: rare) the tasks that end before they start lose their end
+            rows = list(zip(streams, tasks, types, starts, ends, exec_n))
+            for i, (_stream, _task, _type, start, end, _n) in enumerate(rows):
+                if end < start:
+                    self._backwards(base + 2 * i + 1)
+                    rows[i] = rows[i][:4] + (None,) + rows[i][5:]
+            return False, rows
+        return True, (streams, tasks, types, starts, ends, exec_n)
+
+    def _backwards(self, index: int) -> None:
+        """An end record whose counter is below its start's: no duration can be taken from the pair."""
+        self.backwards += 1
+        self.first_problem.setdefault("backwards", index)
 
     def _records(self, data: bytes) -> list:
         """Record-by-record pairing of ``data``: rows of finished tasks."""
@@ -142,6 +156,9 @@ class Pairer:
                     self.unmatched_ends += 1
                     self.first_problem.setdefault("end", base + index)
                     append((key >> 16, task_id, task_type, None, syscnt, n))
+                elif syscnt < started[0]:
+                    self._backwards(base + index)
+                    append((key >> 16, task_id, started[1], started[0], None, n))
                 else:
                     append((key >> 16, task_id, started[1], started[0], syscnt, n))
             elif log_type == LOG_START:
@@ -177,6 +194,9 @@ class Pairer:
         if self.unended_starts:
             lines.append(f"{at('start')}: {self.unended_starts} task start(s) never ended, the first here "
                          "(no end time invented)")
+        if self.backwards:
+            lines.append(f"{at('backwards')}: {self.backwards} task end(s) before their start (a counter below the "
+                         "start's), the first here: those ends are dropped, the tasks kept with their start only")
         return lines
 
     def finish(self):
@@ -221,4 +241,4 @@ class HwtsDecoder(Decoder):
 
     @property
     def unpaired(self) -> int:
-        return self.pairer.unmatched_ends + self.pairer.unended_starts
+        return self.pairer.unmatched_ends + self.pairer.unended_starts + self.pairer.backwards
