@@ -200,7 +200,7 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     for unit in units:
         with failures.each(unit), reading(unit, f"export summary --format {fmt}") as report:
             files = unit.layout.summary_files(report, selection)
-            written += write_summary(report, files, fmt, unit.out / "summary")
+            written += write_summary(report, files, fmt, unit.out / "summary", selection.everything)
     _announce(written)
     failures.done()
     if hint and written:

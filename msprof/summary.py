@@ -19,7 +19,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from msprof import progress
 from msprof.outputs import atomic_open, naming_errors, output_dir, remove_stale, temporary
-from msprof.console import log
+from msprof.console import log, notice
 from msprof.renderers import FORMATS
 from msprof.tables import part_share
 from msprof.workers import process_pool, several_cores
@@ -43,7 +43,51 @@ class SummaryFile(NamedTuple):
         return (self.name,) + self.also
 
 
-def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
+def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path, whole_run: bool = False) -> List[Path]:
+    """Write ``files`` into ``directory``; return their paths. ``whole_run`` (an export without a selection):
+    then also remove what the previous such export wrote and this one did not (``_replace_earlier``)."""
+    written = _write(report, files, fmt, directory) if files else []
+    if whole_run:
+        _replace_earlier(Path(directory), written, fmt)
+    return written
+
+
+# The names of the files the last whole-run export of a format wrote, one a line (hidden: a glob of summary/*
+# does not see it).
+MANIFEST = ".msprof-summary.{fmt}"
+
+
+def _replace_earlier(directory: Path, written: List[Path], fmt: str) -> None:
+    """The files an earlier whole-run export wrote that this one did not — their data gone (a step trace lost
+    since), or their names changed (a JOB op_summary's name counts the iterations) — are removed, so that
+    summary/ holds one run's results, not two mixed. Files msprof did not write, and those of selections
+    (other names), are never touched."""
+    manifest = directory / MANIFEST.format(fmt=fmt)
+    names = {path.name for path in written}
+    try:
+        earlier = manifest.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        earlier = []
+    except OSError as exc:
+        log.warning("%s: not read (%s): files of an earlier export may remain", manifest, exc.strerror)
+        earlier = []
+    gone = []
+    for name in earlier:
+        path = directory / name
+        if name and name not in names and "/" not in name and not name.startswith(".") and path.is_file() \
+                and not path.is_symlink():
+            with naming_errors(path):
+                path.unlink()
+            gone.append(name)
+    if gone:
+        notice(f"removed {len(gone)} file(s) an earlier export wrote that this one does not: {', '.join(gone[:5])}"
+               + (", …" if len(gone) > 5 else ""))
+    if names or earlier:
+        with atomic_open(manifest, "w", encoding="utf-8") as handle:
+            handle.write("".join(f"{name}\n" for name in sorted(names)))
+
+
+def _write(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
     if sum(f.weight for f in files) >= PARALLEL_MIN_ROWS and several_cores() and (
             len(files) > 1 or files[0].parts > 1):
         written = _write_in_workers(report, files, fmt, directory)

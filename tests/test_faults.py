@@ -152,6 +152,33 @@ def test_a_task_ending_before_it_starts_loses_its_end_and_is_said(job, msprof_cl
     assert len(times) > 10 and not [t for t in times if t[2].startswith("-")], times
 
 
+def test_a_new_export_replaces_the_files_of_the_last_one_it_does_not_write(job, msprof_cli):
+    """summary/ holds one run's results: files the previous whole-run export wrote and this one does not (their
+    data gone) are removed and named; a selection's own files and files msprof did not write stay (found by a
+    newcomer's trial: 13 files of two runs mixed)."""
+    def names():
+        return {n for n in summary_names(job) if not n.startswith(".")}
+
+    assert msprof_cli("export", "summary", "-dir", job).returncode == 0
+    first = names()
+    assert msprof_cli("export", "summary", "-dir", job, "--model-id", "1", "--iteration-id", "1").returncode == 0
+    selection_only = names() - first
+    assert selection_only == {"acl_statistic_0_1_1.csv", "op_statistic_0_1_1_1.csv"}
+    (job / "summary" / "my_notes.csv").write_text("mine\n")
+    faults.missing_step_trace(job)        # no iterations: no op_summary, no op_statistic
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert proc.returncode == 0, proc.stderr
+    written = {"acl_statistic_0.csv"}
+    assert names() == written | selection_only | {"my_notes.csv"}
+    gone = sorted(first - written)
+    assert f"removed {len(gone)} file(s) an earlier export wrote that this one does not: {', '.join(gone)}" \
+        in proc.stderr
+    # json's files are another format's export: a csv export leaves them
+    assert msprof_cli("export", "summary", "-dir", job, "--format", "json").returncode == 0
+    assert msprof_cli("export", "summary", "-dir", job).returncode == 0
+    assert "acl_statistic_0.json" in names()
+
+
 def test_straddling_records_decode_identically(tmp_path, msprof_cli):
     a = jobgen.write_job(tmp_path / "a", small_job())
     b = jobgen.write_job(tmp_path / "b", small_job())
