@@ -200,7 +200,9 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     for unit in units:
         with failures.each(unit), reading(unit, f"export summary --format {fmt}") as report:
             files = unit.layout.summary_files(report, selection)
-            written += write_summary(report, files, fmt, unit.out / "summary", selection.everything)
+            # (what a whole-run export wrote is listed beside the database, for the next one to replace)
+            manifest = unit.out / "sqlite" / f"summary.{fmt}.list" if selection.everything else None
+            written += write_summary(report, files, fmt, unit.out / "summary", manifest)
     _announce(written)
     failures.done()
     if hint and written:

@@ -43,26 +43,23 @@ class SummaryFile(NamedTuple):
         return (self.name,) + self.also
 
 
-def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path, whole_run: bool = False) -> List[Path]:
-    """Write ``files`` into ``directory``; return their paths. ``whole_run`` (an export without a selection):
-    then also remove what the previous such export wrote and this one did not (``_replace_earlier``)."""
+def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path,
+                  manifest: Optional[Path] = None) -> List[Path]:
+    """Write ``files`` into ``directory``; return their paths. ``manifest`` (an export without a selection):
+    the list of what the previous such export wrote, whose files this one does not write are removed
+    (``_replace_earlier``)."""
     written = _write(report, files, fmt, directory) if files else []
-    if whole_run:
-        _replace_earlier(Path(directory), written, fmt)
+    if manifest is not None:
+        _replace_earlier(Path(directory), written, Path(manifest))
     return written
 
 
-# The names of the files the last whole-run export of a format wrote, one a line (hidden: a glob of summary/*
-# does not see it).
-MANIFEST = ".msprof-summary.{fmt}"
-
-
-def _replace_earlier(directory: Path, written: List[Path], fmt: str) -> None:
+def _replace_earlier(directory: Path, written: List[Path], manifest: Path) -> None:
     """The files an earlier whole-run export wrote that this one did not — their data gone (a step trace lost
     since), or their names changed (a JOB op_summary's name counts the iterations) — are removed, so that
     summary/ holds one run's results, not two mixed. Files msprof did not write, and those of selections
-    (other names), are never touched."""
-    manifest = directory / MANIFEST.format(fmt=fmt)
+    (other names), are never touched. ``manifest`` (beside the database: summary/ holds results only) lists
+    the names, one a line."""
     names = {path.name for path in written}
     try:
         earlier = manifest.read_text(encoding="utf-8").splitlines()
