@@ -37,7 +37,7 @@ def working(unit: Unit, command: str):
 # --- databases -------------------------------------------------------------------------------------------
 def _build(database: Database, spare_cores: bool) -> Path:
     directory = database.path.parent
-    made = not directory.exists()
+    made = not os.path.exists(directory)
     with result_log(directory.parent, "import"):
         remove_stale(directory)
         try:
