@@ -94,7 +94,7 @@ def data_files(result_dir: Path, empty_ok: bool = False) -> List[Path]:
     result_dir = Path(result_dir)
     data = result_dir / "data"
     root = _collection_root(result_dir)
-    if data.is_symlink() and not _inside(data, root):
+    if os.path.islink(data) and not _inside(data, root):
         raise DataError(f"{data}: a symbolic link out of the collection ({root}): not followed (raw data are read "
                         "inside the collection only)")
     if not data.is_dir():
