@@ -367,7 +367,7 @@ def test_rules_are_data(networks):
     """A rule is one Rule object; find() runs any list of them."""
     job, path = networks["leakyrelu"]
     assert [rule.id for rule in RULES] == ["decomposed_activation", "memory_bound", "cpu_fallback",
-                                           "acl_hotspot", "host_bound", "data_loss"]
+                                           "acl_hotspot", "host_bound", "device_idle", "data_loss"]
 
     def slowest_layer(facts, selection):
         from msprof.analysis.advise import Hit
@@ -465,6 +465,54 @@ def test_pmu_records_without_event_ids_are_said_at_import_and_by_advise(tmp_path
     assert ("PMU data of records whose events sample.json does not name, no memory-bound value: memory_bound not"
             " checked (it needs sample.json's ai_core_profiling_events to name the counters)") in advised.stderr
     assert remedy not in advised.stderr
+
+
+@pytest.mark.parametrize("exec_gap_us, severity", [(1000, "high"), (300, "medium"), (100, None)])
+def test_device_idle_between_iterations(tmp_path, exec_gap_us, severity):
+    """The device waiting between inferences (found missing by a newcomer's trial: busy 30 % of the time and no
+    finding). small_job: task spans of 370, 380, 390 µs; between two, step pad 5 + return 20 + the gap between
+    execute calls + launch 20 + pad 5 µs (docs/fixtures.md)."""
+    job = jobgen.write_job(tmp_path, small_job(model={"exec_gap_us": exec_gap_us}))
+    gap = 5 + 20 + exec_gap_us + 20 + 5
+    elapsed = 370 + 380 + 390 + 2 * gap
+    findings = by_id(api.advise(job, fmt="json"))
+    if severity is None:                              # 150 of 1440 µs: 20.8 %, the cost of an execute call
+        assert "device_idle" not in findings
+        return
+    [idle] = findings["device_idle"]
+    assert idle["severity"] == severity
+    assert idle["message"].startswith(
+        f"The device is idle {pct(2 * gap, elapsed)} % of the time between its first and last recorded iteration: "
+        f"{2 * gap:.1f} µs of {elapsed:.1f} µs lie between iterations (3 iterations, 2 gap(s) of {gap:.1f} µs on "
+        "average), when no inference runs.")
+    assert idle["evidence"] == [{"table": "task", "key": {"model_name": "tiny", "index_id": i},
+                                 "values": {"gap_us": float(gap)}} for i in (1, 2)]
+    # one iteration selected: nothing between
+    assert "device_idle" not in by_id(api.advise(job, fmt="json", selection=Selection(1, 2)))
+
+
+def test_prof_device_idle_between_iterations_from_the_generator_s_times(tmp_path):
+    """The same rule on PROF_ data, against the generator's own task times: each iteration's span (first start
+    to last end), the gaps between consecutive spans."""
+    desc = {"iterations": 4, "threads": [{"gap_us": 400, "ops": [
+        {"name": "conv1", "type": "Conv2D", "dur_us": 30}, {"name": "relu1", "type": "Relu", "dur_us": 20}]}]}
+    prof = pg.build(desc)
+    path = pg.write_prof(tmp_path, desc)
+    by_iteration = defaultdict(list)
+    for task in prof.tasks:
+        by_iteration[task.iteration].append(task)
+    spans = sorted((min(t.start_ns for t in ts), max(t.end_ns for t in ts), it) for it, ts in by_iteration.items())
+    gaps = [(b[0] - a[1], a[2]) for a, b in zip(spans, spans[1:])]
+    idle, elapsed = sum(g for g, _ in gaps), spans[-1][1] - spans[0][0]
+    assert idle / elapsed >= 0.5                      # (the description's point: a high finding)
+    [finding] = by_id(api.advise(path / "device_0", fmt="json"))["device_idle"]
+    assert finding["severity"] == "high"
+    assert finding["message"].startswith(
+        f"The device is idle {pct(idle, elapsed)} % of the time between its first and last recorded iteration: "
+        f"{us(Fraction(idle, 1000))} µs of {us(Fraction(elapsed, 1000))} µs lie between iterations (4 iterations, 3 "
+        f"gap(s) of {us(Fraction(idle, 3000))} µs on average)")
+    expected = sorted(((us(Fraction(g, 1000)), it) for g, it in gaps), key=lambda x: -x[0])
+    assert [(e["values"]["gap_us"], e["key"]["index_id"]) for e in finding["evidence"]] == expected
 
 
 def test_prof_without_host_is_one_single_op_iteration(tmp_path, msprof_cli):

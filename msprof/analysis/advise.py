@@ -227,7 +227,8 @@ def _cpu_fallback(facts: Facts, selection: Selection) -> Iterator[Hit]:
                     for op in ops[:EVIDENCE_LIMIT]]
         yield Hit(_grade(share, 0.20, 0.05), share,
                   {"model": model, "cpu": facts.cpu, "processor": facts.processor, "share_pct": _pct(time, busy[model]),
-                   "time_us": _us(time / iterations), "per": _per(model), "ops": ", ".join(f"{op.name} ({op.type})" for op in ops[:5])
+                   "time_us": _us(time / iterations), "per": _per(model),
+                   "ops": ", ".join(f"{op.name} ({op.type})" for op in ops[:5])
                    + (f" and {len(ops) - 5} more" if len(ops) > 5 else "")}, evidence)
 
 
@@ -282,6 +283,22 @@ def _host_bound(facts: Facts, selection: Selection) -> Iterator[Hit]:
                   [{"table": facts.table_names["idle"], "key": {"model_name": model.model_name}, "values": values}])
 
 
+# --- device_idle -------------------------------------------------------------------------------------------
+def _device_idle(facts: Facts, selection: Selection) -> Iterator[Hit]:
+    if not selection.everything:        # (one iteration has no "between")
+        return
+    between = facts.between(selection)
+    ratio = between.idle_us / between.elapsed_us if between.elapsed_us else 0.0
+    if between.iterations < 2 or ratio < 0.25:     # a gap for the next execute call is the normal cost
+        return
+    evidence = [{"table": facts.table_names["idle"], "key": {"model_name": gap.model_name, "index_id": gap.index_id},
+                 "values": {"gap_us": _us(gap.gap_us)}} for gap in between.gaps[:EVIDENCE_LIMIT]]
+    yield Hit(_grade(ratio, 0.50, 0.25), ratio,
+              {"idle_pct": _pct(between.idle_us, between.elapsed_us), "idle_us": _us(between.idle_us),
+               "elapsed_us": _us(between.elapsed_us), "iterations": between.iterations, "gaps": len(between.gaps),
+               "gap_us": _us(between.idle_us / len(between.gaps))}, evidence)
+
+
 # --- data_loss ---------------------------------------------------------------------------------------------
 def _data_loss(facts: Facts, selection: Selection) -> Iterator[Hit]:
     losses, warnings = facts.data_loss()
@@ -326,6 +343,14 @@ RULES: List[Rule] = [
          "launch work ahead (asynchronous execution, fewer host calls between layers).",
          "{model_name}: idle {idle_us} µs of busy {busy_us} µs per iteration ({idle_pct} %), {iterations} "
          "iteration(s)"),
+    Rule("device_idle", _device_idle,
+         "The device is idle {idle_pct} % of the time between its first and last recorded iteration: {idle_us} µs "
+         "of {elapsed_us} µs lie between iterations ({iterations} iterations, {gaps} gap(s) of {gap_us} µs on "
+         "average), when no inference runs. Between inferences it waits for the host — preparing the next input, "
+         "post-processing the last, a synchronous execute: keep it fed by overlapping that work with the device's "
+         "(several inferences in flight: asynchronous execution, a second thread or stream; pre- and "
+         "post-processing pipelined with the next inference).",
+         "after {model_name} iteration {index_id}: idle {gap_us} µs"),
     Rule("data_loss", _data_loss,
          "The import skipped or lost data, or warned about it: {skipped} record(s) skipped and {bytes} "
          "byte(s) lost in {streams} stream(s); {warnings} warning(s). The figures miss what was lost; collect "

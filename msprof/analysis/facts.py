@@ -104,6 +104,26 @@ class Idle:
 
 
 @dataclass
+class Gap:
+    """The device idle between the end of one recorded iteration and the start of the next (any model's)."""
+
+    model_name: str
+    index_id: Optional[int]      # the iteration the gap follows
+    gap_us: float
+
+
+@dataclass
+class Between:
+    """The device's time from the first recorded iteration's first task to the last one's last task: how much
+    of it lies between iterations (no iteration running), and the gaps, largest first."""
+
+    iterations: int
+    elapsed_us: float
+    idle_us: float
+    gaps: List[Gap]
+
+
+@dataclass
 class Loss:
     """A raw stream whose records were skipped or whose bytes were lost at import (decode_count)."""
 
@@ -178,9 +198,10 @@ class Facts:
         """The tasks of one iteration in execution order (its op_summary rows)."""
         raise NotImplementedError
 
-    def _idle_rows(self, selection: Selection) -> Iterable[Tuple[str, float, float]]:
-        """(model name, busy µs, idle µs) per recorded iteration: idle = time in the iteration's span when
-        no task ran (a task's wait for the latest end among the tasks started before it)."""
+    def _idle_rows(self, selection: Selection) -> Iterable[Tuple[str, int, float, float, float, float]]:
+        """(model name, iteration id, busy µs, idle µs, first start µs, last end µs) per recorded iteration:
+        idle = time in the iteration's span when no task ran (a task's wait for the latest end among the tasks
+        started before it); the start and end on the device's clock, from any origin."""
         raise NotImplementedError
 
     def _loss_rows(self) -> Iterable[tuple]:
@@ -272,12 +293,29 @@ class Facts:
     def idle(self, selection: Selection = Selection()) -> List[Idle]:
         """Per model: iterations, busy and idle µs summed over them."""
         models: Dict[str, Idle] = OrderedDict()
-        for name, busy, idle in self._idle_rows(selection):
+        for name, _index, busy, idle, _start, _end in self._idle_rows(selection):
             row = models.setdefault(name, Idle(name, 0, 0.0, 0.0))
             row.iterations += 1
             row.busy_us += busy
             row.idle_us += idle or 0.0
         return list(models.values())
+
+    def between(self, selection: Selection = Selection()) -> Between:
+        """The device idle between recorded iterations (of every model: one model's gap may hold another's
+        iteration, which is not idle), from the iterations' spans merged in time order."""
+        spans = sorted((start, end, name, index) for name, index, _busy, _idle, start, end
+                       in self._idle_rows(selection) if start is not None and end is not None)
+        gaps: List[Gap] = []
+        if not spans:
+            return Between(0, 0.0, 0.0, gaps)
+        reach, (name, index) = spans[0][1], spans[0][2:]
+        for start, end, next_name, next_index in spans[1:]:
+            if start > reach:
+                gaps.append(Gap(name, index, start - reach))
+            if end >= reach:
+                reach, name, index = end, next_name, next_index
+        gaps.sort(key=lambda gap: -gap.gap_us)
+        return Between(len(spans), reach - spans[0][0], sum(gap.gap_us for gap in gaps), gaps)
 
     def data_loss(self) -> Tuple[List[Loss], List[str]]:
         """Streams with records skipped or bytes lost, and the import's warnings."""

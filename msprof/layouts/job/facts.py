@@ -105,17 +105,18 @@ class JobFacts(Facts):
                         row[at["Layer Type"]] or "", row[at["Time(us)"]] or 0.0,
                         None if bound is None else row[bound])
 
-    def _idle_rows(self, selection: Selection) -> Iterable[Tuple[str, float, float]]:
+    def _idle_rows(self, selection: Selection) -> Iterable[tuple]:
         where, args = self._where(selection)
         args["mhz"] = self.report.hwts_mhz or 1.0
         cursor = self.conn.execute(
-            "SELECT model_id, sum(dur_us), sum(max(0, start_syscnt - before)) / :mhz FROM ("
-            " SELECT t.model_id, t.index_id, t.dur_us, t.start_syscnt, max(t.end_syscnt) OVER (PARTITION BY"
-            "  t.model_id, t.index_id ORDER BY t.start_syscnt, t.seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1"
+            "SELECT model_id, index_id, sum(dur_us), sum(max(0, start_syscnt - before)) / :mhz,"
+            " min(start_syscnt) / :mhz, max(end_syscnt) / :mhz FROM ("
+            " SELECT t.model_id, t.index_id, t.dur_us, t.start_syscnt, t.end_syscnt, max(t.end_syscnt) OVER"
+            "  (PARTITION BY t.model_id, t.index_id ORDER BY t.start_syscnt, t.seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1"
             f"  PRECEDING) AS before FROM task t WHERE {where} AND t.start_syscnt IS NOT NULL"
             "  AND t.end_syscnt IS NOT NULL)"
             " GROUP BY model_id, index_id ORDER BY model_id, index_id", args)
-        return [(self._model_name(model_id), busy, idle) for model_id, busy, idle in cursor]
+        return [(self._model_name(model_id), *rest) for model_id, *rest in cursor]
 
     def _loss_rows(self) -> Iterable[tuple]:
         return list(self.conn.execute("SELECT stream, kind, records, skipped, head_lost, tail_lost FROM decode_count"

@@ -129,15 +129,16 @@ class ProfFacts(Facts):
             yield Layer(row[at["Op Name"]] or row[at["Task Type"]], None, row[at["OP Type"]] or row[at["Task Type"]],
                         printed[duration](row[duration]), None if bound is None else printed[bound](row[bound]))
 
-    def _idle_rows(self, selection: Selection) -> Iterable[Tuple[str, float, float]]:
+    def _idle_rows(self, selection: Selection) -> Iterable[tuple]:
         where, args = self._scope(selection)
         cursor = self.conn.execute(
-            "SELECT model_id, sum(dur) / 1000.0, sum(max(0, start_ns - before)) / 1000.0 FROM ("
-            " SELECT model_id, iteration, start_ns, end_ns - start_ns AS dur, max(end_ns) OVER (PARTITION BY"
+            "SELECT model_id, iteration, sum(dur) / 1000.0, sum(max(0, start_ns - before)) / 1000.0,"
+            " min(start_ns) / 1000.0, max(end_ns) / 1000.0 FROM ("
+            " SELECT model_id, iteration, start_ns, end_ns, end_ns - start_ns AS dur, max(end_ns) OVER (PARTITION BY"
             "  model_id, iteration ORDER BY start_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before"
             f"  FROM ({self.report._tasks(_FIELDS)}) WHERE {where})"
             " GROUP BY model_id, iteration ORDER BY model_id, iteration", args)
-        return [(self._model_name(model_id), busy, idle) for model_id, busy, idle in cursor]
+        return [(self._model_name(model_id), *rest) for model_id, *rest in cursor]
 
     def _loss_rows(self) -> Iterable[tuple]:
         lost = "skipped > 0 OR head_lost > 0 OR tail_lost > 0"
