@@ -147,16 +147,46 @@ def _raw_bytes(database: Database) -> int:
 
 
 def ensure_databases(unit: Unit) -> List[Path]:
-    """Build the unit's databases that are missing or whose raw files changed; return those built."""
-    stale = []
-    for database in unit.databases:
-        reason = database.stale()
-        if reason is not None:
-            # (a PROF_ device's unit imports its host's data too: "PROF_x/device_0: importing its host data")
-            part = "" if database is unit.database else f" its {database.source_dir.name} data"
-            notice(f"{unit.label}: importing{part} ({reason})")
-            stale.append(database)
-    return build_databases(stale) if stale else []
+    """Build the unit's databases that are missing or whose raw files changed; return those built. Two
+    commands started together on one fresh collection (``export summary & export timeline``) import it once:
+    the second waits for the first, then finds the databases current."""
+    if not any(database.stale() is not None for database in unit.databases):
+        return []
+    with _importing(unit):
+        stale = []
+        for database in unit.databases:
+            reason = database.stale()
+            if reason is not None:
+                # (a PROF_ device's unit imports its host's data too: "PROF_x/device_0: importing its host data")
+                part = "" if database is unit.database else f" its {database.source_dir.name} data"
+                notice(f"{unit.label}: importing{part} ({reason})")
+                stale.append(database)
+        return build_databases(stale) if stale else []
+
+
+@contextlib.contextmanager
+def _importing(unit: Unit):
+    """An exclusive lock on the unit's output directory while its databases are (re)built, held by one msprof
+    at a time (flock: released by the kernel if the holder dies). Where it cannot be taken (no such directory
+    yet, a file system without locks) each command imports on its own, as before."""
+    import fcntl
+
+    try:
+        fd = os.open(unit.out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            notice(f"{unit.label}: another msprof is importing it: waiting")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)          # (the lock goes with it)
 
 
 @contextlib.contextmanager

@@ -244,3 +244,29 @@ def test_a_link_where_a_part_goes_is_not_written_through(tmp_path, monkeypatch):
     assert victim.read_text() == "keep me" and not (tmp_path / "nowhere").exists()
     assert not [p for p in (job / "sqlite").iterdir() if p.is_symlink()]     # removed, never followed
     assert database_tables(job / "sqlite" / "msprof.db")["pmu"]
+
+
+@pytest.mark.parametrize("layout", ["JOB", "PROF"])
+def test_commands_started_together_on_a_fresh_collection_import_it_once(tmp_path, layout):
+    """``export summary & export timeline & show`` on a collection with no database yet: one of them imports,
+    the others wait for it and read what it built (found by a newcomer's trial: each imported on its own)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fixtures import indepgen
+
+    root = Path(__file__).resolve().parents[1]
+    if layout == "JOB":
+        target = jobgen.write_job(tmp_path, small_job())
+    else:
+        target = Path(indepgen.generate(tmp_path, ["--seed", "4", "--ops", "20", "--iters", "20"]))
+    env = dict(os.environ, PYTHONPATH=str(root), NO_COLOR="1", COLUMNS="200")
+    commands = [["export", "summary"], ["export", "timeline"], ["show"]]
+    runs = [subprocess.Popen([sys.executable, "-m", "msprof", *command, "-dir", str(target)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for command in commands]
+    results = [run.communicate(timeout=120) + (run.returncode,) for run in runs]
+    assert [code for _out, _err, code in results] == [0, 0, 0], results
+    imported = [line for _out, err, _code in results for line in err.splitlines() if line.startswith("imported ")]
+    assert len(imported) == (1 if layout == "JOB" else 2), results        # (a PROF_: its host and its device)
