@@ -302,17 +302,24 @@ def _device_idle(facts: Facts, selection: Selection) -> Iterator[Hit]:
 # --- data_loss ---------------------------------------------------------------------------------------------
 def _data_loss(facts: Facts, selection: Selection) -> Iterator[Hit]:
     losses, warnings = facts.data_loss()
-    if not losses and not warnings:
+    untimed, tasks = facts.untimed()
+    if not losses and not warnings and not untimed:
         return
     evidence = [{"table": "decode_count", "key": {"stream": loss.stream},
                  "values": {"kind": loss.kind, "records": loss.records, "skipped": loss.skipped,
                             "head_lost": loss.head_lost, "tail_lost": loss.tail_lost}} for loss in losses]
     evidence += [{"table": "notice", "key": {"level": "warning"}, "values": {"message": message}}
                  for message in warnings]
-    # lost records make every figure uncertain; warnings alone (e.g. no layer.info) are for information
-    yield Hit("medium" if losses else "info", 0.0, {"skipped": sum(loss.skipped for loss in losses),
-                              "bytes": sum(loss.head_lost + loss.tail_lost for loss in losses),
-                              "streams": len(losses), "warnings": len(warnings)}, evidence)
+    # lost records make every figure uncertain, and a fifth of the records or tasks lost makes them wrong (a
+    # few bytes cut inside a task log misread every record after them); warnings alone (e.g. no layer.info) are
+    # for information
+    skipped, records = sum(loss.skipped for loss in losses), sum(loss.records + loss.skipped for loss in losses)
+    share = max(skipped / records if records else 0.0, untimed / tasks if tasks else 0.0)
+    severity = "high" if share >= 0.20 else "medium" if losses or untimed else "info"
+    yield Hit(severity, share, {"skipped": skipped, "bytes": sum(loss.head_lost + loss.tail_lost for loss in losses),
+                                "streams": len(losses), "warnings": len(warnings),
+                                "untimed": f" {untimed} of the {tasks} device task(s) lack a start or an end "
+                                           f"({_pct(untimed, tasks)} %)." if untimed else ""}, evidence)
 
 
 RULES: List[Rule] = [
@@ -353,7 +360,7 @@ RULES: List[Rule] = [
          "after {model_name} iteration {index_id}: idle {gap_us} µs"),
     Rule("data_loss", _data_loss,
          "The import skipped or lost data, or warned about it: {skipped} record(s) skipped and {bytes} "
-         "byte(s) lost in {streams} stream(s); {warnings} warning(s). The figures miss what was lost; collect "
+         "byte(s) lost in {streams} stream(s); {warnings} warning(s).{untimed} The figures miss what was lost; collect "
          "again if it matters for what you measure.",
          {"decode_count": "{stream} ({kind}): {records} record(s) read, {skipped} skipped, {head_lost} byte(s) lost "
                           "at the head, {tail_lost} at the tail",

@@ -212,6 +212,13 @@ class Facts:
         """The import's warnings (the database's notice table)."""
         raise NotImplementedError
 
+    def untimed(self) -> Tuple[int, int]:
+        """(device tasks with a start or an end lost, device tasks): both layouts keep an unpaired task log
+        record as a task row with the other side NULL."""
+        untimed, tasks = self.report.conn.execute(
+            "SELECT coalesce(sum(start_syscnt IS NULL OR end_syscnt IS NULL), 0), count(*) FROM task").fetchone()
+        return untimed, tasks
+
     # --- answers -----------------------------------------------------------------------------------
     def layers(self, iteration: LayerIteration) -> Iterable[Layer]:
         """The layers of one iteration in execution order. A model's iteration is kept (its layers are the
