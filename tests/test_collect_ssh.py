@@ -236,11 +236,20 @@ def test_env_password_and_sftp_pull(env):
         [board_job] = remote_jobs(remote)
         assert tree_digest(job) == tree_digest(board_job)
         assert json.loads((job / "collect.json").read_text())["transfer"] == "sftp"
-        # pulling the same work dir again: the identical local JOB is skipped, a different one refused
+        # pulling the same work dir again: the identical local JOB is skipped, a different one refused —
+        # also one whose files have the board's sizes (compared byte for byte: a second run of an app writes a
+        # JOB of the same name and sizes, and was skipped as "identical": found by a newcomer's trial)
         again = env.collect("--resume", "--remote-dir", "msprof-sftp", "--keep-remote",
                             env={"MSPROF_SSH_PASSWORD": env.user["password"]})
-        assert again.returncode == 0 and "identical" in again.err, again.err
+        assert again.returncode == 0 and "(the same bytes); not pulled again" in again.err, again.err
         victim = next(p for p in job.rglob("*.slice_*"))
+        flipped = bytearray(victim.read_bytes())
+        flipped[-1] ^= 0xFF
+        victim.write_bytes(bytes(flipped))
+        again = env.collect("--resume", "--remote-dir", "msprof-sftp", "--keep-remote",
+                            env={"MSPROF_SSH_PASSWORD": env.user["password"]})
+        assert again.returncode == 2 and "already exists and differs" in again.err, again.err
+        assert victim.read_bytes() == bytes(flipped) and not (env.output / ".partial" / job.name).exists()
         victim.write_bytes(victim.read_bytes() + b"x")
         again = env.collect("--resume", "--remote-dir", "msprof-sftp", "--keep-remote",
                             env={"MSPROF_SSH_PASSWORD": env.user["password"]})

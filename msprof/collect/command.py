@@ -25,7 +25,8 @@ from msprof.collect import acljson
 from msprof.collect.board import Board, q
 from msprof.collect.config import BoardConfig, load_config
 from msprof.collect.project import inside, walk
-from msprof.collect.pull import Unpullable, check_local_space, list_jobs, local_state, manifest, pull_job
+from msprof.collect.pull import (Unpullable, check_local_space, list_jobs, local_state, manifest, pull_job,
+                                 remove_tree, same_contents)
 from msprof.console import log, notice
 from msprof.verbosity import verbosity_options
 from msprof.errors import EXIT_CODES, DiskSpaceError, MsprofError, RemoteError, SeveralFailed, UsageError
@@ -357,13 +358,9 @@ def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, confi
                 unpulled.append(job)
         todo, ready, conflicts = [], [], []
         for item in found:
-            where = local_state(output, item)
-            if where == "identical":
-                notice("msprof: %s already in %s (identical); skipped", item.job, output)
-                ready.append(output / item.job)
-            elif where == "different":
+            if local_state(output, item) == "different":
                 conflicts.append(item.job)
-            else:
+            else:               # absent, or of the same sizes: pulled, then compared byte for byte
                 todo.append(item)
         check_local_space(output, sum(item.total for item in todo))
         method = cfg.transfer
@@ -378,11 +375,17 @@ def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, confi
                     log.info("pulling %s (%d files, %s) with %s", item.job, len(item.files), _kib(item.total),
                              method)
                     staged = pull_job(board, profiling_dir, item, partial, method, update)
-                    _write_collect_json(staged, cfg, state, method)
                     final = output / item.job
-                    if os.path.lexists(final):  # appeared meanwhile: never overwrite
-                        conflicts.append(item.job)
+                    if os.path.lexists(final):  # never overwritten: the same JOB, or a conflict
+                        same = same_contents(partial, output, item)
+                        remove_tree(staged)
+                        if same:
+                            notice("msprof: %s already in %s (the same bytes); not pulled again", item.job, output)
+                            ready.append(final)
+                        else:
+                            conflicts.append(item.job)
                         continue
+                    _write_collect_json(staged, cfg, state, method)
                     os.rename(staged, final)
                     ready.append(final)
                     pulled.append(final)

@@ -9,6 +9,7 @@ directories and regular files (plus hard links to files already extracted) insid
 directory are written, with files created ``O_EXCL|O_NOFOLLOW``.
 """
 import contextlib
+import filecmp
 import os
 import re
 import shutil
@@ -172,8 +173,16 @@ def cross_check(board: Board, profiling_dir: str, found: Manifest) -> None:
                          " bytes on the board: deeper than its PATH_MAX?); not pulled")
 
 
+def same_contents(staged_root: Path, output: Path, found: Manifest) -> bool:
+    """Whether every file of the manifest, just pulled under ``staged_root``, has the same bytes under
+    ``output`` (names and sizes alone say nothing: a second run of a simulator or a board whose clock was
+    reset writes a JOB of the same name, with files of the same sizes and other records)."""
+    return all(filecmp.cmp(staged_root / rel, output / rel, shallow=False) for rel in found.files)
+
+
 def local_state(output: Path, found: Manifest) -> str:
-    """'absent', 'identical' (every remote file present with its size) or 'different'."""
+    """'absent', 'same sizes' (every remote file present with its size: maybe the same JOB, to be compared once
+    pulled) or 'different'."""
     local = output / found.job
     if not os.path.lexists(local):
         return "absent"
@@ -187,7 +196,7 @@ def local_state(output: Path, found: Manifest) -> str:
             return "different"
         if not stat.S_ISREG(st.st_mode) or st.st_size != remote.size:
             return "different"
-    return "identical"
+    return "same sizes"
 
 
 def check_local_space(output: Path, needed: int) -> None:
@@ -202,7 +211,7 @@ def pull_job(board: Board, profiling_dir: str, found: Manifest, partial_root: Pa
     """Download one JOB into ``partial_root/JOB`` (replacing an earlier partial copy) and verify it."""
     target = partial_root / found.job
     if os.path.lexists(target):
-        _remove(target)
+        remove_tree(target)
     partial_root.mkdir(parents=True, exist_ok=True)
     try:
         if method == "tar":
@@ -375,7 +384,7 @@ def _finish(path: Path, mode: int, mtime) -> None:
     os.utime(path, (mtime, mtime))
 
 
-def _remove(path: Path) -> None:
+def remove_tree(path: Path) -> None:
     if path.is_symlink() or not path.is_dir():
         path.unlink()
     else:
