@@ -12,6 +12,11 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
+try:                        # (imported with the module: a command may drop privileges or lose its paths later)
+    import fcntl
+except ImportError:         # not POSIX: no import lock
+    fcntl = None
+
 from msprof import progress
 from msprof.console import discard_stdout, log, notice, result_log
 from msprof.errors import DiskSpaceError, MsprofError, OutputError, SeveralFailed
@@ -169,8 +174,9 @@ def _importing(unit: Unit):
     """An exclusive lock on the unit's output directory while its databases are (re)built, held by one msprof
     at a time (flock: released by the kernel if the holder dies). Where it cannot be taken (no such directory
     yet, a file system without locks) each command imports on its own, as before."""
-    import fcntl
-
+    if fcntl is None:
+        yield
+        return
     try:
         fd = os.open(unit.out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
