@@ -387,7 +387,7 @@ def test_verify_and_local_state(tmp_path):
     (tmp_path / "JOBA").mkdir()
     (tmp_path / "JOBA/a").write_bytes(b"abc")
     (tmp_path / "JOBA/collect.json").write_text("{}")
-    assert local_state(tmp_path, found) == "identical"
+    assert local_state(tmp_path, found) == "same sizes"          # (then pulled and compared byte for byte)
     (tmp_path / "JOBA/a").write_bytes(b"abcd")
     assert local_state(tmp_path, found) == "different"
     with pytest.raises(RemoteError):

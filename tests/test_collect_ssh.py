@@ -851,3 +851,60 @@ def test_silent_listener_times_out(env):
     assert proc.returncode == 3, proc.err
     assert "no SSH server answered" in proc.err and len(proc.err.strip().splitlines()) == 1
     assert time.monotonic() - started < 10
+
+
+def test_an_unwritable_output_is_refused_before_anything_is_uploaded(env):
+    """--output naming a file (or a directory the user may not write) is exit 7 before the upload; it was an
+    internal error after the upload, leaving a work dir on the board each time (found by a newcomer's trial)."""
+    main = env.project()
+    before = set(env.user["home"].glob("msprof-*"))
+    env.output.parent.mkdir(parents=True, exist_ok=True)
+    env.output.write_text("a file\n")
+    proc = env.collect("-m", main)
+    assert proc.returncode == 7, proc.err
+    assert f"{env.output} exists and is not a directory" in proc.err and "internal error" not in proc.err
+    assert set(env.user["home"].glob("msprof-*")) == before and env.output.read_text() == "a file\n"
+
+
+def test_a_failing_main_is_exit_4_even_when_its_job_cannot_be_analysed(env):
+    """main wrote a JOB its analysis cannot read, then failed: exit 4 (cli.md: main failed), not the analysis'
+    8 (found by a newcomer's trial: a board disk full gave exit 8)."""
+    main = hostile_project(env, 'job(b"JOBBROKEN")\nimport sys\nsys.exit(3)\n')
+    proc = env.collect("-m", main, "--all")
+    assert proc.returncode == 4, proc.err
+    assert "exited with status 3" in proc.err and "analysis failed for JOBBROKEN (see above)" in proc.err
+    assert "the other 0" not in proc.err
+
+
+def test_resume_finishes_as_the_interrupted_run_would_have(env):
+    """Ctrl-C while main runs: the printed resume command repeats --keep-remote and --all, and a plain
+    --resume honours them from the record — the board's work dir is kept and the JOB analysed (found by a
+    newcomer's trial: the resume deleted the work dir the run was told to keep)."""
+    import signal
+
+    main = env.project(FIXTURE_BOARD, sim={"sleep": 60})
+    cmd = [sys.executable, "-m", "msprof", "collect", "--config", str(env.ini), "--output", str(env.output),
+           "-m", str(main), "--keep-remote", "--all", "--remote-dir", "msprof-kept"]
+    proc = subprocess.Popen(cmd, cwd=env.tmp, env=env.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    remote = env.remote_dir("msprof-kept")
+    try:
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline and not remote_jobs_or_empty(remote):
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+        err = err.decode()
+        assert proc.returncode == 130, err
+        assert (f"msprof collect --resume --config {env.ini} --output {env.output} --keep-remote --all") in err
+        resumed = env.collect("--resume")
+        assert resumed.returncode == 0, resumed.err
+        job = single_job(env.output)
+        assert (job / "sqlite" / "msprof.db").exists()          # analysed (--all, from the record)
+        assert remote.is_dir() and "kept the remote work dir" in resumed.err
+    finally:
+        shutil.rmtree(remote, ignore_errors=True)
+
+
+def remote_jobs_or_empty(remote: Path):
+    return list((remote / "msprof_output").glob("JOB*")) if (remote / "msprof_output").is_dir() else []

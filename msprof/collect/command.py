@@ -20,7 +20,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from msprof import __version__, progress
-from msprof.outputs import atomic_open
+from msprof.outputs import atomic_open, elsewhere, output_dir
 from msprof.collect import acljson
 from msprof.collect.board import Board, q
 from msprof.collect.config import BoardConfig, load_config
@@ -29,7 +29,7 @@ from msprof.collect.pull import (Unpullable, check_local_space, list_jobs, local
                                  remove_tree, same_contents)
 from msprof.console import log, notice
 from msprof.verbosity import verbosity_options
-from msprof.errors import EXIT_CODES, DiskSpaceError, MsprofError, RemoteError, SeveralFailed, UsageError
+from msprof.errors import EXIT_CODES, DiskSpaceError, MsprofError, OutputError, RemoteError, SeveralFailed, UsageError
 from msprof.paths import check_path_argument
 
 STATE_FILE = "collect-state.json"
@@ -183,9 +183,12 @@ class Collector:
         else:
             existing_acl = acljson.read_project_acl(acl_path)
         partial = self.output / ".partial"
-        _warn_pending(partial, cfg)
-        made_output = not self.output.exists()
-        self.output.mkdir(parents=True, exist_ok=True)
+        _warn_pending(partial, self.config_path)
+        made_output = not os.path.lexists(self.output)
+        # a file, a link or a directory this user may not write is said now (exit 7), not after the upload
+        output_dir(self.output)
+        if not os.access(self.output, os.W_OK | os.X_OK):
+            raise OutputError(f"cannot write {self.output}: Permission denied ({elsewhere()})")
         started = _now()
 
         # Connect before looking at the project: a wrong address or password is reported at once, not after
@@ -236,7 +239,7 @@ class Collector:
                 result = self._run_main(board, workdir, main.name)
             except KeyboardInterrupt:
                 notice("msprof: interrupted; ./%s was stopped on the board. To download what it wrote: %s",
-                       main.name, _resume_command(self.config_path, self.output))
+                       main.name, _resume_command(self.config_path, self.output, self.options))
                 raise
             state["main_status"] = result.status
             state["main_ended"] = _now()
@@ -244,8 +247,13 @@ class Collector:
             failure = _main_failure(result, main.name, self.timeout)
             if result.connection_lost:
                 raise RemoteError(f"{failure}; the data stays on the board: "
-                                  f"{_resume_hint(self.config_path, self.output)}")
-            jobs, unpulled = finish_pull(board, cfg, state, self.output, self.config_path, self.keep_remote)
+                                  f"{_resume_hint(self.config_path, self.output, self.options)}")
+            try:
+                jobs, unpulled = finish_pull(board, cfg, state, self.output, self.config_path, self.keep_remote)
+            except MsprofError as exc:
+                if failure:         # (main's failure first: it is why the run failed, and exit 4)
+                    raise RemoteError(f"{failure}; then: {exc.message}") from None
+                raise
         if failure:
             if jobs:            # what main wrote before it failed is listed, and analysed with --all
                 notice("msprof: pulled %d JOB director%s despite the failure: %s", len(jobs),
@@ -399,12 +407,12 @@ def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, confi
     except BaseException as exc:
         if not isinstance(exc, UsageError):
             notice("msprof: the download is unfinished; the data stays on the board. %s",
-                   _resume_hint(config_path, output))
+                   _resume_hint(config_path, output, state.get("options")))
         raise
     if conflicts:
         raise UsageError(f"{output / conflicts[0]} already exists and differs from the board's {conflicts[0]}; "
                          f"not overwritten. Move it away (or use another --output) and finish with: "
-                         f"{_resume_command(config_path, output)}")
+                         f"{_resume_command(config_path, output, state.get('options'))}")
     _cleanup(board, state, keep_remote or bool(unpulled))  # what was not pulled stays on the board
     _clear_state(partial)
     return ready, unpulled
@@ -477,6 +485,10 @@ def _resume(config_path, output: Path, remote_dir, accept_new, run_all, keep_rem
         notice("msprof: resuming the pull from %s:%s", cfg.host, state["profiling_dir"])
         output.mkdir(parents=True, exist_ok=True)
         state["resumed"] = _now()
+        # the board is cleaned up (or kept) and the JOBs analysed as the interrupted run would have
+        recorded = state.get("options") or {}
+        keep_remote = keep_remote or bool(recorded.get("keep_remote"))
+        run_all = run_all or bool(recorded.get("all"))
         jobs, unpulled = finish_pull(board, cfg, state, output, Path(config_path), keep_remote)
     if not jobs and not unpulled:
         notice("msprof: no JOB directory to pull in %s", state["profiling_dir"])
@@ -512,11 +524,13 @@ def _report(jobs: List[Path], unpulled: List[str], run_all: bool, failure: Optio
         problems.append(f"{_count(len(unpulled), 'JOB directory', 'JOB directories')} not pulled (see above)")
         codes.append(RemoteError.exit_code)
     if failed:
-        problems.append(f"analysis failed for {', '.join(name for _, name in failed)} (see above; the other "
-                        f"{_count(len(jobs) - len(failed), 'JOB was', 'JOBs were')} analysed)")
+        others = len(jobs) - len(failed)
+        problems.append(f"analysis failed for {', '.join(name for _, name in failed)} (see above"
+                        + (f"; the other {_count(others, 'JOB was', 'JOBs were')} analysed)" if others else ")"))
         codes.extend(code for code, _ in failed)
     if problems:
-        raise SeveralFailed("; ".join(problems), max(codes))
+        # main's failure is the run's (exit 4, cli.md), whatever else failed after it
+        raise SeveralFailed("; ".join(problems), RemoteError.exit_code if failure else max(codes))
 
 
 def _count(number: int, one: str, many: str) -> str:
@@ -557,12 +571,17 @@ def _kib(size: int) -> str:
     return f"{size / 1024:.0f} KiB" if size < 10 * 1024 * 1024 else f"{size / 1048576:.1f} MiB"
 
 
-def _resume_command(config_path: Path, output: Path) -> str:
-    return f"msprof collect --resume --config {shlex.quote(str(config_path))} --output {shlex.quote(str(output))}"
+def _resume_command(config_path: Path, output: Path, options: Optional[dict] = None) -> str:
+    """The command that finishes an interrupted pull (with the original run's --keep-remote and --all: a resume
+    takes them from the record anyway, the command shows what it will do)."""
+    flags = "".join(f" {flag}" for key, flag in (("keep_remote", "--keep-remote"), ("all", "--all"))
+                    if (options or {}).get(key))
+    return (f"msprof collect --resume --config {shlex.quote(str(config_path))} --output {shlex.quote(str(output))}"
+            f"{flags}")
 
 
-def _resume_hint(config_path: Path, output: Path) -> str:
-    return f"Finish with: {_resume_command(config_path, output)}"
+def _resume_hint(config_path: Path, output: Path, options: Optional[dict] = None) -> str:
+    return f"Finish with: {_resume_command(config_path, output, options)}"
 
 
 def _save_state(partial: Path, state: dict) -> None:
@@ -592,10 +611,10 @@ def _clear_state(partial: Path) -> None:
         partial.rmdir()  # only when empty
 
 
-def _warn_pending(partial: Path, cfg: BoardConfig) -> None:
+def _warn_pending(partial: Path, config_path: Path) -> None:
     state = _load_state(partial)
     if state is not None:
-        log.warning("an earlier download from %s:%s is unfinished; finish it with: msprof collect --resume "
-                    "--config FILE --output %s --remote-dir %s (this run replaces the record)",
-                    state.get("host"), state.get("profiling_dir"), shlex.quote(str(partial.parent)),
+        log.warning("an earlier download from %s:%s is unfinished; finish it with: %s --remote-dir %s (this run "
+                    "replaces the record)", state.get("host"), state.get("profiling_dir"),
+                    _resume_command(config_path, partial.parent, state.get("options")),
                     shlex.quote(state.get("remote_dir", "")))
