@@ -28,14 +28,17 @@ def find_result_dirs(root: Path) -> List[Path]:
         os.listdir(root)
     except OSError as exc:          # (not "no collection here": there may be one the user may not read)
         raise DataError.unreadable(root, exc) from None
-    found = []
-    _walk(root, found, depth=0)
+    found: List[Path] = []
+    locked: List[Path] = []
+    _walk(root, found, depth=0, locked=locked)
+    if not found and locked:        # (a collection may be there, that the user may not read)
+        raise DataError.unreadable(locked[0], PermissionError(13, "Permission denied"))
     if not found:
         raise NoCollectionError(f"no info.json* found under {root} (expected a JOB or PROF_ directory)")
     return sorted(found, key=_device_order)
 
 
-def _walk(directory: Path, found: List[Path], depth: int) -> None:
+def _walk(directory: Path, found: List[Path], depth: int, locked: List[Path]) -> None:
     if _has_info_json(directory):
         found.append(directory)
         return
@@ -43,12 +46,16 @@ def _walk(directory: Path, found: List[Path], depth: int) -> None:
         return
     try:
         children = sorted(directory.iterdir())
+    except PermissionError:
+        locked.append(directory)
+        return
     except OSError:
         return
     for child in children:
-        if child.is_symlink() or not child.is_dir() or child.name in _SKIP_DIRS or child.name.startswith("."):
+        if (os.path.islink(child) or not os.path.isdir(child) or child.name in _SKIP_DIRS
+                or child.name.startswith(".")):
             continue
-        _walk(child, found, depth + 1)
+        _walk(child, found, depth + 1, locked)
 
 
 def _has_info_json(directory: Path) -> bool:

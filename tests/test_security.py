@@ -429,7 +429,7 @@ def test_a_raw_file_or_data_dir_the_user_may_not_read_is_exit_8_naming_it(user, 
     assert [p for p in out.rglob("sqlite") if not any(p.iterdir())] == []
 
 
-@pytest.mark.parametrize("locked", ["device dir", "collection"])
+@pytest.mark.parametrize("locked", ["device dir", "collection", "host dir", "host and device"])
 def test_a_prof_directory_the_user_may_not_list_is_said_as_such(user, shared, locked):
     """A device directory (or the collection) the user may not list is "cannot read", exit 8 — not "no
     device_N directory" or "no info.json* found" (found by a newcomer's trial); the readable device is still
@@ -437,9 +437,26 @@ def test_a_prof_directory_the_user_may_not_list_is_said_as_such(user, shared, lo
     prof_dir = Path(indepgen.generate(shared / "lk", ["--seed", "3", "--ops", "5", "--iters", "2", "--devices", "2"]))
     for path in [shared / "lk", *((shared / "lk").rglob("*"))]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    locked_path = prof_dir / "device_1" if locked == "device dir" else prof_dir
+    locked_path = {"device dir": prof_dir / "device_1", "collection": prof_dir, "host dir": prof_dir / "host",
+                   "host and device": prof_dir / "device_0"}[locked]
     locked_path.chmod(0o700)                                                      # root's alone
     out = Path(user.pw_dir) / f"results-{locked.replace(' ', '-')}"
+    if locked.startswith("host"):
+        (prof_dir / "host").chmod(0o700)
+        if locked == "host and device":
+            (prof_dir / "device_1").chmod(0o700)
+        # (a host the user may not read: said, and the devices reported without its data — it crashed: a
+        # newcomer's trial; nothing readable at all: "cannot read", not "no collection here")
+        proc = as_user(user, "export", "summary", "-dir", prof_dir, "--output", out)
+        assert "internal" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        if locked == "host dir":
+            assert proc.returncode == 0, proc.stderr
+            assert (f"warning: {prof_dir / 'host'}: cannot read (Permission denied): the host's data are not read"
+                    in proc.stderr)
+            assert (out / prof_dir.name / "device_0" / "summary" / "op_summary.csv").is_file()
+        else:
+            assert proc.returncode == 8 and ": cannot read (Permission denied)" in proc.stderr, proc.stderr
+        return
     proc = as_user(user, "export", "summary", "-dir", prof_dir, "--output", out)
     assert proc.returncode == 8, proc.stderr
     assert f"{locked_path}: cannot read (Permission denied)" in proc.stderr

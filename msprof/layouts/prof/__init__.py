@@ -66,10 +66,13 @@ class ProfLayout(Layout):
             base = out_dir(root, output)
             host = root / "host"
             host_db = None
-            if has_info_json(host):
+            if os.path.isdir(host) and not os.access(host, os.R_OK | os.X_OK):
+                log.warning("%s: cannot read (Permission denied): the host's data are not read (op names, models, "
+                            "API statistic)", host)
+            elif has_info_json(host):
                 host_db = Database(self.name, "host", host, base / "host" / "sqlite" / "msprof.db",
                                    functools.partial(_import, host, "host"))
-            elif (host / "data").is_dir():      # (its records cannot be read without the host's metadata)
+            elif os.path.isdir(host / "data"):      # (its records cannot be read without the host's metadata)
                 log.warning("%s: no info.json*: the host's data are not read (op names, models, API statistic)",
                             host)
             candidates = sorted((p for p in root.iterdir() if _DEVICE.match(p.name)),
