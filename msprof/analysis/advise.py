@@ -351,7 +351,7 @@ RULES: List[Rule] = [
          "{model_name}: idle {idle_us} µs of busy {busy_us} µs per iteration ({idle_pct} %), {iterations} "
          "iteration(s)"),
     Rule("device_idle", _device_idle,
-         "The device is idle {idle_pct} % of the time between its first and last recorded iteration: {idle_us} µs "
+         "The device is idle {idle_pct} % of the time across its recorded iterations: {idle_us} µs "
          "of {elapsed_us} µs lie between iterations ({iterations} iterations, {gaps} gap(s) of {gap_us} µs on "
          "average), when no inference runs. Between inferences it waits for the host — preparing the next input, "
          "post-processing the last, a synchronous execute: keep it fed by overlapping that work with the device's "

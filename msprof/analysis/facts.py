@@ -309,20 +309,31 @@ class Facts:
 
     def between(self, selection: Selection = Selection()) -> Between:
         """The device idle between recorded iterations (of every model: one model's gap may hold another's
-        iteration, which is not idle), from the iterations' spans merged in time order."""
-        spans = sorted((start, end, name, index) for name, index, _busy, _idle, start, end
-                       in self._idle_rows(selection) if start is not None and end is not None)
+        iteration, which is not idle), from the iterations' spans merged in time order. Where executions went
+        unrecorded (``interval`` k > 1, or lost step-trace marks: a model's iteration ids are not consecutive),
+        the device may have been running them in a gap: only the gaps between two consecutive executions of
+        one model count then, against the time from the first's start to the second's."""
+        rows = [(start, end, name, index) for name, index, _busy, _idle, start, end in self._idle_rows(selection)
+                if start is not None and end is not None]
+        spans = sorted(rows, key=lambda row: row[:2])
+        ids: Dict[str, List[int]] = {}
+        for _start, _end, name, index in spans:
+            ids.setdefault(name, []).append(index)
+        complete = all(None not in v and sorted(v) == list(range(min(v), min(v) + len(v))) for v in ids.values())
         gaps: List[Gap] = []
         if not spans:
             return Between(0, 0.0, 0.0, gaps)
-        reach, (name, index) = spans[0][1], spans[0][2:]
+        windows = 0.0
+        begin, reach, (name, index) = spans[0][0], spans[0][1], spans[0][2:]
         for start, end, next_name, next_index in spans[1:]:
-            if start > reach:
+            if start > reach and (complete or (next_name == name and next_index == index + 1)):
                 gaps.append(Gap(name, index, start - reach))
+                windows += start - begin
             if end >= reach:
-                reach, name, index = end, next_name, next_index
+                begin, reach, name, index = start, end, next_name, next_index
         gaps.sort(key=lambda gap: -gap.gap_us)
-        return Between(len(spans), reach - spans[0][0], sum(gap.gap_us for gap in gaps), gaps)
+        elapsed = reach - spans[0][0] if complete else windows
+        return Between(len(spans), elapsed, sum(gap.gap_us for gap in gaps), gaps)
 
     def data_loss(self) -> Tuple[List[Loss], List[str]]:
         """Streams with records skipped or bytes lost, and the import's warnings."""
