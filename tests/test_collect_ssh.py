@@ -908,3 +908,18 @@ def test_resume_finishes_as_the_interrupted_run_would_have(env):
 
 def remote_jobs_or_empty(remote: Path):
     return list((remote / "msprof_output").glob("JOB*")) if (remote / "msprof_output").is_dir() else []
+
+
+def test_a_remote_dir_the_login_may_not_look_at_is_exit_4_naming_it(env):
+    """--remote-dir under a directory the board login may not enter (root's home): exit 4 naming it, for a
+    run and for a resume (it was an internal error: found by a newcomer's trial)."""
+    locked = Path("/root")
+    assert locked.stat().st_mode & 0o077 == 0
+    main = env.project()
+    proc = env.collect("-m", main, "--remote-dir", "/root/msprof-work")
+    assert proc.returncode == 4, proc.err
+    assert "cannot look at /root/msprof-work on the board: Permission denied" in proc.err, proc.err
+    assert "internal error" not in proc.err
+    proc = env.collect("--resume", "--remote-dir", "/root/msprof-work")
+    assert proc.returncode == 4 and "cannot look at /root/msprof-work/msprof_output on the board" in proc.err, \
+        proc.err

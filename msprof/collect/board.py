@@ -268,10 +268,14 @@ class Board:
         return self.sftp.normalize(".")
 
     def stat(self, path: str):
+        """``path``'s attributes on the board, None when it does not exist; a path the login may not look at is
+        a RemoteError naming it (exit 4)."""
         try:
             return self.sftp.stat(path)
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise RemoteError(f"cannot look at {path} on the board: {_cause(exc)}") from None
 
     def makedirs(self, path: str, mode: int = 0o755) -> bool:
         """mkdir -p over SFTP; return True when ``path`` itself was created."""
