@@ -17,7 +17,7 @@ from msprof.console import configure, discard_stdout, log
 from msprof.outputs import restrict_umask
 from msprof.verbosity import verbosity_options
 from msprof.errors import EXIT_CODES, MsprofError
-from msprof.paths import check_path_argument, is_collection, newest_collection
+from msprof.paths import check_path_argument, is_collection, newest_collection, one_line
 
 EXIT_CODE_HELP = "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES.items())
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -83,7 +83,7 @@ def resolve_dir(collection_dir):
     if is_collection(here):
         return here
     found = newest_collection(here)
-    click.echo(f"msprof: using {found.name} (newest collection in {here})", err=True)
+    click.echo(one_line(f"msprof: using {found.name} (newest collection in {here})"), err=True)
     return found
 
 

@@ -8,10 +8,13 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import stat
 import sys
 import time
 from pathlib import Path
+
+import click
 
 from msprof import progress
 from msprof.outputs import file_mode
@@ -67,6 +70,20 @@ class _StderrFormatter(logging.Formatter):
         if record.levelno >= logging.WARNING:
             return f"msprof: warning: {text}"
         return text
+
+
+# what a terminal would act on (not a tab or a line break)
+_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def emit(text: str, nl: bool = True, file=None) -> None:
+    """Print results on stdout (or ``file``): byte for byte into a pipe or a file (click would strip escape
+    sequences there, so a csv printed would differ from the file written), and on a terminal with control
+    characters escaped (``\\x1b``): a name from the data must not drive the terminal."""
+    out = file or click.get_text_stream("stdout")
+    if getattr(out, "isatty", lambda: False)():
+        text = _TERMINAL_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    click.echo(text, nl=nl, file=file, color=True)
 
 
 def discard_stdout() -> None:

@@ -22,7 +22,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import click
 
-from msprof.console import notice
+from msprof.console import emit, notice
 from msprof.errors import UsageError
 from msprof.paths import one_line
 from msprof.renderers.csvfile import CsvRenderer
@@ -135,7 +135,7 @@ class Printer:
         self.out = out
 
     def write(self, text: str) -> None:
-        click.echo(text, nl=False, file=self.out)
+        emit(text, nl=False, file=self.out)
 
     def section(self, section: Section) -> None:
         raise NotImplementedError

@@ -160,6 +160,58 @@ def test_control_characters_in_names_are_escaped_in_the_table(tmp_path, msprof_c
     assert {r["Layer Type"] for r in rows} == {"Convolution", "-"}      # (read at the columns' places: aligned)
 
 
+CONTROL_NAMES = {"models": [{"name": "net\x1b[31mRED", "id": 1, "layers": [
+    {"name": "la\tyer", "type": "Conv\x1b[2Jolution"}, {"name": "l\x1b]0;pwned\x07b", "type": "Mish"}]}]}
+
+
+def test_csv_on_stdout_is_the_file_byte_for_byte_and_escaped_on_a_terminal(tmp_path, msprof_cli):
+    """show --format csv into a pipe: the summary file's bytes, escape sequences and all (click stripped them,
+    so the csv differed from the file: found by a newcomer's trial); on a terminal the control characters are
+    escaped, so that a name from the data cannot drive it."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    job = jobgen.write_job(tmp_path, small_job(**CONTROL_NAMES))
+    assert msprof_cli("export", "summary", "-dir", job).returncode == 0
+    [summary] = sorted((job / "summary").glob("op_summary_*.3.N_A.1000.csv"))
+    piped = msprof_cli("-q", "show", "-dir", job, "--format", "csv", "--table", "op_summary")
+    assert piped.returncode == 0 and piped.stdout.encode() == summary.read_bytes().replace(b"\r\n", b"\n")
+    assert "\x1b[2J" in piped.stdout
+    primary, secondary = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=str(jobgen.Path(__file__).resolve().parents[1]), NO_COLOR="1")
+    run = subprocess.run([sys.executable, "-m", "msprof", "-q", "show", "-dir", str(job), "--format", "csv",
+                          "--table", "op_summary"], stdout=secondary, stderr=subprocess.PIPE, env=env, timeout=60)
+    os.close(secondary)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(primary)
+    assert run.returncode == 0, run.stderr
+    assert b"\x1b" not in seen and b"\x07" not in seen
+    assert b"Conv\\x1b[2Jolution" in seen and b"l\\x1b]0;pwned\\x07b" in seen and b"la\tyer" in seen
+
+
+def test_advise_and_compare_escape_names_in_their_table_views(tmp_path, msprof_cli):
+    """Names from the data in advise's paragraphs and compare's verdict are escaped, as show's cells (found by a
+    newcomer's trial: an OSC sequence set the terminal's title)."""
+    job = jobgen.write_job(tmp_path, small_job(**CONTROL_NAMES))
+    for args in (("advise", "-dir", job), ("compare", job, job)):
+        proc = msprof_cli("-q", *args)
+        assert proc.returncode == 0, proc.stderr
+        assert not any(c in proc.stdout for c in "\x1b\x07\t"), (args, proc.stdout)
+    advised = msprof_cli("-q", "advise", "-dir", job).stdout
+    assert "l\\x1b]0;pwned\\x07b (Mish)" in advised and "la\\tyer" in advised
+    assert msprof_cli("-q", "compare", job, job).stdout.startswith("net\\x1b[31mRED: ")
+
+
 def test_the_table_fits_the_terminal_and_wide_shows_all(job, msprof_cli):
     proc = msprof_cli("show", "-dir", job, env={"COLUMNS": "60"})
     assert proc.returncode == 0, proc.stderr

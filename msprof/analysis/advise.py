@@ -21,12 +21,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-import click
-
 from msprof import progress
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
-from msprof.console import notice
+from msprof.console import emit, notice
 from msprof.layouts.base import Selection
+from msprof.paths import one_line
 
 SEVERITIES = ("high", "medium", "info")
 EVIDENCE_LIMIT = 20          # evidence items per finding (the largest first); the message gives the count
@@ -410,25 +409,26 @@ def print_findings(findings: List[dict], fmt: str = "table", label: str = "") ->
     if fmt == "json":
         import json
 
-        click.echo(json.dumps({"findings": findings}, indent=1, ensure_ascii=False))
+        emit(json.dumps({"findings": findings}, indent=1, ensure_ascii=False))
         return
     if not findings:
-        click.echo(f"{label}: no findings.")
+        emit(f"{one_line(label)}: no findings.")
         return
     rules = {rule.id: rule for rule in RULES}
     width = max(40, min(100, shutil.get_terminal_size((100, 24)).columns))       # (an evidence line is not cut)
-    click.echo(f"{label}: {len(findings)} finding(s), most important first")
+    emit(f"{one_line(label)}: {len(findings)} finding(s), most important first")
     for number, finding in enumerate(findings, 1):
-        click.echo("")
-        click.echo(f"{number}. [{finding['severity']}] {finding['id']}")
+        emit("")
+        emit(f"{number}. [{finding['severity']}] {finding['id']}")
         # a number stays on one line with its unit (no-break spaces while wrapping)
-        message = finding["message"].replace(" µs", "\u00a0µs").replace(" %", "\u00a0%")
-        click.echo(textwrap.fill(message, width=width, initial_indent="   ", subsequent_indent="   ")
+        # (a table view for people: names from the data escaped, as show's tables)
+        message = one_line(finding["message"]).replace(" µs", "\u00a0µs").replace(" %", "\u00a0%")
+        emit(textwrap.fill(message, width=width, initial_indent="   ", subsequent_indent="   ")
                    .replace("\u00a0", " "))
         evidence = finding["evidence"]
         for item in evidence[:SHOWN_EVIDENCE]:
-            click.echo("   - " + evidence_line(rules[finding["id"]], item))
+            emit("   - " + one_line(evidence_line(rules[finding["id"]], item)))
         if len(evidence) > SHOWN_EVIDENCE:
             # (evidence stops at the EVIDENCE_LIMIT largest: the message may count more)
             of = f" of the {len(evidence)} largest" if len(evidence) >= EVIDENCE_LIMIT else ""
-            click.echo(f"   - … {len(evidence) - SHOWN_EVIDENCE} more{of} (--format json lists them)")
+            emit(f"   - … {len(evidence) - SHOWN_EVIDENCE} more{of} (--format json lists them)")

@@ -12,11 +12,10 @@ Everything is matched by name (models: see ``matched_models``).
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-import click
-
 from msprof.analysis.facts import ApiTime, OpAverage, TypeTime
-from msprof.console import log, notice
+from msprof.console import emit, log, notice
 from msprof.errors import RegressionError
+from msprof.paths import one_line
 from msprof.tables import NUMBER, TEXT, Column, Table
 
 # the document's sections: key → (columns, title of the table view)
@@ -212,19 +211,19 @@ def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DE
     from msprof.renderers import FORMATS
 
     if fmt == "json":
-        click.echo(json.dumps(document, indent=1, ensure_ascii=False))
+        emit(json.dumps(document, indent=1, ensure_ascii=False))
         return
     if fmt == "table":
-        click.echo(verdict(document))
-        click.echo("")
+        emit(one_line(verdict(document)))
+        emit("")
     for table in tables(document, top):
         if fmt == "csv":
-            click.echo(f"# {table.key}")
-            click.echo(FORMATS["csv"]().render(table), nl=False)
+            emit(f"# {table.key}")
+            emit(FORMATS["csv"]().render(table), nl=False)
         else:
-            click.echo(table.title)
+            emit(table.title)
             renderer = TextRenderer("simple", None if wide else shutil.get_terminal_size((80, 24)).columns)
-            click.echo(renderer.render(table) if table.batches[0] else "(none)\n", nl=False)
+            emit(renderer.render(table) if table.batches[0] else "(none)\n", nl=False)
             if renderer.hidden:
-                click.echo(f"({len(renderer.hidden)} more columns: --wide)")
-        click.echo("")
+                emit(f"({len(renderer.hidden)} more columns: --wide)")
+        emit("")
