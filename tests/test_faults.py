@@ -179,6 +179,33 @@ def test_a_new_export_replaces_the_files_of_the_last_one_it_does_not_write(job, 
     assert "acl_statistic_0.json" in names()
 
 
+def test_acl_calls_with_impossible_times_are_skipped_and_said(job, msprof_cli):
+    """An ACL record whose start is 2^63 or more, or whose end comes before its start (damage), is skipped and
+    counted like a bad magic; its nonsense duration went silently into acl_statistic (found by a newcomer's
+    trial: a Total of 9.2e15 µs, or a negative one)."""
+    import struct as _struct
+
+    whole = jobgen.write_job(job.parent / "whole", small_job())
+    assert msprof_cli("export", "summary", "-dir", whole).returncode == 0
+    [path] = faults.stream_files(job, "acl_model")[:1]
+    data = bytearray(path.read_bytes())
+    records = len(data) // 128
+    assert records >= 3
+    _struct.pack_into("<Q", data, 128 + 8, 1 << 63)                        # record 1: start 2^63
+    start = _struct.unpack_from("<q", data, 2 * 128 + 8)[0]
+    _struct.pack_into("<q", data, 2 * 128 + 16, start - 1000)               # record 2: ends before it starts
+    path.write_bytes(bytes(data))
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"{path.name} offset 128: 2 ACL record(s) skipped (time stamp of 2^63 or more, or an end before its "
+            "start)") in proc.stderr
+    assert db_count(job, "SELECT count(*) FROM acl_api WHERE [end] < start OR start < 0") == 0
+    assert db_count(job, "SELECT count(*) FROM acl_api") == db_count(whole, "SELECT count(*) FROM acl_api") - 2
+    [stats] = (job / "summary").glob("acl_statistic_*.csv")
+    totals = [float(r["Total Time(us)"]) for r in csv.DictReader(open(stats))]
+    assert totals and all(0 <= t < 1e9 for t in totals)
+
+
 def test_straddling_records_decode_identically(tmp_path, msprof_cli):
     a = jobgen.write_job(tmp_path / "a", small_job())
     b = jobgen.write_job(tmp_path / "b", small_job())

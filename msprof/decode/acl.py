@@ -1,4 +1,6 @@
 """ACL API records, ``AclModule.*`` — 128 B ``=HHIQQII64s4Q`` (raw-format.md §5.3)."""
+from operator import gt
+
 from msprof.decode.base import Blocks, Decoder, Tally
 from msprof.decode.blocks import Layout, valid_part
 
@@ -32,7 +34,33 @@ class AclDecoder(Decoder):
         tally.skip("bad magic or tag", skipped, first)
         clean = _Names().__getitem__
         width = LAYOUT.width
-        return [Blocks(LAYOUT, [block + tuple(map(clean, block[width - 1::width])) for block in LAYOUT.blocks(chunk)])]
+        blocks = list(LAYOUT.blocks(chunk))
+        if any(min(block[1::width], default=0) < 0 or any(map(gt, block[1::width], block[2::width]))
+               for block in blocks):
+            blocks = self._timed(blocks, tally)
+        return [Blocks(LAYOUT, [block + tuple(map(clean, block[width - 1::width])) for block in blocks])]
+
+    @staticmethod
+    def _timed(blocks, tally: Tally):
+        """The records of ``blocks`` whose times can be a call's: a start of 2^63 or more (read signed: only
+        damage writes one), or an end before the start, would put a nonsense duration into every statistic;
+        skipped and counted."""
+        width = LAYOUT.width
+        out, bad, first = [], 0, None
+        index = 0
+        for block in blocks:
+            kept = []
+            for at in range(0, len(block), width):
+                record = block[at:at + width]
+                if record[1] < 0 or record[2] < record[1]:
+                    bad += 1
+                    first = index if first is None else first
+                else:
+                    kept.extend(record)
+                index += 1
+            out.append(tuple(kept))
+        tally.skip("time stamp of 2^63 or more, or an end before its start", bad, first or 0)
+        return out
 
 
 class _Names(dict):
