@@ -550,8 +550,16 @@ def test_a_selection_no_device_has_names_each_device_once(tmp_path, msprof_cli):
     res = msprof_cli("show", "-dir", prof_dir, "--model-id", "9", "--iteration-id", "1")
     assert res.returncode == 2
     errors = [line for line in res.stderr.splitlines() if line.startswith("msprof: error:")]
-    assert errors[:2] == [f"msprof: error: {prof_dir.name}/device_{d}: no model 9 recorded (models: 1, 2; msprof "
+    # (each device names the models it ran: device_0 model 1, device_1 model 2)
+    assert errors[:2] == [f"msprof: error: {prof_dir.name}/device_{d}: no model 9 recorded (models: {d + 1}; msprof "
                           "query lists their iterations)" for d in (0, 1)]
+    # a model the other device ran is not this one's to select: named, not written as empty files (found by a
+    # newcomer's trial)
+    res = msprof_cli("export", "summary", "-dir", prof_dir, "--model-id", "2", "--iteration-id", "1")
+    assert res.returncode == 2, res.stderr
+    assert f"{prof_dir.name}/device_0: no model 2 recorded (models: 1;" in res.stderr
+    assert (prof_dir / "device_1" / "summary" / "op_summary_model2_iter1.csv").is_file()
+    assert not (prof_dir / "device_0" / "summary" / "op_summary_model2_iter1.csv").exists()
     assert errors[2] == (f"msprof: error: 2 of 2 result directories failed (see above): {prof_dir / 'device_0'}, "
                          f"{prof_dir / 'device_1'}")            # (no "others were done": there are none)
 

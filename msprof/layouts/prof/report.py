@@ -161,9 +161,15 @@ class ProfReport(Report):
                                                 " AND model_id IS NOT NULL", self.params)}
 
     def iterations(self, selection: Selection = Selection()) -> List[Iteration]:
+        """The recorded model executions of this device: of the models the host launched on it (with several
+        devices, a model another device ran is not this one's to select: its files would be empty)."""
+        if not hasattr(self, "_ran"):
+            self._ran = self.device_models()
         out = []
         for m in self.models():
             if selection.model_id is not None and m["model_id"] != selection.model_id:
+                continue
+            if self._ran is not None and m["model_id"] not in self._ran:
                 continue
             for index in range(1, (m["iterations"] or 0) + 1):
                 if selection.iteration_id is None or index == selection.iteration_id:
