@@ -25,7 +25,7 @@ from msprof.collect import acljson
 from msprof.collect.board import Board, q
 from msprof.collect.config import BoardConfig, load_config
 from msprof.collect.project import inside, walk
-from msprof.collect.pull import (Unpullable, check_local_space, list_jobs, local_state, manifest, pull_job,
+from msprof.collect.pull import (Unpullable, check_local_space, kib, list_jobs, local_state, manifest, pull_job,
                                  remove_tree, same_contents)
 from msprof.console import log, notice
 from msprof.verbosity import verbosity_options
@@ -269,8 +269,8 @@ class Collector:
         free = board.free_bytes(workdir)
         if free is not None and total > free:
             raise DiskSpaceError(f"not enough space on the board in {workdir}: the project needs "
-                                 f"{_kib(total)}, {_kib(free)} free")
-        log.info("uploading %d files (%s) to %s", len(files), _kib(total), workdir)
+                                 f"{kib(total)}, {kib(free)} free")
+        log.info("uploading %d files (%s) to %s", len(files), kib(total), workdir)
         began = time.monotonic()
         with _progress(total, "upload") as update:
             try:
@@ -380,7 +380,7 @@ def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, confi
         try:
             with _progress(total, "download") as update:
                 for item in todo:
-                    log.info("pulling %s (%d files, %s) with %s", item.job, len(item.files), _kib(item.total),
+                    log.info("pulling %s (%d files, %s) with %s", item.job, len(item.files), kib(item.total),
                              method)
                     staged = pull_job(board, profiling_dir, item, partial, method, update)
                     final = output / item.job
@@ -402,7 +402,7 @@ def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, confi
                 notice("msprof: pulled %s", final)
         if todo:
             seconds = time.monotonic() - began
-            log.info("download: %s in %.2f s (%.1f MB/s, %s)", _kib(total), seconds,
+            log.info("download: %s in %.2f s (%.1f MB/s, %s)", kib(total), seconds,
                      total / 1e6 / max(seconds, 1e-6), method)
     except BaseException as exc:
         if not isinstance(exc, UsageError):
@@ -565,10 +565,6 @@ def resolve_remote_dir(value: Optional[str], home: str) -> str:
     if ".." in parts or not parts:
         raise UsageError(f"--remote-dir {value!r}: give a directory without '..' (and not /)")
     return "/" + "/".join(parts)
-
-
-def _kib(size: int) -> str:
-    return f"{size / 1024:.0f} KiB" if size < 10 * 1024 * 1024 else f"{size / 1048576:.1f} MiB"
 
 
 def _resume_command(config_path: Path, output: Path, options: Optional[dict] = None) -> str:

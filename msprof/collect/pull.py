@@ -199,11 +199,16 @@ def local_state(output: Path, found: Manifest) -> str:
     return "same sizes"
 
 
+def kib(size: int) -> str:
+    """A size for people: KiB below 10 MiB (a few JOB files: "0.0 MB" said nothing), MiB above."""
+    return f"{size / 1024:.0f} KiB" if size < 10 * 1024 * 1024 else f"{size / 1048576:.1f} MiB"
+
+
 def check_local_space(output: Path, needed: int) -> None:
     free = shutil.disk_usage(output).free
     if needed > free:
-        raise DiskSpaceError(f"not enough local disk space in {output}: the JOB directories need "
-                             f"{needed / 1e6:.1f} MB, {free / 1e6:.1f} MB free")
+        raise DiskSpaceError(f"not enough local disk space in {output}: the JOB directories need {kib(needed)}, "
+                             f"{kib(free)} free")
 
 
 def pull_job(board: Board, profiling_dir: str, found: Manifest, partial_root: Path, method: str,
