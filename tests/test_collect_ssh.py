@@ -923,3 +923,56 @@ def test_a_remote_dir_the_login_may_not_look_at_is_exit_4_naming_it(env):
     proc = env.collect("--resume", "--remote-dir", "/root/msprof-work")
     assert proc.returncode == 4 and "cannot look at /root/msprof-work/msprof_output on the board" in proc.err, \
         proc.err
+
+
+def test_no_credentials_and_an_encrypted_key_are_said(env):
+    """Nothing to offer (no pwd, key_file, agent or default key): "authentication failed … set pwd or key_file"
+    (it said "SSH handshake failed: No authentication methods available"). A key_file with a passphrase and
+    nothing to open it: said, with where to give it; MSPROF_SSH_PASSWORD opens it; on a terminal the prompt asks
+    for the passphrase and offers the key again (it asked for a password and dropped the key). (Found by a
+    newcomer's trial.)"""
+    import pty
+
+    main = env.project()
+    env.write_ini(pwd=None)
+    proc = env.collect("-m", main, "--switch", "off")
+    assert proc.returncode == 3, proc.err
+    assert (f"authentication failed for {env.user['name']}@127.0.0.1:{env.sshd.port} (tried: SSH agent/default "
+            "keys); set pwd or key_file in [ssh_config], or MSPROF_SSH_PASSWORD") in proc.err
+
+    key = env.tmp / "id_pass"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "open sesame", "-C", "pp", "-f", str(key)],
+                   check=True, stdout=subprocess.DEVNULL)
+    sshd_harness.install_user_key(env.user["name"], key.with_suffix(".pub").read_text())
+    try:
+        env.write_ini(pwd=None, key_file=key)
+        proc = env.collect("-m", main, "--switch", "off")
+        assert proc.returncode == 3, proc.err
+        assert (f"(tried: key_file); the key_file {key} is encrypted: give its passphrase in MSPROF_SSH_PASSWORD "
+                "(or on a terminal, when asked)") in proc.err
+        proc = env.collect("-m", main, "--switch", "off", env={"MSPROF_SSH_PASSWORD": "open sesame"})
+        assert proc.returncode == 0, proc.err
+        # on a terminal: asked for the key's passphrase
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.chdir(env.tmp)
+            os.execve(sys.executable, [sys.executable, "-m", "msprof", "collect", "--config", str(env.ini),
+                                       "--output", str(env.output), "-m", str(main), "--switch", "off"], env.env)
+        seen = b""
+        answered = False
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if not answered and f"passphrase for {key}: ".encode() in seen:
+                os.write(fd, b"open sesame\n")
+                answered = True
+        _, status = os.waitpid(pid, 0)
+        assert answered and os.waitstatus_to_exitcode(status) == 0, seen.decode(errors="replace")
+        assert b"open sesame" not in seen
+    finally:
+        sshd_harness.install_user_key(env.user["name"], env.sshd.client_key.with_suffix(".pub").read_text())

@@ -18,7 +18,7 @@ from typing import Callable, List, Optional, Tuple
 import paramiko
 
 from msprof.collect import knownhosts
-from msprof.collect.config import (BoardConfig, Credentials, FileRefused, can_prompt, credentials,
+from msprof.collect.config import (BoardConfig, Credentials, FileRefused, can_prompt, credentials, encrypted_key,
                                    prompt_password)
 from msprof.console import log, notice
 from msprof.errors import RemoteError, SshError
@@ -110,7 +110,7 @@ class Board:
         except paramiko.AuthenticationException as exc:
             if creds.password is None and can_prompt():
                 log.info("authentication with %s failed; asking for the password", creds.describe())
-                creds = prompt_password(cfg)
+                creds = prompt_password(cfg, creds)
                 try:
                     return cls(cfg, _open_client(cfg, creds, accept_new_host_key), creds.describe())
                 except paramiko.AuthenticationException as again:
@@ -406,6 +406,10 @@ def _open_client(cfg: BoardConfig, creds: Credentials, accept_new_host_key: bool
                     "sshd is stuck?)")
             if "reset" in str(exc).lower() or "EOF" in str(exc):
                 text = f"{where} closed the connection before the SSH banner (not an SSH server, or overloaded)"
+        elif "No authentication methods available" in text:
+            # nothing to offer (no pwd, key_file or agent key): an authentication failure, which a terminal may
+            # still answer with a password
+            raise paramiko.AuthenticationException(text) from None
         else:
             text = f"SSH handshake with {where} failed: {_cause(exc)}"
         raise SshError(text) from None
@@ -457,6 +461,9 @@ def _auth_message(cfg: BoardConfig, creds: Credentials, exc: Exception) -> str:
         text += f"; the board accepts only: {', '.join(allowed)}"
     elif creds.password is None and not creds.key_files:
         text += "; set pwd or key_file in [ssh_config], or MSPROF_SSH_PASSWORD"
+    elif creds.password is None and encrypted_key(creds):
+        text += (f"; the key_file {encrypted_key(creds)} is encrypted: give its passphrase in MSPROF_SSH_PASSWORD "
+                 "(or on a terminal, when asked)")
     return text
 
 

@@ -284,7 +284,28 @@ def can_prompt() -> bool:
         return False
 
 
-def prompt_password(cfg: BoardConfig) -> Credentials:
-    """Last resort on a terminal: ask for the password (not echoed)."""
+def encrypted_key(creds: Credentials) -> Optional[str]:
+    """The key file of ``creds`` that needs a passphrase (paramiko takes the password for it), if any."""
+    import paramiko
+
+    for path in creds.key_files:
+        for kind in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
+            try:
+                kind.from_private_key_file(path)
+                break
+            except paramiko.PasswordRequiredException:
+                return path
+            except (paramiko.SSHException, OSError, ValueError):
+                continue
+    return None
+
+
+def prompt_password(cfg: BoardConfig, tried: Credentials) -> Credentials:
+    """Last resort on a terminal: ask for the password (not echoed) — or, when the key file of the first
+    attempt is encrypted, for its passphrase, and offer the key again with it."""
+    key = encrypted_key(tried)
+    if key is not None:
+        passphrase = getpass.getpass(f"passphrase for {key}: ", stream=sys.stderr)
+        return Credentials(password=passphrase, password_source="prompt", key_files=tried.key_files)
     password = getpass.getpass(f"password for {cfg.username}@{cfg.host}: ", stream=sys.stderr)
     return Credentials(password=password, password_source="prompt")
