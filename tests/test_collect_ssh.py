@@ -897,6 +897,7 @@ def test_resume_finishes_as_the_interrupted_run_would_have(env):
         err = err.decode()
         assert proc.returncode == 130, err
         assert (f"msprof collect --resume --config {env.ini} --output {env.output} --keep-remote --all") in err
+        assert err.count("interrupted") == 1 and err.rstrip().endswith("msprof: interrupted"), err
         resumed = env.collect("--resume")
         assert resumed.returncode == 0, resumed.err
         job = single_job(env.output)
@@ -976,3 +977,16 @@ def test_no_credentials_and_an_encrypted_key_are_said(env):
         assert b"open sesame" not in seen
     finally:
         sshd_harness.install_user_key(env.user["name"], env.sshd.client_key.with_suffix(".pub").read_text())
+
+
+def test_a_run_that_pulls_nothing_leaves_no_empty_output(env):
+    """main wrote no JOB (switch on: exit 4): the --output it made for the pull goes again (it was left empty;
+    found by a newcomer's trial); an --output that was there stays."""
+    main = hostile_project(env, "pass\n")
+    assert not env.output.exists()
+    proc = env.collect("-m", main)
+    assert proc.returncode == 4 and "wrote no JOB directory" in proc.err, proc.err
+    assert not env.output.exists()
+    env.output.mkdir()
+    proc = env.collect("-m", main)
+    assert proc.returncode == 4 and env.output.is_dir()

@@ -169,6 +169,16 @@ class Collector:
         self.nfs, self.keep_remote, self.run_all, self.force = nfs, keep_remote, run_all, force
 
     def run(self) -> None:
+        made_output = not os.path.lexists(self.output)
+        try:
+            self._run()
+        except BaseException:
+            if made_output:     # a run that failed before it pulled anything leaves no empty --output behind
+                with contextlib.suppress(OSError):
+                    self.output.rmdir()
+            raise
+
+    def _run(self) -> None:
         main = self.main
         if not main.exists():
             raise UsageError(f"--main {main}: no such file")
@@ -184,7 +194,6 @@ class Collector:
             existing_acl = acljson.read_project_acl(acl_path)
         partial = self.output / ".partial"
         _warn_pending(partial, self.config_path)
-        made_output = not os.path.lexists(self.output)
         # a file, a link or a directory this user may not write is said now (exit 7), not after the upload
         output_dir(self.output)
         if not os.access(self.output, os.W_OK | os.X_OK):
@@ -193,13 +202,7 @@ class Collector:
 
         # Connect before looking at the project: a wrong address or password is reported at once, not after
         # walking a large tree.
-        try:
-            board = Board.connect(cfg, self.accept_new)
-        except BaseException:
-            if made_output:         # (nothing was pulled: the --output made for it goes again)
-                with contextlib.suppress(OSError):
-                    self.output.rmdir()
-            raise
+        board = Board.connect(cfg, self.accept_new)
         with board:
             log.info("connected to %s (auth: %s)", cfg.address, board.auth)
             secrets = {self.config_path: "the --config file (it may hold the password)",
@@ -238,7 +241,7 @@ class Collector:
             try:
                 result = self._run_main(board, workdir, main.name)
             except KeyboardInterrupt:
-                notice("msprof: interrupted; ./%s was stopped on the board. To download what it wrote: %s",
+                notice("msprof: ./%s was stopped on the board; to download what it wrote: %s",
                        main.name, _resume_command(self.config_path, self.output, self.options))
                 raise
             state["main_status"] = result.status
