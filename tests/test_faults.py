@@ -204,6 +204,13 @@ def test_acl_calls_with_impossible_times_are_skipped_and_said(job, msprof_cli):
     [stats] = (job / "summary").glob("acl_statistic_*.csv")
     totals = [float(r["Total Time(us)"]) for r in csv.DictReader(open(stats))]
     assert totals and all(0 <= t < 1e9 for t in totals)
+    # every record of a stream so damaged: nothing of it is loaded, the rest is
+    for record in range(records):
+        _struct.pack_into("<Q", data, record * 128 + 8, 1 << 63)
+    path.write_bytes(bytes(data))
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert proc.returncode == 0 and "internal error" not in proc.stderr, proc.stderr
+    assert f"{records} ACL record(s) skipped" in proc.stderr
 
 
 def test_straddling_records_decode_identically(tmp_path, msprof_cli):

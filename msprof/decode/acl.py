@@ -58,7 +58,8 @@ class AclDecoder(Decoder):
                 else:
                     kept.extend(record)
                 index += 1
-            out.append(tuple(kept))
+            if kept:            # (an empty block would be an INSERT of no rows)
+                out.append(tuple(kept))
         tally.skip("time stamp of 2^63 or more, or an end before its start", bad, first or 0)
         return out
 
