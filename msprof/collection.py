@@ -83,12 +83,12 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
-def outside_links(result_dir: Path) -> List[Path]:
-    """The entries of <result dir>/data/ that are symbolic links out of the collection: never followed
-    (raw-format.md §1), and said by the import."""
+def outside_links(result_dir: Path, directory: Optional[Path] = None) -> List[Path]:
+    """The entries of ``directory`` (default <result dir>/data/) that are symbolic links out of the
+    collection: never followed (raw-format.md §1), and said by the import."""
     result_dir = Path(result_dir)
     try:
-        return [p for p in sorted((result_dir / "data").iterdir())
+        return [p for p in sorted(Path(directory or result_dir / "data").iterdir())
                 if p.is_symlink() and not _inside(p, _collection_root(result_dir))]
     except OSError:
         return []
@@ -181,13 +181,15 @@ def read_result_dir(path: Path) -> ResultDir:
     device_id = printable_id(info.get("devices"), _suffix(info_path))
     suffix = _suffix(info_path)
     sample_path = path / "sample.json"
-    sample = _read_json(sample_path) if sample_path.is_file() else {}
+    has_sample = sample_path.is_file() and (not sample_path.is_symlink() or _inside(sample_path,
+                                                                                   _collection_root(path)))
+    sample = _read_json(sample_path) if has_sample else {}
     warnings: List[str] = []
-    metadata = [info_path] + ([sample_path] if sample_path.is_file() else [])
-    links = outside_links(path)
-    if links:
-        warnings.append(f"{path / 'data'}: {len(links)} symbolic link(s) out of the collection not read: "
-                        + ", ".join(printable(p.name) for p in links[:5]) + (", …" if len(links) > 5 else ""))
+    metadata = [info_path] + ([sample_path] if has_sample else [])
+    for where, links in ((path / "data", outside_links(path)), (path, outside_links(path, path))):
+        if links:
+            warnings.append(f"{where}: {len(links)} symbolic link(s) out of the collection not read: "
+                            + ", ".join(printable(p.name) for p in links[:5]) + (", …" if len(links) > 5 else ""))
 
     device_info = _first_object(info, "DeviceInfo", info_path)
     hwts_mhz = number(device_info, "hwts_frequency", info_path, MHZ)
@@ -309,8 +311,9 @@ def require_hwts_frequency(result: ResultDir, what: str) -> float:
 
 
 def _first(directory: Path, prefix: str, suffix: Optional[str] = None) -> Optional[Path]:
+    root = _collection_root(directory)
     names = sorted(p for p in directory.iterdir() if p.is_file() and p.name.startswith(prefix)
-                   and not p.name.endswith(_IGNORED_SUFFIXES))
+                   and not p.name.endswith(_IGNORED_SUFFIXES) and (not p.is_symlink() or _inside(p, root)))
     if suffix is not None:
         exact = [p for p in names if p.name == f"{prefix}.{suffix}"]
         if exact:

@@ -213,6 +213,27 @@ def test_acl_calls_with_impossible_times_are_skipped_and_said(job, msprof_cli):
     assert f"{records} ACL record(s) skipped" in proc.stderr
 
 
+def test_metadata_and_device_links_out_of_the_collection_are_not_followed(tmp_path, msprof_cli):
+    """sample.json linked out of the collection is not read (its events: no PMU columns) and is named; a
+    PROF_ device_N that is a link is named, not passed over silently (found by a newcomer's trial)."""
+    from fixtures import indepgen
+
+    job = jobgen.write_job(tmp_path / "job", small_job())
+    (job / "sample.json").rename(tmp_path / "sample.json")
+    (job / "sample.json").symlink_to(tmp_path / "sample.json")
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{job}: 1 symbolic link(s) out of the collection not read: sample.json" in proc.stderr
+    header = next(csv.reader(open(next((job / "summary").glob("op_summary_*")))))
+    assert "Memory Bound" not in header
+    prof_dir = Path(indepgen.generate(tmp_path / "prof", ["--seed", "1", "--ops", "4", "--iters", "2"]))
+    (prof_dir / "device_0").rename(tmp_path / "device_0")
+    (prof_dir / "device_0").symlink_to(tmp_path / "device_0", target_is_directory=True)
+    proc = msprof_cli("export", "summary", "-dir", prof_dir)
+    assert proc.returncode == 8, proc.stderr
+    assert f"{prof_dir / 'device_0'}: a symbolic link: not followed" in proc.stderr
+
+
 def test_straddling_records_decode_identically(tmp_path, msprof_cli):
     a = jobgen.write_job(tmp_path / "a", small_job())
     b = jobgen.write_job(tmp_path / "b", small_job())

@@ -415,7 +415,7 @@ def print_findings(findings: List[dict], fmt: str = "table", label: str = "") ->
         emit(f"{one_line(label)}: no findings.")
         return
     rules = {rule.id: rule for rule in RULES}
-    width = max(40, min(100, shutil.get_terminal_size((100, 24)).columns))       # (an evidence line is not cut)
+    width = max(40, min(100, shutil.get_terminal_size((100, 24)).columns))
     emit(f"{one_line(label)}: {len(findings)} finding(s), most important first")
     for number, finding in enumerate(findings, 1):
         emit("")
@@ -427,7 +427,9 @@ def print_findings(findings: List[dict], fmt: str = "table", label: str = "") ->
                    .replace("\u00a0", " "))
         evidence = finding["evidence"]
         for item in evidence[:SHOWN_EVIDENCE]:
-            emit("   - " + one_line(evidence_line(rules[finding["id"]], item)))
+            line = one_line(evidence_line(rules[finding["id"]], item)).replace(" µs", "\u00a0µs")
+            emit(textwrap.fill(line, width=width, initial_indent="   - ", subsequent_indent="     ",
+                               break_long_words=False).replace("\u00a0", " "))
         if len(evidence) > SHOWN_EVIDENCE:
             # (evidence stops at the EVIDENCE_LIMIT largest: the message may count more)
             of = f" of the {len(evidence)} largest" if len(evidence) >= EVIDENCE_LIMIT else ""

@@ -438,8 +438,9 @@ def _host_key_message(exc: _HostKeyRefused, target: Path) -> str:
                 f"{remove}), then rerun with --accept-new-host-key. Otherwise someone may be "
                 f"intercepting the connection. Not connecting.")
     return (f"the host key of {name} is not known: {now}; check it on the board (ssh-keygen -lf "
-            f"/etc/ssh/ssh_host_{_short_type(key)}_key.pub) and rerun with --accept-new-host-key to add it to "
-            f"{target}")
+            f"/etc/ssh/ssh_host_{_short_type(key)}_key.pub; on a dropbear board: dropbearkey -y -f "
+            f"/etc/dropbear/dropbear_{_short_type(key)}_host_key) and rerun with --accept-new-host-key to add it "
+            f"to {target}")
 
 
 def _short_type(key) -> str:

@@ -80,6 +80,9 @@ class ProfLayout(Layout):
             # a device directory the user may not list is said as such, not passed over as no device
             locked = [p for p in candidates if p.is_dir() and not os.access(p, os.R_OK | os.X_OK)]
             devices = [p for p in candidates if p not in locked and has_info_json(p)]
+            for link in (p for p in candidates if os.path.islink(p)):
+                log.warning("%s: a symbolic link: not followed (a collection is read inside its directory only)",
+                            link)
             if host not in result_dirs:             # -dir PROF_x/device_N: that device only
                 devices = [d for d in devices if d in result_dirs]
                 locked = []
