@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from msprof.errors import DataError, NoCollectionError
-from msprof.paths import printable
+from msprof.paths import inside, printable
 
 _SKIP_DIRS = {"sqlite", "timeline", "summary", "log", "query", "mindstudio_profiler_output"}
 _IGNORED_SUFFIXES = (".done", ".complete", ".zip")
@@ -77,9 +77,8 @@ def _collection_root(result_dir: Path) -> Path:
 
 def _inside(path: Path, root: Path) -> bool:
     try:
-        path.resolve().relative_to(root.resolve())
-        return True
-    except (ValueError, OSError):
+        return inside(path, root.resolve())
+    except (OSError, RuntimeError):
         return False
 
 

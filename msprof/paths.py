@@ -101,3 +101,13 @@ def one_line(text: str) -> str:
         else:
             out.append(repr(char)[1:-1])
     return "".join(out)
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Does ``path``, with every symlink resolved, lie in ``root`` (a resolved directory)? A path that cannot be
+    resolved (a symlink loop, a directory the user may not look into) does not."""
+    try:
+        resolved = Path(path).resolve()
+    except (OSError, RuntimeError):  # (RuntimeError: a symlink loop, before Python 3.13)
+        return False
+    return resolved == root or root in resolved.parents

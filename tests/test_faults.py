@@ -114,6 +114,13 @@ def test_symbolic_links_in_data_are_followed_inside_the_collection_only(tmp_path
             + ", ".join(p.name for p in slices)) in proc.stderr
     assert db_count(outside, "SELECT count(start_syscnt) + count(end_syscnt) FROM task") == 0
 
+    loops = jobgen.write_job(tmp_path / "loops", small_job())          # links that lead nowhere: no crash
+    (loops / "data" / "x").symlink_to("y")
+    (loops / "data" / "y").symlink_to("x")
+    (loops / "loopself").symlink_to("loopself")
+    proc = msprof_cli("export", "summary", "-dir", loops)
+    assert proc.returncode == 0 and "internal error" not in proc.stderr, proc.stderr
+
     linked = jobgen.write_job(tmp_path / "linked", small_job())
     (linked / "data").rename(tmp_path / "elsewhere_data")
     (linked / "data").symlink_to(tmp_path / "elsewhere_data", target_is_directory=True)

@@ -24,13 +24,13 @@ from msprof.outputs import atomic_open, elsewhere, output_dir
 from msprof.collect import acljson
 from msprof.collect.board import Board, q
 from msprof.collect.config import BoardConfig, load_config
-from msprof.collect.project import inside, walk
+from msprof.collect.project import walk
 from msprof.collect.pull import (Unpullable, check_local_space, kib, list_jobs, local_state, manifest, pull_job,
                                  remove_tree, same_contents)
 from msprof.console import log, notice
 from msprof.verbosity import verbosity_options
 from msprof.errors import EXIT_CODES, DiskSpaceError, MsprofError, OutputError, RemoteError, SeveralFailed, UsageError
-from msprof.paths import check_path_argument
+from msprof.paths import check_path_argument, inside
 
 STATE_FILE = "collect-state.json"
 PROFILING_SUBDIR = "msprof_output"

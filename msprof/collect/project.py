@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from msprof.paths import printable
+from msprof.paths import inside, printable
 from msprof.console import log
 from msprof.errors import UsageError
 
@@ -59,15 +59,6 @@ def system_directory(path: Path) -> bool:
     except (KeyError, RuntimeError, OSError):
         return False
     return path == home or path in home.parents
-
-
-def inside(path: Path, root: Path) -> bool:
-    """Does ``path``, with every symlink resolved, lie in ``root`` (a resolved directory)?"""
-    try:
-        resolved = Path(path).resolve()
-    except (OSError, RuntimeError):  # a symlink loop
-        return False
-    return resolved == root or root in resolved.parents
 
 
 def check_project(root: Path, force: bool) -> None:
