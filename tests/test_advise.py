@@ -326,6 +326,18 @@ def test_data_loss_is_high_when_a_fifth_of_the_tasks_is_untimed(tmp_path):
     assert " 9 of the 9 device task(s) lack a start or an end (100.0 %). The figures miss" in loss["message"]
 
 
+def test_data_loss_share_counts_each_skipped_record_once(tmp_path):
+    """decode_count's records include the skipped ones: 1 bad of small_job's 5 acl_model records is a fifth
+    (high), not 1 of 6 (the review found the skipped counted twice)."""
+    path = jobgen.write_job(tmp_path, small_job())
+    assert len(faults.read_stream(path, "acl_model")) // 128 == 5
+    faults.bad_magic(path, "acl_model", 2)
+    [loss] = by_id(api.advise(path, fmt="json"))["data_loss"]
+    [stream] = [e["values"] for e in loss["evidence"] if e["table"] == "decode_count"]
+    assert (stream["records"], stream["skipped"]) == (5, 1)
+    assert loss["severity"] == "high"
+
+
 def test_load_and_unload_outweigh_execute(tmp_path):
     desc = small_job(acl_call_us={"svp_acl_mdl_load_from_file": 5000})
     job, path = jobgen.build(desc), jobgen.write_job(tmp_path, desc)
@@ -569,6 +581,8 @@ def test_prof_without_host_is_one_single_op_iteration(tmp_path, msprof_cli):
     # its one "iteration" is the whole run: a total, said so (found by a newcomer's trial: "per iteration")
     assert cpu["message"].startswith(f"{pct(80, 120)} % of the device time of single-op runs on the AI CPU (80.0 µs in"
                                      " all): AI_CPU (AI_CPU).")
+    table = msprof_cli("advise", "-dir", path).stdout
+    assert f"   - AI_CPU (AI_CPU): 80.0 µs in all, {pct(80, 120)} %" in table
     selected = msprof_cli("advise", "-dir", path, "--model-id", "1", "--iteration-id", "1")
     assert selected.returncode == 2 and "no model 1 recorded (models: none;" in selected.stderr
 

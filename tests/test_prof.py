@@ -23,7 +23,7 @@ from test_profgen import (MULTI, assert_rows_equal, expected_api_statistic, expe
 
 from msprof import api  # noqa: E402
 from msprof.decode.api_event import ApiEventDecoder  # noqa: E402
-from msprof.decode.base import Tally  # noqa: E402
+from msprof.decode.base import Rows, Tally  # noqa: E402
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder  # noqa: E402
 from msprof.decode.stars import stars_ids  # noqa: E402
 from msprof.errors import UsageError  # noqa: E402
@@ -78,6 +78,12 @@ def test_api_event_time_stamps_of_2_63_or_more_are_skipped_and_the_collection_st
     apis, events = ApiEventDecoder().decode(good + begin + end + event + good, tally)
     assert apis.rows == [(10000, 1, 7, 0, 100, 200, 1)] * 2 and events.rows == []
     assert tally.counts == {"time stamp of 2^63 or more": 3} and tally.first == {"time stamp of 2^63 or more": 40}
+    # a chunk of calls alone (the whole-chunk path) with one such end: skipped alike (the review found it kept)
+    tally = Tally(40)
+    parts = ApiEventDecoder().decode(good + end + good, tally)
+    assert [row for part in parts if isinstance(part, Rows) and part.table == "api" for row in part.rows] == \
+        [(10000, 1, 7, 0, 100, 200, 1)] * 2
+    assert tally.counts == {"time stamp of 2^63 or more": 1}
     # end to end: the first call of the host's api_event file damaged so
     prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "6", "--iters", "3"]))
     path = next((prof_dir / "host" / "data").glob("*api_event*"))

@@ -312,7 +312,8 @@ def _data_loss(facts: Facts, selection: Selection) -> Iterator[Hit]:
     # lost records make every figure uncertain, and a fifth of the records or tasks lost makes them wrong (a
     # few bytes cut inside a task log misread every record after them); warnings alone (e.g. no layer.info) are
     # for information
-    skipped, records = sum(loss.skipped for loss in losses), sum(loss.records + loss.skipped for loss in losses)
+    # (decode_count's records are every record read, the skipped ones among them)
+    skipped, records = sum(loss.skipped for loss in losses), sum(loss.records for loss in losses)
     share = max(skipped / records if records else 0.0, untimed / tasks if tasks else 0.0)
     severity = "high" if share >= 0.20 else "medium" if losses or untimed else "info"
     yield Hit(severity, share, {"skipped": skipped, "bytes": sum(loss.head_lost + loss.tail_lost for loss in losses),
@@ -338,7 +339,7 @@ RULES: List[Rule] = [
          "{share_pct} % of the device time of {model} runs on the {cpu} ({time_us} µs {per}): {ops}. "
          "The {processor} cannot run these {layers_word}; use an equivalent it supports where one exists, or move the "
          "work out of the model (e.g. post-processing on the host).",
-         "{op_name} ({op_type}): {time_us} µs per iteration, {share_pct} %"),
+         "{op_name} ({op_type}): {time_us} µs {per}, {share_pct} %"),
     Rule("acl_hotspot", _acl_hotspot,
          "{name} takes the most ACL/API time: {total_us} µs in {count} call(s) ({avg_us} µs each), {share_pct} % "
          "of the application's calls.{detail}",
@@ -402,7 +403,10 @@ def evidence_line(rule: Rule, item: dict) -> str:
     template = rule.evidence_line
     if isinstance(template, dict):
         template = template[item["table"]]
-    return template.format_map(_Blank(item["key"], **item["values"]))
+    fields = _Blank(item["key"], **item["values"])
+    if "model_name" in fields:          # (a time of single ops is a total: their one iteration is the whole run)
+        fields.setdefault("per", _per(fields["model_name"]))
+    return template.format_map(fields)
 
 
 def print_findings(findings: List[dict], fmt: str = "table", label: str = "") -> None:

@@ -6,8 +6,9 @@ another magic or a level msprof does not know are skipped and counted; so are AP
 reference analyser drops them too), and records with a time stamp of 2^63 or more (only damage writes one).
 Other 64-bit fields are kept as signed values with the same bits.
 
-Whole chunks are decoded at once (``msprof.decode.blocks``) when every record is a valid API call, which
-is the usual case; a chunk holding events or bad records goes record by record.
+Whole chunks are decoded at once (``msprof.decode.blocks``) when every record is a valid API call (no end or
+begin with its top bit set: an event's all-ones end, or damage), which is the usual case; a chunk holding
+events or bad records goes record by record.
 """
 import struct
 
@@ -46,7 +47,7 @@ class ApiEventDecoder(Decoder):
     def decode(self, chunk: bytes, tally: Tally):
         count = len(chunk) // RECORD_SIZE
         if (chunk[0::RECORD_SIZE] == b"\x5a" * count and chunk[1::RECORD_SIZE] == b"\x5a" * count
-                and b"\xff" not in chunk[31::RECORD_SIZE] and max(chunk[23::RECORD_SIZE]) < 0x80
+                and max(chunk[31::RECORD_SIZE]) < 0x80 and max(chunk[23::RECORD_SIZE]) < 0x80
                 and set(zip(chunk[2::RECORD_SIZE], chunk[3::RECORD_SIZE])) <= _LEVEL_BYTES):
             blocks = list(API_LAYOUT.blocks(chunk))
             if not any(0 in block[4::API_LAYOUT.width] for block in blocks):   # no API with begin 0

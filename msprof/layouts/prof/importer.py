@@ -474,7 +474,7 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         db["pmu_event"].insert_all([{"slot": i, "event_id": e} for i, e in enumerate(events)])
         metric_set = str(result.sample.get("ai_core_metrics") or "")
         missing = AscendMetrics(metric_set, events, str(result.info.get("platform_version", ""))).missing
-        if missing and streams.get("pmu"):
+        if missing and events and streams.get("pmu"):      # (no events at all: event_ids said so)
             notices.warn(f"sample.json's ai_core_profiling_events lack {', '.join(f'0x{e:x}' for e in missing)} of "
                          f"the {metric_set} metric set: op_summary has its raw PMU counters, by event id, instead "
                          "of the set's columns")
