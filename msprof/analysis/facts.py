@@ -153,6 +153,7 @@ class Facts:
         self._iterations: Dict[Selection, Dict[str, List[float]]] = {}
         self._op_times: Dict[Selection, List[OpTime]] = {}
         self._layer_lists: Dict[tuple, List[Layer]] = {}
+        self._idle: Dict[Selection, list] = {}     # (host_bound and device_idle read the same rows)
 
     # --- what the data holds ------------------------------------------------------------------------
     # how a collection gets the PMU data that give a memory-bound value (said when they are missing)
@@ -297,10 +298,16 @@ class Facts:
                 api.top = api.top or top
         return list(names.values())
 
+    def _idle_per_iteration(self, selection: Selection) -> list:
+        """``_idle_rows`` (a window function over every task: seconds at 1M tasks), once per selection."""
+        if selection not in self._idle:
+            self._idle[selection] = list(self._idle_rows(selection))
+        return self._idle[selection]
+
     def idle(self, selection: Selection = Selection()) -> List[Idle]:
         """Per model: iterations, busy and idle µs summed over them."""
         models: Dict[str, Idle] = OrderedDict()
-        for name, _index, busy, idle, _start, _end in self._idle_rows(selection):
+        for name, _index, busy, idle, _start, _end in self._idle_per_iteration(selection):
             row = models.setdefault(name, Idle(name, 0, 0.0, 0.0))
             row.iterations += 1
             row.busy_us += busy
@@ -313,8 +320,8 @@ class Facts:
         unrecorded (``interval`` k > 1, or lost step-trace marks: a model's iteration ids are not consecutive),
         the device may have been running them in a gap: only the gaps between two consecutive executions of
         one model count then, against the time from the first's start to the second's."""
-        rows = [(start, end, name, index) for name, index, _busy, _idle, start, end in self._idle_rows(selection)
-                if start is not None and end is not None]
+        rows = [(start, end, name, index) for name, index, _busy, _idle, start, end
+                in self._idle_per_iteration(selection) if start is not None and end is not None]
         spans = sorted(rows, key=lambda row: row[:2])
         ids: Dict[str, List[int]] = {}
         for _start, _end, name, index in spans:
