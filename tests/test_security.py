@@ -309,11 +309,13 @@ def user():
 AS_USER = """
 import importlib, os, pkgutil, sys
 import msprof
+collect = os.environ.pop("AS_USER_COLLECT", None)        # (paramiko's import is slow: only when asked)
 for module in pkgutil.walk_packages(msprof.__path__, "msprof."):
-    if not module.name.startswith("msprof.collect"):
+    if collect or not module.name.startswith("msprof.collect"):
         importlib.import_module(module.name)
 for name in ("concurrent.futures.process", "multiprocessing.popen_fork", "multiprocessing.synchronize",
-             "multiprocessing.queues", "decimal", "csv", "tempfile", "tabulate"):
+             "multiprocessing.queues", "decimal", "csv", "tempfile", "tabulate") + (
+             ("click.shell_completion", "getpass", "encodings.utf_8_sig") if collect else ()):
     importlib.import_module(name)
 from msprof import store
 import sqlite3
@@ -325,9 +327,9 @@ main(sys.argv[4:])
 """
 
 
-def as_user(user, *args, umask="022", cwd=None):
+def as_user(user, *args, umask="022", cwd=None, collect=False):
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "HOME": user.pw_dir, "NO_COLOR": "1",
-           "LANG": "C.UTF-8"}
+           "LANG": "C.UTF-8", **({"AS_USER_COLLECT": "1"} if collect else {})}
     return subprocess.run([sys.executable, "-c", AS_USER, str(user.pw_uid), str(user.pw_gid), umask,
                            *map(str, args)], env=env, cwd=cwd or user.pw_dir, capture_output=True, text=True,
                           timeout=120)
@@ -494,3 +496,24 @@ def test_a_refused_write_names_what_refused_it_once(user, shared, locked_mode):
     proc = as_user(user, "query", "-dir", job)
     assert proc.returncode == 7 and "importing (database not readable (Permission denied))" in proc.stderr, (
         proc.stderr)
+
+
+def test_collect_output_where_the_user_may_not_look_is_exit_7_before_connecting(user, shared):
+    """collect --output under a directory the user may not enter: exit 7 naming it, before any connection (an
+    earlier download's record was looked for first, and that raised: an internal error; found by a review)."""
+    home = Path(user.pw_dir)
+    project = home / "app"
+    project.mkdir()
+    (project / "main").write_text("#!/bin/sh\nexit 0\n")
+    ini = home / "board.ini"
+    ini.write_text("[ssh_config]\nip = 127.0.0.1\nport = 1\nusername = nobody\npwd = not-used\n")
+    for path in (project, project / "main", ini):
+        os.chown(path, user.pw_uid, user.pw_gid)
+    ini.chmod(0o600)
+    locked = shared / "locked"
+    locked.mkdir(mode=0o700)                                             # root's alone
+    proc = as_user(user, "collect", "-m", project / "main", "--config", ini, "--output", locked / "out",
+                   collect=True)
+    assert proc.returncode == 7, proc.stderr
+    assert f"cannot write {locked}: Permission denied (choose another --output DIR)" in proc.stderr, proc.stderr
+    assert "internal error" not in proc.stderr and "connect" not in proc.stderr

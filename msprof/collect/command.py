@@ -19,7 +19,7 @@ from typing import List, Optional, Tuple
 import click
 from click.shell_completion import CompletionItem
 
-from msprof import __version__, progress
+from msprof import __version__, outputs, progress
 from msprof.outputs import atomic_open, elsewhere, output_dir
 from msprof.collect import acljson
 from msprof.collect.board import Board, q
@@ -193,11 +193,12 @@ class Collector:
         else:
             existing_acl = acljson.read_project_acl(acl_path)
         partial = self.output / ".partial"
-        _warn_pending(partial, self.config_path)
         # a file, a link or a directory this user may not write is said now (exit 7), not after the upload
+        outputs.output_given = True        # (collect always writes under its --output: the advice is another)
         output_dir(self.output)
         if not os.access(self.output, os.W_OK | os.X_OK):
             raise OutputError(f"cannot write {self.output}: Permission denied ({elsewhere()})")
+        _warn_pending(partial, self.config_path)
         started = _now()
 
         # Connect before looking at the project: a wrong address or password is reported at once, not after
@@ -591,7 +592,7 @@ def _save_state(partial: Path, state: dict) -> None:
 
 def _load_state(partial: Path) -> Optional[dict]:
     path = partial / STATE_FILE
-    if not path.exists():
+    if not os.path.exists(path):        # (never raises, where the user may not look)
         return None
     try:
         state = json.loads(path.read_text(encoding="utf-8"))

@@ -177,7 +177,10 @@ def same_contents(staged_root: Path, output: Path, found: Manifest) -> bool:
     """Whether every file of the manifest, just pulled under ``staged_root``, has the same bytes under
     ``output`` (names and sizes alone say nothing: a second run of a simulator or a board whose clock was
     reset writes a JOB of the same name, with files of the same sizes and other records)."""
-    return all(filecmp.cmp(staged_root / rel, output / rel, shallow=False) for rel in found.files)
+    try:
+        return all(filecmp.cmp(staged_root / rel, output / rel, shallow=False) for rel in found.files)
+    except OSError:         # a local file that cannot be read: not known to be the same, so not replaced
+        return False
 
 
 def local_state(output: Path, found: Manifest) -> str:
