@@ -949,8 +949,8 @@ def test_no_credentials_and_an_encrypted_key_are_said(env):
         env.write_ini(pwd=None, key_file=key)
         proc = env.collect("-m", main, "--switch", "off")
         assert proc.returncode == 3, proc.err
-        assert (f"(tried: key_file); the key_file {key} is encrypted: give its passphrase in MSPROF_SSH_PASSWORD "
-                "(or on a terminal, when asked)") in proc.err
+        assert (f"(tried: key_file); the key_file {key} is encrypted: run on a terminal to be asked its passphrase, "
+                "or load it into an SSH agent") in proc.err
         proc = env.collect("-m", main, "--switch", "off", env={"MSPROF_SSH_PASSWORD": "open sesame"})
         assert proc.returncode == 0, proc.err
         # on a terminal: asked for the key's passphrase

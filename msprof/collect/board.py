@@ -385,7 +385,7 @@ def _open_client(cfg: BoardConfig, creds: Credentials, accept_new_host_key: bool
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         client.connect(cfg.host, port=cfg.port, username=cfg.username, password=creds.password,
-                       key_filename=creds.key_files or None, allow_agent=creds.allow_agent,
+                       passphrase=creds.passphrase, key_filename=creds.key_files or None, allow_agent=creds.allow_agent,
                        look_for_keys=creds.look_for_keys, sock=sock, timeout=cfg.timeout,
                        banner_timeout=cfg.timeout, auth_timeout=cfg.timeout, channel_timeout=cfg.timeout,
                        transport_factory=transport_factory)
@@ -462,9 +462,11 @@ def _auth_message(cfg: BoardConfig, creds: Credentials, exc: Exception) -> str:
         text += f"; the board accepts only: {', '.join(allowed)}"
     elif creds.password is None and not creds.key_files:
         text += "; set pwd or key_file in [ssh_config], or MSPROF_SSH_PASSWORD"
-    elif creds.password is None and encrypted_key(creds):
-        text += (f"; the key_file {encrypted_key(creds)} is encrypted: give its passphrase in MSPROF_SSH_PASSWORD "
-                 "(or on a terminal, when asked)")
+    elif creds.password is None and creds.passphrase is None:
+        key = encrypted_key(creds)
+        if key is not None:
+            text += (f"; the key_file {key} is encrypted: run on a terminal to be asked its passphrase, or load it "
+                     "into an SSH agent")
     return text
 
 

@@ -251,13 +251,15 @@ class Credentials:
     password: Optional[str] = field(default=None, repr=False)
     password_source: Optional[str] = None  # "ini", "env", "prompt"
     key_files: List[str] = field(default_factory=list)
+    # what opens an encrypted key file (asked for on a terminal): never offered to the board as a password
+    passphrase: Optional[str] = field(default=None, repr=False)
     allow_agent: bool = False
     look_for_keys: bool = False
 
     def describe(self) -> str:
         parts = []
         if self.key_files:
-            parts.append("key_file")
+            parts.append("key_file" + (" (passphrase from the prompt)" if self.passphrase is not None else ""))
         if self.allow_agent:
             parts.append("SSH agent/default keys")
         if self.password is not None:
@@ -306,6 +308,6 @@ def prompt_password(cfg: BoardConfig, tried: Credentials) -> Credentials:
     key = encrypted_key(tried)
     if key is not None:
         passphrase = getpass.getpass(f"passphrase for {key}: ", stream=sys.stderr)
-        return Credentials(password=passphrase, password_source="prompt", key_files=tried.key_files)
+        return Credentials(key_files=tried.key_files, passphrase=passphrase)
     password = getpass.getpass(f"password for {cfg.username}@{cfg.host}: ", stream=sys.stderr)
     return Credentials(password=password, password_source="prompt")
