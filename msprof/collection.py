@@ -30,15 +30,19 @@ def find_result_dirs(root: Path) -> List[Path]:
         raise DataError.unreadable(root, exc) from None
     found: List[Path] = []
     locked: List[Path] = []
-    _walk(root, found, depth=0, locked=locked)
+    links: List[Path] = []
+    _walk(root, found, depth=0, locked=locked, links=links)
     if not found and locked:        # (a collection may be there, that the user may not read)
         raise DataError.unreadable(locked[0], PermissionError(13, "Permission denied"))
+    if not found and links:         # (or behind a link, which is not followed)
+        raise DataError(f"{links[0]}: a symbolic link: not followed (a collection is read inside its directory "
+                        "only)")
     if not found:
         raise NoCollectionError(f"no info.json* found under {root} (expected a JOB or PROF_ directory)")
     return sorted(found, key=_device_order)
 
 
-def _walk(directory: Path, found: List[Path], depth: int, locked: List[Path]) -> None:
+def _walk(directory: Path, found: List[Path], depth: int, locked: List[Path], links: List[Path]) -> None:
     if _has_info_json(directory):
         found.append(directory)
         return
@@ -52,10 +56,12 @@ def _walk(directory: Path, found: List[Path], depth: int, locked: List[Path]) ->
     except OSError:
         return
     for child in children:
-        if (os.path.islink(child) or not os.path.isdir(child) or child.name in _SKIP_DIRS
-                or child.name.startswith(".")):
+        if child.name in _SKIP_DIRS or child.name.startswith(".") or not os.path.isdir(child):
             continue
-        _walk(child, found, depth + 1, locked)
+        if os.path.islink(child):
+            links.append(child)
+            continue
+        _walk(child, found, depth + 1, locked, links)
 
 
 def _has_info_json(directory: Path) -> bool:
@@ -175,6 +181,10 @@ def read_result_dir(path: Path) -> ResultDir:
     path = Path(path)
     info_path = _first(path, "info.json")
     if info_path is None:
+        linked = [p for p in outside_links(path, path) if p.name.startswith("info.json")]
+        if linked:
+            raise DataError(f"{linked[0]}: a symbolic link out of the collection ({_collection_root(path)}): not "
+                            "followed (raw data and metadata are read inside the collection only)")
         raise NoCollectionError(f"no info.json* found under {path} (expected a JOB or PROF_ directory)")
     info = _read_json_first_line(info_path)
     device_id = printable_id(info.get("devices"), _suffix(info_path))

@@ -233,12 +233,29 @@ def test_metadata_and_device_links_out_of_the_collection_are_not_followed(tmp_pa
     assert f"{job}: 1 symbolic link(s) out of the collection not read: sample.json" in proc.stderr
     header = next(csv.reader(open(next((job / "summary").glob("op_summary_*")))))
     assert "Memory Bound" not in header
+    info = next(job.glob("info.json*"))                 # info.json linked out: named, not "no info.json found"
+    info.rename(tmp_path / info.name)
+    info.symlink_to(tmp_path / info.name)
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert proc.returncode == 8, proc.stderr
+    assert f"{info}: a symbolic link out of the collection ({job}): not followed" in proc.stderr
     prof_dir = Path(indepgen.generate(tmp_path / "prof", ["--seed", "1", "--ops", "4", "--iters", "2"]))
     (prof_dir / "device_0").rename(tmp_path / "device_0")
     (prof_dir / "device_0").symlink_to(tmp_path / "device_0", target_is_directory=True)
     proc = msprof_cli("export", "summary", "-dir", prof_dir)
     assert proc.returncode == 8, proc.stderr
     assert f"{prof_dir / 'device_0'}: a symbolic link: not followed" in proc.stderr
+    (prof_dir / "device_0").unlink()                   # the device back, the host behind a link: said, not read
+    (tmp_path / "device_0").rename(prof_dir / "device_0")
+    (prof_dir / "host").rename(tmp_path / "host")
+    (prof_dir / "host").symlink_to(tmp_path / "host", target_is_directory=True)
+    proc = msprof_cli("export", "summary", "-dir", prof_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{prof_dir / 'host'}: a symbolic link: not followed" in proc.stderr and "no info.json" not in proc.stderr
+    (prof_dir / "device_0").rename(tmp_path / "device_0b")        # nothing but links: named, not "no collection"
+    (prof_dir / "device_0").symlink_to(tmp_path / "device_0b", target_is_directory=True)
+    proc = msprof_cli("export", "summary", "-dir", prof_dir)
+    assert proc.returncode == 8 and ": a symbolic link: not followed" in proc.stderr, proc.stderr
 
 
 def test_straddling_records_decode_identically(tmp_path, msprof_cli):

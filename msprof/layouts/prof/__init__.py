@@ -66,7 +66,10 @@ class ProfLayout(Layout):
             base = out_dir(root, output)
             host = root / "host"
             host_db = None
-            if os.path.isdir(host) and not os.access(host, os.R_OK | os.X_OK):
+            if os.path.islink(host):
+                log.warning("%s: a symbolic link: not followed (a collection is read inside its directory only)",
+                            host)
+            elif os.path.isdir(host) and not os.access(host, os.R_OK | os.X_OK):
                 log.warning("%s: cannot read (Permission denied): the host's data are not read (op names, models, "
                             "API statistic)", host)
             elif has_info_json(host):
@@ -78,7 +81,8 @@ class ProfLayout(Layout):
             candidates = sorted((p for p in root.iterdir() if _DEVICE.match(p.name)),
                                 key=lambda p: int(_DEVICE.match(p.name).group(1)))
             # a device directory the user may not list is said as such, not passed over as no device
-            locked = [p for p in candidates if p.is_dir() and not os.access(p, os.R_OK | os.X_OK)]
+            locked = [p for p in candidates if not os.path.islink(p) and os.path.isdir(p)
+                      and not os.access(p, os.R_OK | os.X_OK)]
             devices = [p for p in candidates if p not in locked and has_info_json(p)]
             for link in (p for p in candidates if os.path.islink(p)):
                 log.warning("%s: a symbolic link: not followed (a collection is read inside its directory only)",
