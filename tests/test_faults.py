@@ -211,6 +211,15 @@ def test_acl_calls_with_impossible_times_are_skipped_and_said(job, msprof_cli):
     [stats] = (job / "summary").glob("acl_statistic_*.csv")
     totals = [float(r["Total Time(us)"]) for r in csv.DictReader(open(stats))]
     assert totals and all(0 <= t < 1e9 for t in totals)
+    # a bad magic before it: the bad time is still named at its own offset (the review found it shifted)
+    shifted = jobgen.write_job(job.parent / "shifted", small_job(slice_bytes=100000))   # (one chunk)
+    [spath] = faults.stream_files(shifted, "acl_model")[:1]
+    sdata = bytearray(spath.read_bytes())
+    sdata[0] ^= 0xFF                                                        # record 0: bad magic
+    _struct.pack_into("<Q", sdata, 3 * 128 + 8, 1 << 63)                    # record 3: start 2^63
+    spath.write_bytes(bytes(sdata))
+    proc = msprof_cli("import", "-dir", shifted)
+    assert f"{spath.name} offset 384: 1 ACL record(s) skipped (time stamp of 2^63" in proc.stderr, proc.stderr
     # every record of a stream so damaged: nothing of it is loaded, the rest is
     for record in range(records):
         _struct.pack_into("<Q", data, record * 128 + 8, 1 << 63)

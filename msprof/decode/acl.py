@@ -1,8 +1,9 @@
 """ACL API records, ``AclModule.*`` — 128 B ``=HHIQQII64s4Q`` (raw-format.md §5.3)."""
 from operator import gt
+from typing import List
 
 from msprof.decode.base import Blocks, Decoder, Tally
-from msprof.decode.blocks import Layout, valid_part
+from msprof.decode.blocks import Layout, bad_records, valid_part
 
 RECORD_SIZE = 128
 MAGIC = 0x5A5A
@@ -30,21 +31,23 @@ class AclDecoder(Decoder):
     looks_aligned = staticmethod(looks_aligned)
 
     def decode(self, chunk: bytes, tally: Tally):
-        chunk, skipped, first = valid_part(chunk, RECORD_SIZE, CHECKS)
+        dropped = bad_records(chunk, RECORD_SIZE, CHECKS)
+        chunk, skipped, first = valid_part(chunk, RECORD_SIZE, CHECKS, dropped)
         tally.skip("bad magic or tag", skipped, first)
         clean = _Names().__getitem__
         width = LAYOUT.width
         blocks = list(LAYOUT.blocks(chunk))
         if any(min(block[1::width], default=0) < 0 or any(map(gt, block[1::width], block[2::width]))
                for block in blocks):
-            blocks = self._timed(blocks, tally)
+            blocks = self._timed(blocks, tally, dropped)
         return [Blocks(LAYOUT, [block + tuple(map(clean, block[width - 1::width])) for block in blocks])]
 
     @staticmethod
-    def _timed(blocks, tally: Tally):
+    def _timed(blocks, tally: Tally, dropped: List[int]):
         """The records of ``blocks`` whose times can be a call's: a start of 2^63 or more (read signed: only
         damage writes one), or an end before the start, would put a nonsense duration into every statistic;
-        skipped and counted."""
+        skipped and counted. ``dropped``: the chunk's records left out before (bad magic), so that the first
+        one skipped here is named at its place in the file."""
         width = LAYOUT.width
         out, bad, first = [], 0, None
         index = 0
@@ -60,7 +63,11 @@ class AclDecoder(Decoder):
                 index += 1
             if kept:            # (an empty block would be an INSERT of no rows)
                 out.append(tuple(kept))
-        tally.skip("time stamp of 2^63 or more, or an end before its start", bad, first or 0)
+        at = first or 0
+        for gone in dropped:    # (sorted): the chunk index of the first such record
+            if gone <= at:
+                at += 1
+        tally.skip("time stamp of 2^63 or more, or an end before its start", bad, at)
         return out
 
 

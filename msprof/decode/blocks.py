@@ -105,9 +105,10 @@ def bad_records(chunk: bytes, size: int, checks: Checks) -> List[int]:
     return sorted(bad)
 
 
-def valid_part(chunk: bytes, size: int, checks: Checks) -> Tuple[bytes, int, int]:
-    """(the records of ``chunk`` that pass every check, how many were left out, index of the first left out)."""
-    bad = bad_records(chunk, size, checks)
+def valid_part(chunk: bytes, size: int, checks: Checks, bad: Optional[List[int]] = None) -> Tuple[bytes, int, int]:
+    """(the records of ``chunk`` that pass every check, how many were left out, index of the first left out);
+    ``bad``: the chunk's ``bad_records``, when the caller has them already."""
+    bad = bad_records(chunk, size, checks) if bad is None else bad
     if not bad:
         return chunk, 0, 0
     kept, start = [], 0
