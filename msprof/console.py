@@ -82,8 +82,14 @@ def emit(text: str, nl: bool = True, file=None) -> None:
     characters escaped (``\\x1b``): a name from the data must not drive the terminal."""
     out = file or click.get_text_stream("stdout")
     if getattr(out, "isatty", lambda: False)():
-        text = _TERMINAL_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+        text = _TERMINAL_UNSAFE.sub(_escaped, text)
     click.echo(text, nl=nl, file=file, color=True)
+
+
+def _escaped(match) -> str:
+    # C0 as \x1b; DEL and C1, which json.dumps leaves as they are, as \u009b: still valid JSON
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x7F else f"\\u{code:04x}"
 
 
 def discard_stdout() -> None:

@@ -199,6 +199,38 @@ def test_csv_on_stdout_is_the_file_byte_for_byte_and_escaped_on_a_terminal(tmp_p
     assert b"Conv\\x1b[2Jolution" in seen and b"l\\x1b]0;pwned\\x07b" in seen and b"la\tyer" in seen
 
 
+def test_json_on_a_terminal_stays_json(tmp_path):
+    """A C1 control character (which json.dumps leaves as it is) escaped for a terminal as \u009b: the document
+    is still valid JSON, and reads back the same name (the review found \x9b, which JSON has no escape for)."""
+    import json
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    job = jobgen.write_job(tmp_path, small_job(models=[{"name": "tiny", "layers": [{"name": "c1\x9bname"}]}]))
+    primary, secondary = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=str(jobgen.Path(__file__).resolve().parents[1]), NO_COLOR="1")
+    run = subprocess.run([sys.executable, "-m", "msprof", "-q", "show", "-dir", str(job), "--format", "json",
+                          "--table", "op_summary"], stdout=secondary, stderr=subprocess.PIPE, env=env, timeout=60)
+    os.close(secondary)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(primary)
+    assert run.returncode == 0, run.stderr
+    text = seen.decode().replace("\r\n", "\n")
+    assert "\x9b" not in text and "\\u009b" in text
+    document = json.loads(text)
+    assert "c1\x9bname" in json.dumps(document, ensure_ascii=False)
+
+
 def test_advise_and_compare_escape_names_in_their_table_views(tmp_path, msprof_cli):
     """Names from the data in advise's paragraphs and compare's verdict are escaped, as show's cells (found by a
     newcomer's trial: an OSC sequence set the terminal's title)."""
