@@ -153,11 +153,12 @@ def _raw_bytes(database: Database) -> int:
 
 def ensure_databases(unit: Unit) -> List[Path]:
     """Build the unit's databases that are missing or whose raw files changed; return those built. Two
-    commands started together on one fresh collection (``export summary & export timeline``) import it once:
-    the second waits for the first, then finds the databases current."""
+    commands started together on one fresh collection (``export summary & export timeline``, or two devices of
+    one PROF_, which share its host database) import each database once: the second waits for the first, then
+    finds it current."""
     if not any(database.stale() is not None for database in unit.databases):
         return []
-    with _importing(unit):
+    with _importing(unit.databases):
         stale = []
         for database in unit.databases:
             reason = database.stale()
@@ -170,29 +171,40 @@ def ensure_databases(unit: Unit) -> List[Path]:
 
 
 @contextlib.contextmanager
-def _importing(unit: Unit):
-    """An exclusive lock on the unit's output directory while its databases are (re)built, held by one msprof
-    at a time (flock: released by the kernel if the holder dies). Where it cannot be taken (no such directory
-    yet, a file system without locks) each command imports on its own, as before."""
+def _importing(databases: Sequence[Database]):
+    """Exclusive locks, one msprof at a time, on the directories that hold the databases' sqlite/ (a JOB, a
+    PROF_ host/ or device_N/, or their places under --output; made if missing), taken in one order so two
+    commands cannot wait on each other: flock, released by the kernel if the holder dies. Where one cannot be
+    taken (a directory that cannot be made, a file system without locks) it is done without, as before."""
+    with contextlib.ExitStack() as stack:
+        for directory in sorted({database.path.parent.parent for database in databases}):
+            fd = _lock(directory)
+            if fd is not None:
+                stack.callback(os.close, fd)          # (the lock goes with it)
+        yield
+
+
+def _lock(directory: Path) -> Optional[int]:
+    """The open directory, locked (None: no lock could be had)."""
     if fcntl is None:
-        yield
-        return
+        return None
     try:
-        fd = os.open(unit.out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        yield
-        return
+        output_dir(directory)
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except (OSError, MsprofError):
+        return None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            notice(f"{unit.label}: another msprof is importing it: waiting")
+            notice(f"{directory}: another msprof is importing it: waiting")
             fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError:
             pass
-        yield
-    finally:
-        os.close(fd)          # (the lock goes with it)
+    except BaseException:           # (Ctrl-C while waiting)
+        os.close(fd)
+        raise
+    return fd
 
 
 @contextlib.contextmanager

@@ -270,3 +270,25 @@ def test_commands_started_together_on_a_fresh_collection_import_it_once(tmp_path
     assert [code for _out, _err, code in results] == [0, 0, 0], results
     imported = [line for _out, err, _code in results for line in err.splitlines() if line.startswith("imported ")]
     assert len(imported) == (1 if layout == "JOB" else 2), results        # (a PROF_: its host and its device)
+
+
+def test_two_devices_exported_together_import_their_shared_host_once(tmp_path):
+    """Two commands on the two devices of one PROF_ share its host database: it is imported once (the lock was
+    the device directory's, so both imported the host: found by a review)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fixtures import indepgen
+
+    root = Path(__file__).resolve().parents[1]
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "4", "--ops", "20", "--iters", "20", "--devices", "2"]))
+    env = dict(os.environ, PYTHONPATH=str(root), NO_COLOR="1")
+    runs = [subprocess.Popen([sys.executable, "-m", "msprof", "export", "summary", "-dir", str(prof_dir / device)],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for device in ("device_0", "device_1")]
+    results = [run.communicate(timeout=120) + (run.returncode,) for run in runs]
+    assert [code for _out, _err, code in results] == [0, 0], results
+    imported = [line for _out, err, _code in results for line in err.splitlines() if line.startswith("imported ")]
+    assert sorted(line.split(" -> ")[0].rsplit("/", 1)[1] for line in imported) == ["device_0", "device_1", "host"]
