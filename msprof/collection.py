@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from msprof.console import log
 from msprof.errors import DataError, NoCollectionError
 from msprof.paths import inside, printable
 
@@ -24,16 +25,14 @@ def find_result_dirs(root: Path) -> List[Path]:
     root = Path(root)
     if not root.is_dir():
         raise NoCollectionError(f"{root} {'is not a directory' if os.path.lexists(root) else 'does not exist'}")
-    try:
-        os.listdir(root)
-    except OSError as exc:          # (not "no collection here": there may be one the user may not read)
-        raise DataError.unreadable(root, exc) from None
     found: List[Path] = []
     locked: List[Path] = []
     links: List[Path] = []
     _walk(root, found, depth=0, locked=locked, links=links)
     if not found and locked:        # (a collection may be there, that the user may not read)
         raise DataError.unreadable(locked[0], PermissionError(13, "Permission denied"))
+    for directory in locked:        # (beside collections found: said, not passed over)
+        log.warning("%s: cannot read (Permission denied): not searched for collections", directory)
     if not found and links:         # (or behind a link, which is not followed)
         raise DataError(f"{links[0]}: a symbolic link: not followed (a collection is read inside its directory "
                         "only)")

@@ -80,7 +80,7 @@ def emit(text: str, nl: bool = True, file=None) -> None:
     """Print results on stdout (or ``file``): byte for byte into a pipe or a file (click would strip escape
     sequences there, so a csv printed would differ from the file written), and on a terminal with control
     characters escaped (``\\x1b``): a name from the data must not drive the terminal."""
-    out = file or click.get_text_stream("stdout")
+    out = file or sys.stdout
     if getattr(out, "isatty", lambda: False)():
         text = _TERMINAL_UNSAFE.sub(_escaped, text)
     click.echo(text, nl=nl, file=file, color=True)

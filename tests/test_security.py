@@ -517,3 +517,18 @@ def test_collect_output_where_the_user_may_not_look_is_exit_7_before_connecting(
     assert proc.returncode == 7, proc.stderr
     assert f"cannot write {locked}: Permission denied (choose another --output DIR)" in proc.stderr, proc.stderr
     assert "internal error" not in proc.stderr and "connect" not in proc.stderr
+
+
+def test_a_collection_the_user_may_not_list_beside_readable_ones_is_said(user, shared):
+    """A parent of two JOBs, one the user may not list: the other is reported, and the locked one is named
+    (it was passed over without a word: found by a review)."""
+    readable = jobgen.write_job(shared / "two" / "a", small_job())
+    locked = jobgen.write_job(shared / "two" / "b", small_job())
+    for path in [shared / "two", *((shared / "two").rglob("*"))]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    (locked.parent).chmod(0o700)                                          # root's alone
+    out = Path(user.pw_dir) / "results-two"
+    proc = as_user(user, "export", "summary", "-dir", shared / "two", "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: {locked.parent}: cannot read (Permission denied): not searched for collections" in proc.stderr
+    assert list((out / readable.name / "summary").glob("op_summary_*"))

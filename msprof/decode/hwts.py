@@ -59,7 +59,7 @@ class Pairer:
         self.unmatched_ends = 0
         self.unended_starts = 0
         self.backwards = 0      # tasks whose end counter is below their start's (their end is dropped)
-        self.first_problem = {}      # "end" / "start" → record index of the first one (the file it is in)
+        self.first_problem = {}      # "end" / "start" / "backwards" → record index of the first one (its file)
         self.other_logs = 0
 
     def feed(self, chunk: bytes) -> List[Piece]:

@@ -151,6 +151,10 @@ class ProfReport(Report):
                 for m, n, i in self.conn.execute("SELECT model_id, model_name, iterations FROM host.model"
                                                  " ORDER BY model_id")]
 
+    @functools.cached_property
+    def _ran(self) -> Optional[set]:
+        return self.device_models()
+
     def device_models(self) -> Optional[set]:
         """The models whose tasks the host launched on this device, when it launched on several devices (else
         None: every model the host ran is this device's)."""
@@ -163,13 +167,12 @@ class ProfReport(Report):
     def iterations(self, selection: Selection = Selection()) -> List[Iteration]:
         """The recorded model executions of this device: of the models the host launched on it (with several
         devices, a model another device ran is not this one's to select: its files would be empty)."""
-        if not hasattr(self, "_ran"):
-            self._ran = self.device_models()
+        ran = self._ran
         out = []
         for m in self.models():
             if selection.model_id is not None and m["model_id"] != selection.model_id:
                 continue
-            if self._ran is not None and m["model_id"] not in self._ran:
+            if ran is not None and m["model_id"] not in ran:
                 continue
             for index in range(1, (m["iterations"] or 0) + 1):
                 if selection.iteration_id is None or index == selection.iteration_id:
