@@ -160,6 +160,32 @@ def test_control_characters_in_names_are_escaped_in_the_table(tmp_path, msprof_c
     assert {r["Layer Type"] for r in rows} == {"Convolution", "-"}      # (read at the columns' places: aligned)
 
 
+def stdout_on_a_terminal(*args) -> bytes:
+    """What ``msprof ARGS`` writes to a standard output that is a terminal (a pty), as read from its other end."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    primary, secondary = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=str(jobgen.Path(__file__).resolve().parents[1]), NO_COLOR="1")
+    run = subprocess.run([sys.executable, "-m", "msprof", *map(str, args)], stdout=secondary,
+                         stderr=subprocess.PIPE, env=env, timeout=60)
+    os.close(secondary)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:         # (the other end closed)
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(primary)
+    assert run.returncode == 0, run.stderr
+    return seen
+
+
 CONTROL_NAMES = {"models": [{"name": "net\x1b[31mRED", "id": 1, "layers": [
     {"name": "la\tyer", "type": "Conv\x1b[2Jolution"}, {"name": "l\x1b]0;pwned\x07b", "type": "Mish"}]}]}
 
@@ -168,33 +194,13 @@ def test_csv_on_stdout_is_the_file_byte_for_byte_and_escaped_on_a_terminal(tmp_p
     """show --format csv into a pipe: the summary file's bytes, escape sequences and all (click stripped them,
     so the csv differed from the file: found by a newcomer's trial); on a terminal the control characters are
     escaped, so that a name from the data cannot drive it."""
-    import os
-    import pty
-    import subprocess
-    import sys
-
     job = jobgen.write_job(tmp_path, small_job(**CONTROL_NAMES))
     assert msprof_cli("export", "summary", "-dir", job).returncode == 0
     [summary] = sorted((job / "summary").glob("op_summary_*.3.N_A.1000.csv"))
     piped = msprof_cli("-q", "show", "-dir", job, "--format", "csv", "--table", "op_summary")
     assert piped.returncode == 0 and piped.stdout.encode() == summary.read_bytes().replace(b"\r\n", b"\n")
     assert "\x1b[2J" in piped.stdout
-    primary, secondary = pty.openpty()
-    env = dict(os.environ, PYTHONPATH=str(jobgen.Path(__file__).resolve().parents[1]), NO_COLOR="1")
-    run = subprocess.run([sys.executable, "-m", "msprof", "-q", "show", "-dir", str(job), "--format", "csv",
-                          "--table", "op_summary"], stdout=secondary, stderr=subprocess.PIPE, env=env, timeout=60)
-    os.close(secondary)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(primary, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(primary)
-    assert run.returncode == 0, run.stderr
+    seen = stdout_on_a_terminal("-q", "show", "-dir", job, "--format", "csv", "--table", "op_summary")
     assert b"\x1b" not in seen and b"\x07" not in seen
     assert b"Conv\\x1b[2Jolution" in seen and b"l\\x1b]0;pwned\\x07b" in seen and b"la\tyer" in seen
 
@@ -203,28 +209,9 @@ def test_json_on_a_terminal_stays_json(tmp_path):
     """A C1 control character (which json.dumps leaves as it is) escaped for a terminal as \u009b: the document
     is still valid JSON, and reads back the same name (the review found \x9b, which JSON has no escape for)."""
     import json
-    import os
-    import pty
-    import subprocess
-    import sys
 
     job = jobgen.write_job(tmp_path, small_job(models=[{"name": "tiny", "layers": [{"name": "c1\x9bname"}]}]))
-    primary, secondary = pty.openpty()
-    env = dict(os.environ, PYTHONPATH=str(jobgen.Path(__file__).resolve().parents[1]), NO_COLOR="1")
-    run = subprocess.run([sys.executable, "-m", "msprof", "-q", "show", "-dir", str(job), "--format", "json",
-                          "--table", "op_summary"], stdout=secondary, stderr=subprocess.PIPE, env=env, timeout=60)
-    os.close(secondary)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(primary, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(primary)
-    assert run.returncode == 0, run.stderr
+    seen = stdout_on_a_terminal("-q", "show", "-dir", job, "--format", "json", "--table", "op_summary")
     text = seen.decode().replace("\r\n", "\n")
     assert "\x9b" not in text and "\\u009b" in text
     document = json.loads(text)
