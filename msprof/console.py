@@ -14,8 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import click
-
 from msprof import progress
 from msprof.outputs import file_mode
 from msprof.paths import one_line
@@ -80,6 +78,8 @@ def emit(text: str, nl: bool = True, file=None) -> None:
     """Print results on stdout (or ``file``): byte for byte into a pipe or a file (click would strip escape
     sequences there, so a csv printed would differ from the file written), and on a terminal with control
     characters escaped (``\\x1b``): a name from the data must not drive the terminal."""
+    import click        # (the library's other users print nothing: no click to import for them)
+
     out = file or sys.stdout
     if getattr(out, "isatty", lambda: False)():
         text = _TERMINAL_UNSAFE.sub(_escaped, text)
