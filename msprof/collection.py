@@ -80,7 +80,11 @@ def _collection_root(result_dir: Path) -> Path:
     return result_dir.parent if result_dir.parent.name.startswith("PROF_") else result_dir
 
 
-def _inside(path: Path, root: Path) -> bool:
+def _followed(path: Path, root: Path) -> bool:
+    """Whether ``path`` may be read as part of the collection at ``root``: it is no symbolic link, or one that
+    leads inside the collection (raw-format.md §1: never out of it)."""
+    if not os.path.islink(path):         # (never raises where the user may not look)
+        return True
     try:
         return inside(path, root.resolve())
     except (OSError, RuntimeError):
@@ -93,7 +97,7 @@ def outside_links(result_dir: Path, directory: Optional[Path] = None) -> List[Pa
     result_dir = Path(result_dir)
     try:
         return [p for p in sorted(Path(directory or result_dir / "data").iterdir())
-                if p.is_symlink() and not _inside(p, _collection_root(result_dir))]
+                if not _followed(p, _collection_root(result_dir))]
     except OSError:
         return []
 
@@ -105,7 +109,7 @@ def data_files(result_dir: Path, empty_ok: bool = False) -> List[Path]:
     result_dir = Path(result_dir)
     data = result_dir / "data"
     root = _collection_root(result_dir)
-    if os.path.islink(data) and not _inside(data, root):
+    if not _followed(data, root):
         raise DataError(f"{data}: a symbolic link out of the collection ({root}): not followed (raw data are read "
                         "inside the collection only)")
     if not data.is_dir():
@@ -115,7 +119,7 @@ def data_files(result_dir: Path, empty_ok: bool = False) -> List[Path]:
     try:
         files = [p for p in sorted(data.iterdir())
                  if p.is_file() and not p.name.endswith(_IGNORED_SUFFIXES) and p.stat().st_size > 0
-                 and (not p.is_symlink() or _inside(p, root))]
+                 and _followed(p, root)]
     except OSError as exc:
         raise DataError.unreadable(exc.filename or data, exc) from None
     if not files and not empty_ok:
@@ -189,8 +193,7 @@ def read_result_dir(path: Path) -> ResultDir:
     device_id = printable_id(info.get("devices"), _suffix(info_path))
     suffix = _suffix(info_path)
     sample_path = path / "sample.json"
-    has_sample = sample_path.is_file() and (not sample_path.is_symlink() or _inside(sample_path,
-                                                                                   _collection_root(path)))
+    has_sample = sample_path.is_file() and _followed(sample_path, _collection_root(path))
     sample = _read_json(sample_path) if has_sample else {}
     warnings: List[str] = []
     metadata = [info_path] + ([sample_path] if has_sample else [])
@@ -321,7 +324,7 @@ def require_hwts_frequency(result: ResultDir, what: str) -> float:
 def _first(directory: Path, prefix: str, suffix: Optional[str] = None) -> Optional[Path]:
     root = _collection_root(directory)
     names = sorted(p for p in directory.iterdir() if p.is_file() and p.name.startswith(prefix)
-                   and not p.name.endswith(_IGNORED_SUFFIXES) and (not p.is_symlink() or _inside(p, root)))
+                   and not p.name.endswith(_IGNORED_SUFFIXES) and _followed(p, root))
     if suffix is not None:
         exact = [p for p in names if p.name == f"{prefix}.{suffix}"]
         if exact:
