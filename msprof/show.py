@@ -16,7 +16,6 @@ million rows); ``--top`` keeps only N rows at a time; ``--sort`` alone sorts eve
 """
 import heapq
 import json
-import shutil
 from dataclasses import dataclass, replace
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -26,7 +25,7 @@ from msprof.console import emit, notice
 from msprof.errors import UsageError
 from msprof.paths import one_line
 from msprof.renderers.csvfile import CsvRenderer
-from msprof.renderers.terminal import TextRenderer
+from msprof.renderers.terminal import TextRenderer, terminal_width
 from msprof.tables import TEXT, Column, Table, chunks
 
 DEFAULT_TOP = 20            # rows per table in the terminal view
@@ -151,7 +150,7 @@ class TablePrinter(Printer):
         if not section.tables:       # (--table naming none of its tables: it said so on stderr)
             return
         self.write(f"== {one_line(section.label)} ({section.layout}) ==\n")
-        width = None if self.view.wide else shutil.get_terminal_size((80, 24)).columns
+        width = terminal_width(self.view.wide)
         for table in section.tables:
             rows, count = picked(table, self.view, self.default_top)
             renderer = TextRenderer(self.view.style, width)

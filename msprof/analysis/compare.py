@@ -204,9 +204,8 @@ def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DE
                      wide: bool = False) -> None:
     """The comparison on stdout; the table view fits the terminal (as show does) unless ``wide``."""
     import json
-    import shutil
 
-    from msprof.renderers.terminal import TextRenderer
+    from msprof.renderers.terminal import TextRenderer, terminal_width
 
     from msprof.renderers import FORMATS
 
@@ -222,7 +221,7 @@ def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DE
             emit(FORMATS["csv"]().render(table), nl=False)
         else:
             emit(table.title)
-            renderer = TextRenderer("simple", None if wide else shutil.get_terminal_size((80, 24)).columns)
+            renderer = TextRenderer("simple", terminal_width(wide))
             emit(renderer.render(table) if table.batches[0] else "(none)\n", nl=False)
             if renderer.hidden:
                 emit(f"({len(renderer.hidden)} more columns: --wide)")

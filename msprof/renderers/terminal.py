@@ -25,6 +25,13 @@ HELD_ROWS = 20_000
 CHUNK_ROWS = 4096
 
 
+def terminal_width(wide: bool = False) -> Optional[int]:
+    """The width tables are fitted to: the terminal's (COLUMNS, else 80), or None for every column (--wide)."""
+    import shutil
+
+    return None if wide else shutil.get_terminal_size((80, 24)).columns
+
+
 @register
 class TextRenderer(Renderer):
     name = "text"
