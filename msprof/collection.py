@@ -18,6 +18,8 @@ from msprof.paths import inside, printable
 
 _SKIP_DIRS = {"sqlite", "timeline", "summary", "log", "query", "mindstudio_profiler_output"}
 _IGNORED_SUFFIXES = (".done", ".complete", ".zip")
+# what a directory of a collection that is a symbolic link gets (raw-format.md §1)
+LINK_NOT_FOLLOWED = "a symbolic link: not followed (a collection is read inside its directory only)"
 
 
 def find_result_dirs(root: Path) -> List[Path]:
@@ -34,8 +36,7 @@ def find_result_dirs(root: Path) -> List[Path]:
     for directory in locked:        # (beside collections found: said, not passed over)
         log.warning("%s: cannot read (Permission denied): not searched for collections", directory)
     if not found and links:         # (or behind a link, which is not followed)
-        raise DataError(f"{links[0]}: a symbolic link: not followed (a collection is read inside its directory "
-                        "only)")
+        raise DataError(f"{links[0]}: {LINK_NOT_FOLLOWED}")
     if not found:
         raise NoCollectionError(f"no info.json* found under {root} (expected a JOB or PROF_ directory)")
     return sorted(found, key=_device_order)

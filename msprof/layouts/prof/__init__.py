@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from msprof.collection import LINK_NOT_FOLLOWED
 from msprof.console import log, notice
 from msprof.errors import DataError
 from msprof.layouts.base import COLLECTION_KEEP, Database, Layout, Selection, Unit, out_dir
@@ -67,8 +68,7 @@ class ProfLayout(Layout):
             host = root / "host"
             host_db = None
             if os.path.islink(host):
-                log.warning("%s: a symbolic link: not followed (a collection is read inside its directory only)",
-                            host)
+                log.warning("%s: %s", host, LINK_NOT_FOLLOWED)
             elif os.path.isdir(host) and not os.access(host, os.R_OK | os.X_OK):
                 log.warning("%s: cannot read (Permission denied): the host's data are not read (op names, models, "
                             "API statistic)", host)
@@ -85,8 +85,7 @@ class ProfLayout(Layout):
                       and not os.access(p, os.R_OK | os.X_OK)]
             devices = [p for p in candidates if p not in locked and has_info_json(p)]
             for link in (p for p in candidates if os.path.islink(p)):
-                log.warning("%s: a symbolic link: not followed (a collection is read inside its directory only)",
-                            link)
+                log.warning("%s: %s", link, LINK_NOT_FOLLOWED)
             if host not in result_dirs:             # -dir PROF_x/device_N: that device only
                 devices = [d for d in devices if d in result_dirs]
                 locked = []
