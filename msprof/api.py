@@ -396,7 +396,7 @@ def advise(path: Path, fmt: Optional[str] = "table", selection: Selection = Sele
     selection.check()
     unit = single_unit(path, output)
     with reading(unit, "advise") as report:
-        findings = find(unit.layout.facts(report), selection)
+        findings = find(unit.layout.facts(report, idle=True), selection)
     if fmt is not None:
         print_findings(findings, fmt, unit.label)
     return findings

@@ -550,6 +550,47 @@ def test_query_lists_the_models_each_device_ran(tmp_path, msprof_cli):
     assert listed == {"device_0": [(0, 1, 3, "1-3")], "device_1": [(1, 2, 3, "1-3")]}
 
 
+@pytest.mark.parametrize("shape", [
+    ["--mode", "static", "--models", "2", "--threads", "2", "--start-offset-ns", "8000000"],
+    ["--mode", "launch", "--models", "3", "--threads", "2", "--streams", "2", "--singleop", "3"],
+])
+def test_the_selections_together_hold_each_iterated_task_once(tmp_path, shape):
+    """A selection's tasks are filtered before their PMU join and columns are made (``_tasks(within=…)``),
+    not only after: every (model, iteration) selection together still gives exactly the whole run's rows of
+    a known model, each once (all columns but the wait, which is from the row before in the table)."""
+    from collections import Counter
+
+    from msprof.layouts import find_units
+    from msprof.layouts.base import opened
+
+    prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "7", "--ops", "12", "--iters", "3"] + shape))
+    api.import_collection(prof_dir)
+    [unit] = find_units(prof_dir, None)
+    with opened(unit) as report:
+        whole = report.op_summary(Selection())
+        names = [c.name for c in whole.columns]
+        wait, model = names.index("Task Wait Time(us)"), names.index("Model ID")
+        drop = lambda row: row[:wait] + row[wait + 1:]      # noqa: E731
+        expected = Counter(drop(r) for r in whole.rows() if r[model] != 4294967295)
+        iterations = report.check(Selection())
+        assert len(iterations) >= 6
+        picked, kept = Counter(), 0
+        for it in iterations:
+            # (an iteration whose tasks all ended before the collection began has none in op_summary)
+            rows = list(report.op_summary(Selection(it.model_id, it.index_id)).rows())
+            assert {r[model] for r in rows} <= {it.model_id}
+            picked.update(drop(r) for r in rows)
+            kept += bool(rows)
+        assert picked == expected and kept >= 4
+        # the idle pass (advise's) gives the same busy time per iteration as the pass without idle (compare's)
+        facts = unit.layout.facts(report)
+        plain = facts.model_iterations()
+        idle = {}
+        for name, _index, busy, *_rest in facts._idle_per_iteration(Selection()):
+            idle.setdefault(name, []).append(busy)
+        assert idle == plain and sum(map(len, plain.values())) >= 4
+
+
 def test_a_selection_no_device_has_names_each_device_once(tmp_path, msprof_cli):
     prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "4", "--iters", "2", "--devices", "2",
                                                  "--models", "2"]))

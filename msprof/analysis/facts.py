@@ -145,8 +145,11 @@ class Facts:
     table_names = {}               # fact → the output table a user finds it in (evidence "table")
     words = {"layer_word": "layer", "layers_word": "layers"}     # what messages call a layer (an op on Ascend)
 
-    def __init__(self, report):
+    def __init__(self, report, idle: bool = False):
+        # ``idle``: the idle facts will be asked for too (advise); a layout may then work them out in the pass
+        # that gives the others
         self.report = report
+        self.with_idle = idle
         self.label = report.unit.label
         self.path = report.unit.path
         # compare and advise ask for these several times: each is one SQL aggregate over the tasks

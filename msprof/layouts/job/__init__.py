@@ -101,11 +101,11 @@ class JobLayout(Layout):
 
         return timelines(report, selection)
 
-    def facts(self, report):
+    def facts(self, report, idle: bool = False):
         """What compare and advise read (msprof.analysis.facts)."""
         from msprof.layouts.job.facts import JobFacts
 
-        return JobFacts(report)
+        return JobFacts(report, idle)
 
 
 def _import(path: Path, target: Path, spare_cores: bool = True) -> Path:

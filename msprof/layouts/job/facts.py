@@ -35,8 +35,8 @@ class JobFacts(Facts):
         # (the other AA core metric sets write no PMU file: docs/collect.md)
         return "a collection with --aac-metrics ArithmeticUtilization (the default) has it"
 
-    def __init__(self, report):
-        super().__init__(report)
+    def __init__(self, report, idle: bool = False):
+        super().__init__(report, idle)
         self.conn = report.conn
         self._names = {m["model_id"]: m["model_name"] for m in report.models()}
 

@@ -121,11 +121,11 @@ class ProfLayout(Layout):
 
         return timelines(report, selection)
 
-    def facts(self, report):
+    def facts(self, report, idle: bool = False):
         """What compare and advise read (msprof.analysis.facts)."""
         from msprof.layouts.prof.facts import ProfFacts
 
-        return ProfFacts(report)
+        return ProfFacts(report, idle)
 
     # --- what export summary writes (docs/prof.md) -----------------------------------------------------------
     def summary_files(self, report, selection: Selection) -> List[SummaryFile]:

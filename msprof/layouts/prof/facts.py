@@ -35,10 +35,10 @@ class ProfFacts(Facts):
             return "msprof does not read the STARS chips' AI Core PMU (ffts_profile.data) yet"
         return "a collection with --aic-metrics PipeUtilization has it"
 
-    def __init__(self, report):
-        super().__init__(report)
+    def __init__(self, report, idle: bool = False):
+        super().__init__(report, idle)
         self.conn = report.conn
-        self._grouped: Dict[Selection, List[tuple]] = {}
+        self._grouped: Dict[Selection, Tuple[bool, List[tuple]]] = {}     # (with idle, rows)
         self._names = {m["model_id"]: m["model_name"] or str(m["model_id"]) for m in report.models()}
         # model mode when the host placed any launch in a model execution
         self.single_op = not self.conn.execute(
@@ -85,25 +85,38 @@ class ProfFacts(Facts):
         return [(self._model_name(model_id), name, op_type, bool(cpu), count, total)
                 for kind, model_id, total, name, op_type, cpu, count in self._groups(selection) if kind == 1]
 
-    def _groups(self, selection: Selection) -> List[tuple]:
+    def _groups(self, selection: Selection, idle: bool = False) -> List[tuple]:
         """The busy µs of each recorded iteration (kind 0) and the count and µs of each op (kind 1), from one
         pass over the tasks: their join with the launches is most of the cost (~1.5 s a million tasks), so
         both groupings share it (SQLite materialises a CTE that is used twice). Ops are named afterwards,
-        from the small op table (by HWTS task type when no launch is known)."""
-        if selection not in self._grouped:
+        from the small op table (by HWTS task type when no launch is known). With ``idle`` (or ``with_idle``),
+        an iteration's row also has ``_idle_rows``' idle µs, first start and last end: a window over every
+        task, which costs a sort, but in its own pass would cost another join."""
+        idle = idle or self.with_idle
+        has_idle, rows = self._grouped.get(selection, (False, None))
+        if rows is None or (idle and not has_idle):
             where, args = self._scope(selection)
             task_type = "coalesce(o.task_type, 'UNKNOWN')"
-            self._grouped[selection] = list(self.conn.execute(
-                f"WITH t AS (SELECT model_id, iteration, op_id, hw_type, end_ns - start_ns AS dur"
-                f" FROM ({self.report._tasks(_FIELDS)}) WHERE {where})"
-                " SELECT 0, model_id, sum(dur) / 1000.0, iteration, NULL, NULL, NULL FROM t"
-                " GROUP BY model_id, iteration"
+            if idle:
+                iterations = (
+                    "SELECT 0, model_id, sum(dur) / 1000.0, iteration, sum(max(0, start_ns - before)) / 1000.0,"
+                    " min(start_ns) / 1000.0, max(end_ns) / 1000.0 FROM (SELECT model_id, iteration, start_ns, end_ns,"
+                    " dur, max(end_ns) OVER (PARTITION BY model_id, iteration ORDER BY start_ns ROWS BETWEEN UNBOUNDED"
+                    " PRECEDING AND 1 PRECEDING) AS before FROM t) GROUP BY model_id, iteration")
+            else:
+                iterations = ("SELECT 0, model_id, sum(dur) / 1000.0, iteration, NULL, NULL, NULL FROM t"
+                              " GROUP BY model_id, iteration")
+            rows = list(self.conn.execute(
+                f"WITH t AS (SELECT model_id, iteration, op_id, hw_type, start_ns, end_ns, end_ns - start_ns AS dur"
+                f" FROM ({self.report._tasks(_FIELDS, within=selection)}) WHERE {where})"
+                f" {iterations}"
                 f" UNION ALL SELECT 1, g.model_id, g.total, coalesce(o.op_name, o.kernel_name, {_HW_NAME}),"
                 f" coalesce(o.op_type, {_HW_NAME}), {task_type} = 'AI_CPU' OR ({task_type} = 'UNKNOWN' AND"
                 " hw_type = 1), g.n FROM (SELECT model_id, op_id, hw_type, count(*) AS n, sum(dur) / 1000.0 AS total"
                 " FROM t GROUP BY model_id, op_id, hw_type) g LEFT JOIN host.op o ON o.op_id = g.op_id"
                 " ORDER BY 1, 2, 4", args))
-        return self._grouped[selection]
+            self._grouped[selection] = (idle, rows)
+        return rows
 
     def _api_rows(self) -> Iterable[tuple]:
         # api_statistic's rows: (device, level, name, total, count, …); the application calls the acl level
@@ -130,15 +143,9 @@ class ProfFacts(Facts):
                         printed[duration](row[duration]), None if bound is None else printed[bound](row[bound]))
 
     def _idle_rows(self, selection: Selection) -> Iterable[tuple]:
-        where, args = self._scope(selection)
-        cursor = self.conn.execute(
-            "SELECT model_id, iteration, sum(dur) / 1000.0, sum(max(0, start_ns - before)) / 1000.0,"
-            " min(start_ns) / 1000.0, max(end_ns) / 1000.0 FROM ("
-            " SELECT model_id, iteration, start_ns, end_ns, end_ns - start_ns AS dur, max(end_ns) OVER (PARTITION BY"
-            "  model_id, iteration ORDER BY start_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before"
-            f"  FROM ({self.report._tasks(_FIELDS)}) WHERE {where})"
-            " GROUP BY model_id, iteration ORDER BY model_id, iteration", args)
-        return [(self._model_name(model_id), *rest) for model_id, *rest in cursor]
+        return [(self._model_name(model_id), iteration, busy, idle, first, last)
+                for kind, model_id, busy, iteration, idle, first, last in self._groups(selection, idle=True)
+                if kind == 0]
 
     def _loss_rows(self) -> Iterable[tuple]:
         lost = "skipped > 0 OR head_lost > 0 OR tail_lost > 0"

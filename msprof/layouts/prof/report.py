@@ -200,13 +200,15 @@ class ProfReport(Report):
     SELECTED = ("model_id", "iteration")       # what a --model-id/--iteration-id selection filters on
 
     def _tasks(self, fields, pmu: bool = False, span: str = "", order: str = "", inner=(), selected: bool = True,
-               counters: Optional[List[int]] = None) -> str:
+               counters: Optional[List[int]] = None, within: Selection = Selection()) -> str:
         """Timed device tasks in start order (``order`` "DESC": backwards) with ``fields`` (TASK_FIELDS): their
         host launch and op (when an op task launched them) and times as the reference computes them; with
         ``pmu``, also their PMU record (total_cycles, c0…c7, each counter's ratio to the cycles ``r0``…``r7``)
         and aicore time before its rounding (``aicore_raw``), and the columns ``inner`` (SQL over the PMU
         record ``p``; ``counters``: only these counters c<slot>, by default all). ``span``: a condition on
-        t.start_syscnt. ``selected``: also what a selection filters on (SELECTED)."""
+        t.start_syscnt. ``selected``: also what a selection filters on (SELECTED). ``within``: only the tasks of
+        this selection (its parameters are ``_where``'s): the query that wraps this one filters on the same
+        fields, but only after the rows are made; this filter comes before their PMU join and columns."""
         columns = [f"{self.TASK_FIELDS[f]} AS {f}" for f in dict.fromkeys(tuple(fields) + (
             self.SELECTED if selected else ()))]
         join = ""
@@ -227,13 +229,13 @@ class ProfReport(Report):
                                     AND h.occ = CASE WHEN lc.launches = 1 THEN 0 ELSE t.exec_n END
             LEFT JOIN host.op o ON o.op_id = h.op_id
             {join}
-            WHERE t.start_syscnt IS NOT NULL AND t.end_syscnt IS NOT NULL {span}
+            WHERE t.start_syscnt IS NOT NULL AND t.end_syscnt IS NOT NULL {span} {self._within(within)}
             ORDER BY t.start_syscnt {order}, t.seq {order} LIMIT -1 OFFSET 0"""
 
     def task_span(self, selection: Selection):
         """(first, last) host timestamps (as recorded) of the selected tasks and their launches, or None."""
         where, args = self._where(selection)
-        tasks = self._tasks(("start_ns", "end_ns", "call_begin"))
+        tasks = self._tasks(("start_ns", "end_ns", "call_begin"), within=selection)
         lo, hi, call = self.conn.execute(f"SELECT min(start_ns), max(end_ns), min(call_begin) FROM ({tasks})"
                                          f" WHERE {where}", args).fetchone()
         if lo is None:
@@ -243,6 +245,13 @@ class ProfReport(Report):
         if call is not None:
             lo = min(lo, call)
         return int(lo) - 1, int(hi) + 1
+
+    def _within(self, selection: Selection) -> str:
+        """SQL over the joined task rows: ``AND`` the conditions of ``_where(selection)``."""
+        parts = [f"AND ({self.TASK_FIELDS[field]}) = :{name}" for field, name, value in (
+            ("model_id", "model", selection.model_id), ("iteration", "iteration", selection.iteration_id))
+            if value is not None]
+        return " ".join(parts)
 
     def _pmu_columns(self, counters: Optional[List[int]] = None) -> str:
         return ", ".join(["p.total_cycles"] + [f"p.c{i}" for i in (range(8) if counters is None else counters)])
@@ -305,7 +314,8 @@ class ProfReport(Report):
         if metrics:
             derived += metrics.outer("(end_ns - start_ns)", self.aic_mhz, self.ai_core_num)
         tasks = self._tasks(fields, metrics is not None, span, inner=metrics.inner("p.") if metrics else (),
-                            selected=not selection.everything, counters=metrics.counters() if metrics else None)
+                            selected=not selection.everything, counters=metrics.counters() if metrics else None,
+                            within=selection)
         source = Source(self.conn, f"SELECT *, {', '.join(derived)} FROM ({tasks}) LIMIT -1 OFFSET 0", args,
                         order="start_syscnt", taps=[_OpTotals()] if task_time else [])
 
@@ -496,7 +506,8 @@ class ProfReport(Report):
         else:
             sql = (f"SELECT op_type, task_type, count(*), sum(d), min(d), max(d), sum(d != CAST(d AS INTEGER)) FROM"
                    f" (SELECT op_id, op_type, task_type, end_ns - start_ns AS d, start_ns FROM"
-                   f" ({self._tasks(('op_id', 'ge', 'op_type', 'task_type', 'start_ns', 'end_ns'))}) WHERE {where}"
+                   f" ({self._tasks(('op_id', 'ge', 'op_type', 'task_type', 'start_ns', 'end_ns'), within=selection)})"
+                   f" WHERE {where}"
                    f" AND {filtered} AND {timed}) GROUP BY op_id")
         return self._op_statistic_of(self.conn.execute(sql, args))
 

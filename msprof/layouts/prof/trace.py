@@ -231,7 +231,7 @@ class TaskSource(Source):
                f" task_type, op_type, coalesce(model_id, {UNKNOWN_MODEL}), iteration,"
                f" CAST(round(start_ns) AS INTEGER) - {self.mono}, CAST(round(end_ns) AS INTEGER) - {self.mono},"
                f" thread, CASE WHEN launches != 1 OR exec_n = 0 THEN {self.track_ns} END, {self.call_ns}"
-               f" FROM ({report._tasks(self.FIELDS, span=span)}) WHERE {where}")
+               f" FROM ({report._tasks(self.FIELDS, span=span, within=self.selection)}) WHERE {where}")
         return batches(report.conn.execute(sql, args))
 
     def start(self, row) -> int:
