@@ -19,7 +19,7 @@ except ImportError:         # not POSIX: no import lock
 
 from msprof import progress
 from msprof.console import discard_stdout, log, notice, result_log
-from msprof.errors import DiskSpaceError, MsprofError, OutputError, SeveralFailed
+from msprof.errors import DiskSpaceError, MsprofError, OutputError, SeveralFailed, UsageError
 from msprof.layouts import find_units
 from msprof.layouts.base import Database, Selection, Unit, opened
 from msprof.outputs import naming_errors, output_dir, remove_stale
@@ -350,6 +350,9 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
     from msprof.analysis.compare import check_gate, compare_sides, print_comparison, read_side
     from msprof.analysis.facts import single_unit
 
+    # (nan compares false with every growth: a gate of nan would pass everything)
+    if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
+        raise UsageError(f"--fail-if-slower {fail_if_slower}: not a percentage (a finite number, 0 or more)")
     units = [single_unit(path, output) for path in (base, new)]
     if output is not None and _share_a_database(*units):
         # two collections of one name would be imported into one DIR/<name>/, the second over the first (and

@@ -165,7 +165,7 @@ class TablePrinter(Printer):
                 by = self.view.sort if sort_column(table, self.view.sort) is not None else table.sort
                 notes.append(f"{drawn} of {count[0]} rows" + (f" by {by}" if by else "") + ": --top N")
             if renderer.hidden:
-                notes.append(f"{len(renderer.hidden)} more columns: --wide")
+                notes.append(renderer.hidden_note)
             if notes:
                 self.write(f"({'; '.join(notes)})\n")
         self.write("\n")

@@ -242,7 +242,8 @@ def test_models_on_one_side_only(tmp_path, msprof_cli):
         {"model_name": "tiny_b", "base_us": 155.0, "new_us": None, "delta_us": None, "delta_pct": None}]
     assert msprof_cli("compare", two_dir, one_dir, "--fail-if-slower", "1.41").returncode == 0
     table = msprof_cli("compare", two_dir, one_dir)
-    assert table.stdout.splitlines()[0] == "tiny: 355.0 → 360.0 µs per iteration, +1.4 %"
+    # the verdict names the model the new side lost (it said nothing of it: a newcomer's trial)
+    assert table.stdout.splitlines()[0] == "tiny: 355.0 → 360.0 µs per iteration, +1.4 %; tiny_b (timed in base only)"
     nothing = msprof_cli("compare", one_dir, jobgen.write_job(tmp_path / "other", small_job(
         models=[{"name": "x", "layers": [{"name": "l"}]}, {"name": "y", "id": 2, "layers": [{"name": "l"}]}])),
         "--fail-if-slower", "0")
@@ -251,6 +252,47 @@ def test_models_on_one_side_only(tmp_path, msprof_cli):
                                         " in both collections") in nothing.stderr
     assert nothing.stdout.splitlines()[0] == ("no model timed in both collections (models are matched by name): "
                                               "tiny (timed in base only), x (timed in new only), y (timed in new only)")
+
+
+def test_ops_of_one_name_in_two_models_are_two_ops(tmp_path, msprof_cli):
+    """conv1 of det got slower and conv1 of cls faster: averaged by name alone they were one unchanged op of
+    300 µs (a newcomer's trial). They are two rows, named by their model as there are several; a layer
+    whose type changed says both types; an op of a model on one side only is on that side only."""
+    def job(name, det_us, cls_us, cls_type="Convolution", third=None):
+        models = [{"name": "det", "executions": 2, "layers": [{"name": "conv1", "duration_us": det_us}]},
+                  {"name": "cls", "id": 2, "executions": 2, "layers": [{"name": "conv1", "duration_us": cls_us,
+                                                                        "type": cls_type}]}]
+        if third:
+            models.append({"name": third, "id": 3, "executions": 2, "layers": [{"name": "b1", "duration_us": 50}]})
+        return jobgen.write_job(tmp_path / name, small_job(models=models))
+
+    base, new = job("base", 100, 500, third="netB"), job("new", 400, 200, "Pooling", third="netC")
+    document = json.loads(msprof_cli("compare", base, new, "--format", "json").stdout)
+    assert [m["model_name"] for m in document["models"]] == ["cls", "det", "netB", "netC"]
+    assert sorted((o["op_name"], o["op_type"], o["base_us"], o["new_us"], o["delta_us"]) for o in document["ops"]) == [
+        ("cls: conv1", "Convolution → Pooling", 500.0, 200.0, -300.0),
+        ("det: conv1", "Convolution", 100.0, 400.0, 300.0),
+        ("netB: b1", "Convolution", 50.0, None, None),
+        ("netC: b1", "Convolution", None, 50.0, None)]
+    assert all(list(row) == KEYS["ops"] for row in document["ops"])
+    # one model each side: names as they are (issue 12's document)
+    one = json.loads(msprof_cli("compare", jobgen.write_job(tmp_path / "one", small_job()),
+                                jobgen.write_job(tmp_path / "two", small_job()), "--format", "json").stdout)
+    assert sorted(o["op_name"] for o in one["ops"]) == ["conv1", "nms", 'pool "max", 2x2']
+
+
+def test_a_gate_of_nan_is_refused_and_a_cut_csv_says_so(job_pair, msprof_cli):
+    """nan compares false with every growth: ``--fail-if-slower nan`` passed a +64 % regression with exit 0
+    (a newcomer's trial). A csv cut to --top ops says so on stderr (a script reading it had no sign)."""
+    mish_dir, leaky_dir = job_pair["mish"][1], job_pair["leakyrelu"][1]
+    for pct in ("nan", "inf"):
+        result = msprof_cli("compare", leaky_dir, mish_dir, "--fail-if-slower", pct)
+        assert result.returncode == 2 and f"--fail-if-slower {pct}: not a percentage" in result.stderr
+    assert msprof_cli("compare", leaky_dir, mish_dir, "--fail-if-slower", "5").returncode == 9
+    whole = json.loads(msprof_cli("compare", leaky_dir, mish_dir, "--format", "json").stdout)["ops"]
+    cut = msprof_cli("compare", leaky_dir, mish_dir, "--format", "csv", "--top", "3")
+    assert len(whole) > 3 and f"ops: the 3 largest changes of {len(whole)} in the csv (--top 0: all)" in cut.stderr
+    assert "largest changes" not in msprof_cli("compare", leaky_dir, mish_dir, "--format", "csv", "--top", "0").stderr
 
 
 def test_the_gate_is_not_hidden_by_a_closed_pipe(tmp_path):

@@ -250,21 +250,29 @@ def _acl_hotspot(facts: Facts, selection: Selection) -> Iterator[Hit]:
     apis.sort(key=lambda api: (-api.total_us, api.name))
     total = sum(api.total_us for api in apis)
     roles: Dict[str, float] = {}
+    calls: Dict[str, int] = {}
     for api in apis:
         role = _role(api.name)
         if role:
             roles[role] = roles.get(role, 0.0) + api.total_us
+            calls[role] = calls.get(role, 0) + api.count
     model_setup, execute = roles.get("load", 0.0) + roles.get("unload", 0.0), roles.get("execute", 0.0)
-    detail = ""
-    if model_setup > execute:
-        detail = (f" Model load and unload ({_us(model_setup)} µs) outweigh execute ({_us(execute)} µs): load the"
-                  " model once, outside the timed loop, and reuse it for every execution.")
+    detail, severity = "", "info"
+    setup = f" Model load and unload ({_us(model_setup)} µs) outweigh execute ({_us(execute)} µs)"
+    if model_setup > execute and calls.get("load", 0) > max(1, len(facts.model_iterations(selection))):
+        detail, severity = (f"{setup}, with {calls['load']} loads: load the model once, outside the timed loop, and"
+                            " reuse it for every execution."), "medium"
+    elif model_setup > execute:
+        # (each model loaded once: what a short profiling run looks like, not something the application does
+        # wrong — telling it to load once was wrong advice, found by a newcomer's trial)
+        detail = (f"{setup}, but each model is loaded once: a short run ({calls.get('execute', 0)} execute call(s));"
+                  " profile more executions to see the steady state.")
     top = apis[0]
     evidence = [{"table": facts.table_names["apis"], "key": {"name": api.name},
                  "values": {"level": api.level, "count": api.count, "total_us": _us(api.total_us),
                             "avg_us": _us(api.avg_us), "share_pct": _pct(api.total_us, total)}}
                 for api in apis[:HOTSPOTS]]
-    yield Hit("medium" if detail else "info", top.total_us / total if total else 0.0,
+    yield Hit(severity, top.total_us / total if total else 0.0,
               {"name": top.name, "total_us": _us(top.total_us), "count": top.count, "avg_us": _us(top.avg_us),
                "share_pct": _pct(top.total_us, total), "detail": detail}, evidence)
 

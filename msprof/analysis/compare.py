@@ -10,7 +10,7 @@ a model, op or API the other side lacks. An op type one side lacks is 0 on that 
 Everything is matched by name (models: see ``matched_models``).
 """
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from msprof.analysis.facts import ApiTime, OpAverage, TypeTime
 from msprof.console import emit, log, notice
@@ -29,8 +29,8 @@ SECTIONS = {
               "new_total_us"], "ACL/API calls: count, average and total (µs)"),
 }
 # the columns a narrow terminal keeps, most important first (the name and the change first)
-KEEP = {"models": ("model_name", "delta_pct", "delta_us", "base_us", "new_us"),
-        "op_types": ("op_type", "delta_us", "base_us", "new_us", "new_count", "base_count"),
+KEEP = {"models": ("model_name", "delta_pct", "base_us", "new_us", "delta_us"),
+        "op_types": ("op_type", "delta_us", "base_us", "new_us", "base_count", "new_count"),
         "ops": ("op_name", "delta_us", "base_us", "new_us"),
         "apis": ("name", "delta_avg_us", "base_avg_us", "new_avg_us", "base_count", "new_count")}
 _NAME_COLUMNS = {"model_name", "op_type", "op_name", "name"}
@@ -44,13 +44,13 @@ class Side:
     path: str
     models: Dict[str, List[float]]             # model name → busy µs of each recorded iteration
     op_types: Dict[str, TypeTime]
-    ops: Dict[str, OpAverage]
+    ops: Dict[Tuple[str, str], OpAverage]      # (model name, op name) → the op
     apis: Optional[Dict[str, ApiTime]]         # None: no ACL/API data collected
 
     @classmethod
     def read(cls, facts) -> "Side":
         return cls(str(facts.path), dict(facts.model_iterations()), {t.type: t for t in facts.op_types()},
-                   {o.name: o for o in facts.ops()},
+                   {(o.model_name, o.name): o for o in facts.ops()},
                    {a.name: a for a in facts.apis()} if facts.has_api else None)
 
 
@@ -89,18 +89,20 @@ def matched_models(base: Side, new: Side) -> List[tuple]:
     must not fail on them)."""
     if len(base.models) == 1 == len(new.models) and set(base.models) != set(new.models):
         [base_name], [new_name] = base.models, new.models
-        if base.ops.keys() & new.ops.keys():
+        if {name for _model, name in base.ops} & {name for _model, name in new.ops}:
             notice(f"models matched as the only one of each side: {base_name} (base) and {new_name} (new)")
             return [(f"{base_name} → {new_name}", base_name, new_name)]
         notice(f"models not matched: {base_name} (base) and {new_name} (new) have other names and no op name in "
                "common")
-    return [(name, name, name) for name in sorted(set(base.models) | set(new.models))]
+    names = set(base.models) | set(new.models) | {model for model, _op in base.ops} | {model for model, _op in new.ops}
+    return [(name, name, name) for name in sorted(names)]
 
 
 def compare_sides(base: Side, new: Side) -> dict:
     """The document of ``--format json`` (issue 12, keys in this order)."""
     models = []
-    for label, base_name, new_name in matched_models(base, new):
+    matched = matched_models(base, new)
+    for label, base_name, new_name in matched:
         b, n = _mean(base.models.get(base_name)), _mean(new.models.get(new_name))
         delta = _minus(n, b)
         models.append({"model_name": label, "base_us": b, "new_us": n, "delta_us": delta,
@@ -115,12 +117,21 @@ def compare_sides(base: Side, new: Side) -> dict:
                          "new_count": _count(n.count_per_iteration) if n else 0})
     op_types.sort(key=lambda r: (-abs(r["delta_us"]), r["op_type"]))
 
+    # an op is matched by its name within a matched model: two models' ops of one name are two ops, named
+    # "model: op" where there are several models (the document keeps issue 12's keys); a type that changed is
+    # said as both
     ops = []
-    for name in set(base.ops) | set(new.ops):
-        b, n = base.ops.get(name), new.ops.get(name)
-        b_us, n_us = (r3(b.avg_us) if b else None), (r3(n.avg_us) if n else None)
-        ops.append({"op_name": name, "op_type": (n or b).type, "base_us": b_us, "new_us": n_us,
-                    "delta_us": _minus(n_us, b_us)})
+    for label, base_name, new_name in matched:
+        prefix = f"{label}: " if len(matched) > 1 else ""
+        mine = {name: op for (model, name), op in base.ops.items() if model == base_name}
+        theirs = {name: op for (model, name), op in new.ops.items() if model == new_name}
+        for name in mine.keys() | theirs.keys():
+            b, n = mine.get(name), theirs.get(name)
+            b_us, n_us = (r3(b.avg_us) if b else None), (r3(n.avg_us) if n else None)
+            op_type = n.type if b is None or (n is not None and n.type == b.type) else \
+                b.type if n is None else f"{b.type} → {n.type}"
+            ops.append({"op_name": prefix + name, "op_type": op_type, "base_us": b_us, "new_us": n_us,
+                        "delta_us": _minus(n_us, b_us)})
     # the largest changes first; an op on one side only changed by its whole time
     ops.sort(key=lambda r: (-abs((r["new_us"] or 0.0) - (r["base_us"] or 0.0)), r["op_name"]))
 
@@ -149,15 +160,15 @@ def _signed_pct(pct: float) -> str:
 def verdict(document: dict) -> str:
     """One line: each model both sides have, base → new per iteration ("det_net: 3255.4 → 2643.0 µs per
     iteration, −18.8 %"); or which models are timed on one side only."""
-    parts = []
+    parts, only = [], []
     for row in document["models"]:
         if row["base_us"] is not None and row["new_us"] is not None:
             change = "" if row["delta_pct"] is None else ", " + _signed_pct(row["delta_pct"])
             parts.append(f"{row['model_name']}: {row['base_us']:.1f} → {row['new_us']:.1f} µs per iteration{change}")
-    if parts:
-        return "; ".join(parts)
-    # (a model may be on both sides with recorded iterations on one only: the other's device log lost)
-    only = [f"{r['model_name']} (timed in {'base' if r['new_us'] is None else 'new'} only)" for r in document["models"]]
+        else:       # (a model may be on both sides with recorded iterations on one only: a device log lost)
+            only.append(f"{row['model_name']} (timed in {'base' if row['new_us'] is None else 'new'} only)")
+    if parts:       # a model that vanished or appeared is part of the answer too
+        return "; ".join(parts + only)
     return ("no model timed in both collections (models are matched by name): " + ", ".join(only)) if only else \
         "no model iterations recorded on either side"
 
@@ -217,6 +228,8 @@ def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DE
         emit("")
     for table in tables(document, top):
         if fmt == "csv":
+            if table.key == "ops" and top is not None and len(document["ops"]) > top:
+                notice(f"ops: the {top} largest changes of {len(document['ops'])} in the csv (--top 0: all)")
             emit(f"# {table.key}")
             emit(FORMATS["csv"]().render(table), nl=False)
         else:
@@ -224,5 +237,5 @@ def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DE
             renderer = TextRenderer("simple", terminal_width(wide))
             emit(renderer.render(table) if table.batches[0] else "(none)\n", nl=False)
             if renderer.hidden:
-                emit(f"({len(renderer.hidden)} more columns: --wide)")
+                emit(f"({renderer.hidden_note})")
         emit("")

@@ -33,8 +33,9 @@ class TypeTime:
 
 @dataclass
 class OpAverage:
-    """One op/layer name: its type, executions and average duration."""
+    """One op/layer name of one model: its type, executions and average duration."""
 
+    model_name: str
     name: str
     type: str
     count: int
@@ -275,14 +276,10 @@ class Facts:
         return list(types.values())
 
     def ops(self, selection: Selection = Selection()) -> List[OpAverage]:
-        """Per op/layer name (over every model): type, executions, average µs."""
-        names: Dict[str, list] = OrderedDict()
-        for op in self.op_times(selection):
-            row = names.setdefault(op.name, [op.type, 0, 0.0])
-            row[1] += op.count
-            row[2] += op.total_us
-        return [OpAverage(name, op_type, count, total / count) for name, (op_type, count, total) in names.items()
-                if count]
+        """Per model and op/layer name: type, executions, average µs (two models' ops of one name are two ops:
+        averaged together, a change of one would hide behind the other)."""
+        return [OpAverage(op.model_name, op.name, op.type, op.count, op.total_us / op.count)
+                for op in self.op_times(selection) if op.count]
 
     def cpu_ops(self, selection: Selection = Selection()) -> List[OpTime]:
         """The ops that ran on the AA CPU / AI CPU, per model."""

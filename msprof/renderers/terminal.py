@@ -42,6 +42,12 @@ class TextRenderer(Renderer):
         self.width = width
         self.hidden: List[str] = []
 
+    @property
+    def hidden_note(self) -> str:
+        """What the last table drawn left out, for the line under it ("" when nothing)."""
+        n = len(self.hidden)
+        return f"{n} more column{'s' if n != 1 else ''}: --wide" if n else ""
+
     def write(self, table: Table, out: TextIO, part: Optional[int] = None) -> int:
         """Draw the table (its rows, then its total row); return how many rows it had (0: nothing drawn)."""
         headers = [c.name for c in table.columns]
