@@ -582,6 +582,9 @@ def test_prof_without_host_is_one_single_op_iteration(tmp_path, msprof_cli):
     shutil.rmtree(path / "host")
     result = msprof_cli("advise", "-dir", path, "--format", "json")
     assert result.returncode == 0, result.stderr
+    # said (no command did: a newcomer's trial)
+    assert (f"warning: {path}: no host/ directory: op names, models and the API statistic are unknown; the device's "
+            "tasks are reported by their task type") in result.stderr
     findings = by_id(json.loads(result.stdout)["findings"])
     assert sorted(findings) == ["cpu_fallback"]             # no PMU, no API data, nothing lost
     [cpu] = findings["cpu_fallback"]

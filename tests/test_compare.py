@@ -295,6 +295,18 @@ def test_a_gate_of_nan_is_refused_and_a_cut_csv_says_so(job_pair, msprof_cli):
     assert "largest changes" not in msprof_cli("compare", leaky_dir, mish_dir, "--format", "csv", "--top", "0").stderr
 
 
+def test_the_verdict_wraps_on_a_terminal_and_is_one_line_in_a_pipe(tmp_path, msprof_cli, monkeypatch):
+    from test_show import stdout_on_a_terminal
+
+    two_dir = jobgen.write_job(tmp_path / "two", two_model_job())
+    one_dir = jobgen.write_job(tmp_path / "one", small_job())
+    piped = msprof_cli("compare", two_dir, one_dir).stdout.splitlines()[0]
+    assert piped == "tiny: 355.0 → 360.0 µs per iteration, +1.4 %; tiny_b (timed in base only)"
+    monkeypatch.setenv("COLUMNS", "40")
+    lines = stdout_on_a_terminal("compare", two_dir, one_dir).decode().replace("\r\n", "\n").split("\n\n")[0]
+    assert lines.splitlines() == ["tiny: 355.0 → 360.0 µs per iteration,", "  +1.4 %; tiny_b (timed in base only)"]
+
+
 def test_the_gate_is_not_hidden_by_a_closed_pipe(tmp_path):
     """``compare … --fail-if-slower 1.4 | head -1`` in a CI job: the reader going away after one line ends the
     table, not the gate — exit 9 and its message still come (found by a newcomer's trial: exit 0, silent)."""

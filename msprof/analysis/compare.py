@@ -9,6 +9,8 @@ reader can check them by subtraction. ``None`` (JSON null, N/A in the tables) wh
 a model, op or API the other side lacks. An op type one side lacks is 0 on that side (it ran 0 times).
 Everything is matched by name (models: see ``matched_models``).
 """
+import sys
+import textwrap
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -224,7 +226,11 @@ def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DE
         emit(json.dumps(document, indent=1, ensure_ascii=False))
         return
     if fmt == "table":
-        emit(one_line(verdict(document)))
+        line = one_line(verdict(document))
+        if sys.stdout.isatty() and not wide:     # (in a pipe one line, for grep)
+            line = textwrap.fill(line.replace(" µs", "\u00a0µs").replace(" %", "\u00a0%"), terminal_width(),
+                                 subsequent_indent="  ", break_long_words=False).replace("\u00a0", " ")
+        emit(line)
         emit("")
     for table in tables(document, top):
         if fmt == "csv":

@@ -78,6 +78,10 @@ class ProfLayout(Layout):
             elif os.path.isdir(host / "data"):      # (its records cannot be read without the host's metadata)
                 log.warning("%s: no info.json*: the host's data are not read (op names, models, API statistic)",
                             host)
+            elif not os.path.lexists(host):
+                # (every table then differs from a whole collection's: op_summary empty, one "single-op" model)
+                log.warning("%s: no host/ directory: op names, models and the API statistic are unknown; the "
+                            "device's tasks are reported by their task type", root)
             candidates = sorted((p for p in root.iterdir() if _DEVICE.match(p.name)),
                                 key=lambda p: int(_DEVICE.match(p.name).group(1)))
             # a device directory the user may not list is said as such, not passed over as no device
