@@ -16,7 +16,7 @@ million rows); ``--top`` keeps only N rows at a time; ``--sort`` alone sorts eve
 """
 import heapq
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import click
@@ -42,6 +42,8 @@ class View:
     reverse: bool = False
     wide: bool = False
     tables: Sequence[str] = ()           # table keys to print; () all
+    # the table keys the result dirs have (filled in as they are read): named when --table found none
+    available: Dict[str, None] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,6 +114,7 @@ def selected(tables: List[Table], view: View, label: str = "") -> List[Table]:
     least one of them."""
     if view.tables:
         keys = [t.key for t in tables]
+        view.available.update(dict.fromkeys(keys))
         for key in view.tables:
             if key not in keys:
                 notice(f"{label}: no {key} table here (it has {', '.join(keys) or 'none'})")
@@ -248,7 +251,8 @@ def print_sections(sections: Iterable[Section], view: View, several: bool = Fals
         printer.section(section)
     printer.end()
     if view.tables and not found:       # (each result dir said which tables it has)
-        raise UsageError(f"--table {', '.join(view.tables)}: no such table in any result directory (see above)")
+        raise UsageError(f"--table {', '.join(view.tables)}: no such table in any result directory (their tables: "
+                         f"{', '.join(view.available) or 'none'})")
 
 
 # --- helpers -----------------------------------------------------------------------------------------------
