@@ -289,7 +289,7 @@ def test_prof_collection(tmp_path):
     assert severities == sorted(severities, key=("high", "medium", "info").index)
 
 
-def test_data_loss(tmp_path):
+def test_data_loss(tmp_path, capsys):
     path = jobgen.write_job(tmp_path, small_job())
     cut = faults.tail_cut(path, "hwts")
     magic = faults.bad_magic(path, "acl_model")
@@ -307,6 +307,13 @@ def test_data_loss(tmp_path):
     assert loss["message"].startswith(f"The import skipped or lost data, or warned about it: 1 record(s) skipped "
                                       f"and {cut['bytes_lost']} byte(s) lost in 2 stream(s); {len(warnings)} "
                                       "warning(s).")
+    # query's Data table says the bytes lost for a JOB too, as for a PROF_ (it had no such column)
+    from msprof.show import View
+
+    capsys.readouterr()
+    api.query(path, View(fmt="json"))
+    doc = json.loads(capsys.readouterr().out)[path.name]["tables"]["data"]["rows"]
+    assert {"data": "hwts", "records": cut["records_after"], "bytes_lost": cut["bytes_lost"]} in doc
 
 
 def test_data_loss_is_high_when_a_fifth_of_the_tasks_is_untimed(tmp_path):

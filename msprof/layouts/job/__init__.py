@@ -92,8 +92,9 @@ class JobLayout(Layout):
                                                         Column("Model Name"), Column("Iterations", INT),
                                                         Column("Iteration Ids")], [rows],
                            keep=COLLECTION_KEEP)
-        data = Table("data", "Data", [Column("Data", TEXT), Column("Records", INT)], [list(report.conn.execute(
-            "SELECT kind, sum(records) FROM decode_count GROUP BY kind ORDER BY kind"))])
+        data = Table("data", "Data", [Column("Data", TEXT), Column("Records", INT), Column("Bytes lost", INT)],
+                     [list(report.conn.execute("SELECT kind, sum(records), sum(head_lost + tail_lost) FROM decode_count"
+                                               " GROUP BY kind ORDER BY kind"))])
         return [collection, data]
 
     def timelines(self, report, selection: Selection):
