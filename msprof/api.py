@@ -299,9 +299,10 @@ def show(path: Path, selection: Selection = Selection(), view: Optional["View"] 
     def sections(unit: Unit, report):
         report.check(selection)              # (the selection, --table and --sort before the timeline is written)
         tables = selected(unit.layout.show_tables(report, selection), view, unit.label)
-        if not timelines_current(report):
+        timelines = unit.layout.timelines(report, Selection())
+        if not timelines_current(report, timelines):
             try:
-                _announce(write_timelines(report))
+                _announce(write_timelines(report, timelines=timelines))
             except (OutputError, DiskSpaceError) as exc:  # the tables need no write: they are still shown
                 log.warning("timeline not written: %s", exc.message)
         for table in tables:      # a table a worker makes (workers.Later) starts now, not beside the timeline's

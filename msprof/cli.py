@@ -155,6 +155,7 @@ def import_cmd(collection_dir, output):
 
 
 @cli.group(context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@verbosity_options
 def export():
     """Write timeline (Chrome trace) or summary (csv/json) files."""
 

@@ -75,7 +75,7 @@ EXIT_CODES = {
     4: "remote command failed (main exited non-zero, upload/download failed)",
     5: "invalid config file",
     6: "not enough disk space",
-    7: "cannot write results (permission denied, read-only directory): use --output DIR",
+    7: "cannot write results (permission denied, read-only directory, an output directory that is a link): use --output DIR",
     8: "invalid or corrupt data that prevents any output",
     9: "performance regression found by compare --fail-if-slower",
     130: "interrupted",

@@ -188,9 +188,12 @@ class CsvPrinter(Printer):
         if not section.tables:
             return
         table = section.tables[0]
-        if len(section.tables) > 1 and not self.view.tables and not self.told:
+        if len(section.tables) > 1 and not self.told:
             others = ", ".join(t.key for t in section.tables[1:])
-            notice(f"csv holds one table: {table.key} printed; --table {{{others}}} for another")
+            if self.view.tables:      # (several asked for: each but the first left out, said as such)
+                notice(f"csv holds one table: {table.key} printed, not {others} (one --table per csv)")
+            else:
+                notice(f"csv holds one table: {table.key} printed; --table {{{others}}} for another")
             self.told = True
         rows, _ = picked(table, self.view, self.default_top)
         columns = [Column(c.name, c.kind) for c in table.columns]

@@ -445,13 +445,16 @@ class _Drain:
             return
 
 
-def write_timelines(report, selection: Selection = Selection(), check_all: bool = False) -> List[Path]:
+def write_timelines(report, selection: Selection = Selection(), check_all: bool = False,
+                    timelines: Optional[list] = None) -> List[Path]:
     """Write every timeline of a unit into <unit>/timeline/; return the files, in the order the layout
-    lists its timelines. With a second core, a second timeline of PARALLEL_MIN_EVENTS or more is written by
+    lists its timelines (``timelines``: the layout's list, when the caller has it: making it says what is
+    skipped, once). With a second core, a second timeline of PARALLEL_MIN_EVENTS or more is written by
     a child process; a single timeline of more than SLICE_EVENTS that can be split is written in two
     halves (the child writes the second), its slices numbered in time order."""
     report.check(selection)
-    timelines = report.unit.layout.timelines(report, selection)
+    if timelines is None:
+        timelines = report.unit.layout.timelines(report, selection)
     directory = report.unit.out / "timeline"
     child = split = None
     if len(timelines) > 1 and several_cores():
@@ -554,14 +557,17 @@ class _ListHandler(logging.Handler):
         self.messages.append((record.levelno, record.getMessage()))
 
 
-def timelines_current(report) -> bool:
-    """True when every timeline file of a full export exists and is newer than the database."""
+def timelines_current(report, timelines: Optional[list] = None) -> bool:
+    """True when every timeline file of a full export (``timelines``: the layout's, of the whole run) exists
+    and is newer than the database."""
+    if timelines is None:
+        timelines = report.unit.layout.timelines(report, Selection())
     try:
         db_mtime = report.unit.database.path.stat().st_mtime_ns
     except OSError:
         return False
     directory = report.unit.out / "timeline"
-    for timeline in report.unit.layout.timelines(report, Selection()):
+    for timeline in timelines:
         candidates = [directory / f"{timeline.base}.json", directory / f"{timeline.base}_slice_0.json"]
         mtimes = [p.stat().st_mtime_ns for p in candidates if p.is_file()]
         if not mtimes or max(mtimes) < db_mtime:

@@ -349,6 +349,12 @@ def test_the_table_view_fits_the_terminal_and_top_0_shows_every_op(tmp_path, msp
     assert len(csv_ops.split("\n\n")[0].splitlines()) == 1 + len(every)
     one = msprof_cli("compare", two_dir, one_dir, "--format", "csv", "--top", "1").stdout.split("# ops\n")[1]
     assert len(one.split("\n\n")[0].splitlines()) == 2 < 1 + len(every)
+    # a model's label is wrapped, not cut in the middle ("yolov3_tin…h → yolov3_tiny_leaky" hid "mish")
+    renamed = jobgen.write_job(tmp_path / "renamed", small_job(models=[dict(
+        small_job()["models"][0], name="tiny_with_a_rather_long_model_name_v2")]))
+    table = msprof_cli("compare", one_dir, renamed, env={"COLUMNS": "60"}).stdout
+    models = table.split("Models: device time per iteration (µs)\n")[1].split("\n\n")[0]
+    assert "…" not in models and "with_a_rather_long_model_name_v2" in "".join(models.split())
 
 
 def test_a_gate_on_a_model_the_new_side_did_not_time_fails(tmp_path, msprof_cli):

@@ -413,3 +413,21 @@ def test_a_job_of_two_models_says_which_it_shows_and_how_to_see_the_other(tmp_pa
             " (--model-id N --iteration-id N; msprof query lists them)") in proc.stderr
     one = msprof_cli("show", "-dir", job, "--model-id", "1", "--iteration-id", "2", "--table", "op_statistic")
     assert one.returncode == 0 and "also recorded" not in one.stderr, one.stderr
+
+
+def test_show_says_what_the_timeline_skips_once(tmp_path, msprof_cli):
+    """show checks whether the timeline is current, then writes it: each made the timeline list, and each
+    said its notices (found by a newcomer's trial: "no ACL API data: acl timeline skipped" twice)."""
+    path = jobgen.write_job(tmp_path, small_job(acl_api="off"))
+    proc = msprof_cli("show", "-dir", path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("no ACL API data: acl timeline skipped") == 1
+    assert (path / "timeline").is_dir()
+
+
+def test_csv_of_two_tables_asked_for_says_which_it_left_out(job, msprof_cli):
+    proc = msprof_cli("show", "-dir", job, "--format", "csv", "--table", "acl_statistic", "--table", "frequency")
+    assert proc.returncode == 0, proc.stderr
+    # (it printed acl_statistic alone and said nothing: a newcomer's trial)
+    assert "csv holds one table: acl_statistic printed, not frequency (one --table per csv)" in proc.stderr
+    assert "Total Time Ratio(%)" in proc.stdout.splitlines()[0]
