@@ -15,6 +15,9 @@ from msprof.summary import SummaryFile
 from msprof.workers import Later, several_cores
 
 _DEVICE = re.compile(r"^device_(\d+)$")
+# chips whose api_event the reference does not parse (its ApiEventParser is registered for the others): no
+# api_statistic there, as from the reference (msprof still reads the calls: they name the ops)
+API_STATISTIC_NOT_WRITTEN = ("9",)
 
 
 def has_info_json(directory: Path) -> bool:
@@ -154,6 +157,9 @@ class ProfLayout(Layout):
             notice(f"{label}: no device task data: op_summary, op_statistic and task_time skipped")
         if not report.has_api:
             notice(f"{label}: no host API data: api_statistic skipped")
+        elif report.platform in API_STATISTIC_NOT_WRITTEN:
+            notice(f"{label}: api_statistic not written on platform {report.platform}, as the reference does not "
+                   "parse api_event there")
         elif selection.everything:
             # (its cost: the groups the import counted, read twice)
             files.append(SummaryFile("api_statistic", "api_statistic", (),

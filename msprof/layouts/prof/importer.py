@@ -43,6 +43,10 @@ NOT_EXECUTIONS = ("ModelLoad", "ModelUnload")
 # ffts_profile.data, and the reference reads no aicore.data on them (no op_summary PMU columns), so neither does
 # msprof: a generated or mixed-up device directory gets the reference's op_summary, with a notice.
 PMU_NOT_IN_AICORE_DATA = ("5", "7", "8", "11", "15", "16")
+# Chips whose device tasks the reference does not take from hwts.data (its HWTS calculator is registered for chips
+# 1–4 only: chip 0 times them from runtime data, the STARS chips from stars_soc.data): a hwts.data found there is
+# not read either, with a notice (found by a randomised comparison with the reference on chip 0 and 7–16)
+HWTS_NOT_READ = ("0", "5", "7", "8", "9", "11", "15", "16")
 # device files msprof knows of but does not read yet: what a user goes without
 NOT_READ_YET = {"ffts_profile.data": "the STARS chips' AI Core PMU: op_summary has no PMU columns"}
 
@@ -463,6 +467,9 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
     unread_pmu = streams.get("pmu") and result.platform_version in PMU_NOT_IN_AICORE_DATA
     if unread_pmu:
         streams["pmu"] = []
+    unread_hwts = streams.get("hwts") and result.platform_version in HWTS_NOT_READ
+    if unread_hwts:
+        streams["hwts"] = []
     has_tasks = bool(streams.get("hwts") or streams.get("stars"))
     if has_tasks:
         require_hwts_frequency(result, "device task")
@@ -485,6 +492,9 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         _pair_stars(conn, notices)
         DEVICE.create_indexes(db, ["task"])      # while the worker may still be busy
         workers.merge(db, "pmu", counts, notices)
+        if unread_hwts:
+            notices.notice(f"hwts.data of platform {result.platform_version} not read, as the reference does not "
+                           "read it on this chip (its task log is elsewhere)")
         if not has_tasks:
             notices.notice(f"no device task data (hwts.data / stars_soc.data) in {result.path / 'data'}: "
                            "op_summary, op_statistic and task_time are skipped")
