@@ -141,6 +141,9 @@ class Clock:
     # host_start.log's cntvct_diff in ns: the host counter's drift at the sync instant, which the reference
     # adds to clock_monotonic_raw for PROF_ data (docs/prof-format.md §4); the JOB formula has no such term
     host_diff_ns: int = 0
+    # host_start.log's cntvct: the host counter at the sync instant (PROF_: where the collection's beginning
+    # lies on the host's task_track clock)
+    host_cntvct: int = 0
 
     def syscnt_to_ns(self, syscnt: int) -> float:
         return (syscnt - self.dev_cntvct) * 1000.0 / self.hwts_mhz + self.host_mono_ns
@@ -223,7 +226,7 @@ def read_result_dir(path: Path) -> ResultDir:
     if end_info is not None:
         metadata.append(end_info)
 
-    dev_cntvct, host_mono, host_diff = 0, 0, 0
+    dev_cntvct, host_mono, host_diff, host_cntvct = 0, 0, 0, 0
     dev_log = _first(path, "dev_start.log", suffix)
     host_log = _first(path, "host_start.log", suffix) or _first(path, "host_start.log")
     if dev_log is not None and host_log is not None:
@@ -231,6 +234,10 @@ def read_result_dir(path: Path) -> ResultDir:
         dev_cntvct = number(_read_key_values(dev_log), "cntvct", dev_log, COUNTER, integer=True, required=True)
         host_values = _read_ini_first_section(host_log)
         host_mono = number(host_values, "clock_monotonic_raw", host_log, COUNTER, integer=True, required=True)
+        try:
+            host_cntvct = number(host_values, "cntvct", host_log, COUNTER, integer=True) or 0
+        except DataError:         # (0: not known; only the PROF_ single ops' block count filter needs it)
+            host_cntvct = 0
         try:
             diff = number(host_values, "cntvct_diff", host_log, SIGNED, integer=True) or 0
         except DataError as exc:          # a correction the times can do without: said, not fatal
@@ -242,7 +249,7 @@ def read_result_dir(path: Path) -> ResultDir:
 
     clock = Clock(hwts_mhz=hwts_mhz, dev_cntvct=dev_cntvct, host_mono_ns=host_mono,
                   collection_begin_us=begin_us, clock_monotonic_raw_ns=mono_ns, cpu_mhz=cpu_mhz,
-                  host_diff_ns=host_diff)
+                  host_diff_ns=host_diff, host_cntvct=host_cntvct)
     pid = info.get("pid")
     try:
         pid = int(str(pid).strip()) if pid is not None and not isinstance(pid, bool) else None

@@ -54,6 +54,11 @@ SCENARIOS = {
     "memory_ub": "--seed 47 --ops 15 --iters 2 --metrics MemoryUB --platform 3 --zero-cycles 1",
     "resource_conflict_ratio": "--seed 48 --ops 15 --iters 2 --metrics ResourceConflictRatio --platform 4",
     "l2_cache_flags": "--seed 49 --ops 15 --iters 2 --metrics L2Cache --dup-names 1 --mix-block 1 --op-flag 1",
+    # a single op launched before the collection began, run after it: the reference times its AI Core with 0
+    # blocks (it takes single ops' block counts from the launches after the beginning only), aicore_time 0
+    # (found by a randomised comparison)
+    "single_op_launched_before_the_beginning": "--seed 142228 --ops 7 --threads 3 --singleop 4"
+                                               " --start-offset-ns 7098535",
 }
 
 

@@ -141,7 +141,7 @@ def test_meta_records_sources_and_counts(tiny_job, summary_dir):
     sources = {p for (p,) in conn.execute("SELECT path FROM source_file")}
     assert "data/hwts.data.0.slice_0" in sources and "info.json.0" in sources
     meta = dict(conn.execute("SELECT key, value FROM meta"))
-    assert meta["schema_version"] == "5" and meta["bytes_lost"] == "0"
+    assert meta["schema_version"] == "6" and meta["bytes_lost"] == "0"
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])

@@ -99,6 +99,7 @@ class ProfReport(Report):
         self.params["offset_ns"] = _offset_ns(self.params["offset_us"])
         self.params["begin_ns"] = _begin_ns(self.params["begin_us"])
         self.params["begin_mono_ns"] = _begin_mono_ns(self.params["begin_us"], self.params["offset_us"])
+        self.params["host_begin"] = _host_begin(clock)
         self.aic_mhz = self.meta_number("aic_mhz")
         self.ai_core_num = self.meta_number("ai_core_num")
         sample = self.meta_json("sample") or {}
@@ -215,7 +216,12 @@ class ProfReport(Report):
         if any(self.TASK_FIELDS[f].startswith("tn.") for f in fields):
             join = "LEFT JOIN host.tensor tn ON tn.tensor_id = h.tensor_id"
         if pmu:
-            aicore = aicore_time_sql("p.total_cycles", "(o.block_dim & 65535)", self.aic_mhz, self.ai_core_num)
+            # the reference takes a single op's block count (for its AI Core time) only from the launches at or
+            # after the collection's beginning on the host's clock (pmu_calculator: against warm-up's wrapped
+            # ids); a single op launched before it is timed with 0 blocks, its AI Core time 0
+            block = ("CASE WHEN h.model_id IS NULL AND h.ts < :host_begin THEN 0 ELSE (o.block_dim & 65535) END"
+                     if self.params["host_begin"] is not None else "(o.block_dim & 65535)")
+            aicore = aicore_time_sql("p.total_cycles", block, self.aic_mhz, self.ai_core_num)
             columns += [self._pmu_columns(counters),
                         f"CASE WHEN p.seq IS NULL THEN NULL ELSE {aicore} END AS aicore_raw"]
             columns += counter_ratios("p.") + list(inner)
@@ -843,6 +849,18 @@ def _truncated_division(total: int, count: int) -> int:
 
 def _us(ns: float) -> float:
     return round(round(ns, 6) / 1000, 3)
+
+
+def _host_begin(clock: dict) -> Optional[int]:
+    """The collection's beginning (start_info's clockMonotonicRaw) on the host's task_track clock, in the
+    reference's Decimal operations (its InfoConfReader.trans_from_start_info_raw_time_into_host_cnt); None
+    when the metadata do not say (no start_info, or no host counter in host_start.log)."""
+    raw, cnt = clock.get("clock_monotonic_raw_ns"), clock.get("host_cntvct")
+    if not raw or not cnt:
+        return None
+    hz = float(clock["cpu_mhz"]) * 1e6 if clock.get("cpu_mhz") else 1e9
+    mono_s = (clock.get("host_mono_ns", 0) + clock.get("host_diff_ns", 0)) / 1e9
+    return int((Decimal(int(raw)) - Decimal(mono_s * 1e9)) * Decimal(hz / 1e9) + Decimal(cnt / 1e9 * 1e9))
 
 
 def _begin_mono_ns(begin_us: float, offset_us: float) -> int:
