@@ -229,9 +229,16 @@ def read_result_dir(path: Path) -> ResultDir:
     dev_cntvct, host_mono, host_diff, host_cntvct = 0, 0, 0, 0
     dev_log = _first(path, "dev_start.log", suffix)
     host_log = _first(path, "host_start.log", suffix) or _first(path, "host_start.log")
-    if dev_log is not None and host_log is not None:
+    dev_values = _read_key_values(dev_log) if dev_log is not None else {}
+    if dev_log is not None and host_log is None and "clock_monotonic_raw" in dev_values:
+        # (dev_start.log has the host's clock at the sync instant too, raw-format.md §2: without host_start.log
+        # the times are still the host's, not syscnt / frequency)
+        metadata.append(dev_log)
+        dev_cntvct = number(dev_values, "cntvct", dev_log, COUNTER, integer=True, required=True)
+        host_mono = number(dev_values, "clock_monotonic_raw", dev_log, COUNTER, integer=True, required=True)
+    elif dev_log is not None and host_log is not None:
         metadata += [dev_log, host_log]
-        dev_cntvct = number(_read_key_values(dev_log), "cntvct", dev_log, COUNTER, integer=True, required=True)
+        dev_cntvct = number(dev_values, "cntvct", dev_log, COUNTER, integer=True, required=True)
         host_values = _read_ini_first_section(host_log)
         host_mono = number(host_values, "clock_monotonic_raw", host_log, COUNTER, integer=True, required=True)
         try:

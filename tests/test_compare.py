@@ -256,10 +256,12 @@ def test_models_on_one_side_only(tmp_path, msprof_cli):
 
 def test_ops_of_one_name_in_two_models_are_two_ops(tmp_path, msprof_cli):
     """conv1 of det got slower and conv1 of cls faster: averaged by name alone they were one unchanged op of
-    300 µs (a newcomer's trial). They are two rows, named by their model as there are several; a layer
-    whose type changed says both types; an op of a model on one side only is on that side only."""
+    300 µs (a newcomer's trial). They are two rows, each named by its model (a name only one model has stays
+    as it is); a layer whose type changed says both types; an op of a model on one side only is on that side
+    only."""
     def job(name, det_us, cls_us, cls_type="Convolution", third=None):
-        models = [{"name": "det", "executions": 2, "layers": [{"name": "conv1", "duration_us": det_us}]},
+        models = [{"name": "det", "executions": 2, "layers": [{"name": "conv1", "duration_us": det_us},
+                                                               {"name": "head", "duration_us": 30}]},
                   {"name": "cls", "id": 2, "executions": 2, "layers": [{"name": "conv1", "duration_us": cls_us,
                                                                         "type": cls_type}]}]
         if third:
@@ -272,6 +274,7 @@ def test_ops_of_one_name_in_two_models_are_two_ops(tmp_path, msprof_cli):
     assert sorted((o["op_name"], o["op_type"], o["base_us"], o["new_us"], o["delta_us"]) for o in document["ops"]) == [
         ("cls: conv1", "Convolution → Pooling", 500.0, 200.0, -300.0),
         ("det: conv1", "Convolution", 100.0, 400.0, 300.0),
+        ("head", "Convolution", 30.0, 30.0, 0.0),         # (a name of one model: as it is, issue 12's op name)
         ("netB: b1", "Convolution", 50.0, None, None),
         ("netC: b1", "Convolution", None, 50.0, None)]
     assert all(list(row) == KEYS["ops"] for row in document["ops"])

@@ -163,3 +163,63 @@ def test_summary_written_by_two_processes_is_identical(tiny_job, tmp_path, monke
     assert [p.name for p in parallel] == [p.name for p in inline]       # same files, same order
     assert {p.name: p.read_bytes() for p in parallel} == expected
     assert len(expected) == 4 and not [p for p in (copy / "summary").iterdir() if p.name.startswith(".")]
+
+
+# --- found by a randomised truth sweep (jobgen descriptions against msprof's files) ------------------------
+def _tables(path: Path) -> dict:
+    """op_summary (the last iteration's) and op_statistic rows of a one-model JOB, by file kind."""
+    from msprof import api
+
+    api.export_summary(path)
+    files = sorted((path / "summary").iterdir())
+    out = {}
+    for kind in ("op_summary", "op_statistic"):
+        header, rows = read_csv([p for p in files if p.name.startswith(kind)][-1])
+        out[kind] = [dict(zip(header, row)) for row in rows if row[0] != "-"]
+    return out
+
+
+def test_one_layer_of_two_tasks_and_names_with_spaces(tmp_path):
+    """Two layer.info rows of one layer id (one layer run as two tasks) gave every task both rows (5 op_summary
+    rows for 3 tasks, op_statistic counts doubled, the timeline naming task b "a"); spaces around a name were
+    stripped, where RFC 4180 keeps them. The (stream, task) is what finds a task's row (raw-format.md §5.2)."""
+    from msprof import api
+
+    desc = {"seed": 1, "models": [{"executions": 1, "layers": [
+        {"id": 0, "name": "a", "duration_us": 10}, {"id": 0, "name": "b", "duration_us": 30},
+        {"id": 1, "name": " c ", "type": " Pooling ", "duration_us": 20}]}]}
+    job, path = jobgen.build(desc), jobgen.write_job(tmp_path, desc)
+    tables = _tables(path)
+    truth = [(t["layer_name"], t["layer_type"], float(t["duration_us"])) for t in job.tasks if t["recorded"]]
+    assert truth == [("a", "Convolution", 10.0), ("b", "Convolution", 30.0), (" c ", " Pooling ", 20.0)]
+    assert [(r["Layer Name"], r["Layer Type"], float(r["Time(us)"])) for r in tables["op_summary"]] == truth
+    assert sorted((r["OP Name"], r["Count"], float(r["Total Time(us)"])) for r in tables["op_statistic"]) == [
+        (" c ", "1", 20.0), ("a", "1", 10.0), ("b", "1", 30.0)]
+    [timeline] = [p for p in api.export_timeline(path) if p.name.startswith("task_time")]
+    events = json.loads(timeline.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    assert [e["name"] for e in events if e.get("ph") == "X" and "Task Type" in e["args"]] == ["a", "b", " c "]
+
+
+def test_dev_start_log_alone_still_gives_host_times(tmp_path):
+    """Without host_start.log the times fell back to syscnt / frequency (a task 1400 s late, no flows), though
+    dev_start.log holds the host's clock_monotonic_raw too (raw-format.md §2)."""
+    from msprof import api
+
+    def task_events(name, **extra):
+        desc = dict(small_job_desc(), **extra)
+        path = jobgen.write_job(tmp_path / name, desc)
+        [timeline] = [p for p in api.export_timeline(path) if p.name.startswith("task_time")]
+        events = json.loads(timeline.read_text())
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        return [(e["name"], e["ts"], e["dur"]) for e in events if e.get("ph") == "X" and "Task Type" in e["args"]], \
+            sum(1 for e in events if e.get("ph") == "s")
+
+    both, flows = task_events("both")
+    alone, alone_flows = task_events("alone", host_start_log=False)
+    assert alone == both and alone_flows == flows > 0
+
+
+def small_job_desc() -> dict:
+    return {"seed": 2, "models": [{"executions": 2, "layers": [{"name": "a", "duration_us": 10},
+                                                               {"name": "b", "duration_us": 5}]}]}

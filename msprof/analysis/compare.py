@@ -119,21 +119,27 @@ def compare_sides(base: Side, new: Side) -> dict:
                          "new_count": _count(n.count_per_iteration) if n else 0})
     op_types.sort(key=lambda r: (-abs(r["delta_us"]), r["op_type"]))
 
-    # an op is matched by its name within a matched model: two models' ops of one name are two ops, named
-    # "model: op" where there are several models (the document keeps issue 12's keys); a type that changed is
-    # said as both
-    ops = []
+    # an op is matched by its name within a matched model: two models' ops of one name are two ops (averaged
+    # together, one's slowdown hid behind the other's speed-up), named "model: op" — only those, so that other
+    # names stay issue 12's op names; a type that changed is said as both
+    per_model = []
     for label, base_name, new_name in matched:
-        prefix = f"{label}: " if len(matched) > 1 else ""
         mine = {name: op for (model, name), op in base.ops.items() if model == base_name}
         theirs = {name: op for (model, name), op in new.ops.items() if model == new_name}
+        per_model.append((label, mine, theirs))
+    labels: Dict[str, int] = {}
+    for _label, mine, theirs in per_model:
+        for name in mine.keys() | theirs.keys():
+            labels[name] = labels.get(name, 0) + 1
+    ops = []
+    for label, mine, theirs in per_model:
         for name in mine.keys() | theirs.keys():
             b, n = mine.get(name), theirs.get(name)
             b_us, n_us = (r3(b.avg_us) if b else None), (r3(n.avg_us) if n else None)
             op_type = n.type if b is None or (n is not None and n.type == b.type) else \
                 b.type if n is None else f"{b.type} → {n.type}"
-            ops.append({"op_name": prefix + name, "op_type": op_type, "base_us": b_us, "new_us": n_us,
-                        "delta_us": _minus(n_us, b_us)})
+            ops.append({"op_name": f"{label}: {name}" if labels[name] > 1 else name, "op_type": op_type,
+                        "base_us": b_us, "new_us": n_us, "delta_us": _minus(n_us, b_us)})
     # the largest changes first; an op on one side only changed by its whole time
     ops.sort(key=lambda r: (-abs((r["new_us"] or 0.0) - (r["base_us"] or 0.0)), r["op_name"]))
 

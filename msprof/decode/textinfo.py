@@ -123,7 +123,7 @@ def read_layer_info(path: Path, model_id: int, bad: BadLines) -> List[tuple]:
         if None in ids:
             bad.add(number, "layer_id, task_id and stream_id must be integers")
             continue
-        name = fields[index["layer_name"]].strip()
-        rows.append((model_id, *ids, fields[index["layer_type"]].strip(), name,
-                     fields[index["ori_layer_name"]].strip() or name))
+        # (texts as they are: in RFC 4180 spaces belong to the field — " conv1 " is a name of its own)
+        name = fields[index["layer_name"]]
+        rows.append((model_id, *ids, fields[index["layer_type"]], name, fields[index["ori_layer_name"]] or name))
     return rows

@@ -71,13 +71,15 @@ class JobFacts(Facts):
     def _op_rows(self, selection: Selection) -> Iterable[tuple]:
         # grouped by integer ids (a cheap sort of the tasks), named from the small layer table afterwards
         where, args = self._where(selection)
-        layers: Dict[tuple, tuple] = {(m, i): (name, kind) for m, i, name, kind in self.conn.execute(
-            "SELECT model_id, layer_id, layer_name, layer_type FROM layer")}
-        cursor = self.conn.execute(f"SELECT t.model_id, t.layer_id, t.task_type, count(*), sum(t.dur_us) FROM task t"
-                                   f" WHERE {where} GROUP BY t.model_id, t.layer_id, t.task_type", args)
-        for model_id, layer_id, task_type, count, total in cursor:
+        # (a layer row is a task's by its (stream, task) too: report.LAYER_OF_TASK)
+        layers: Dict[tuple, tuple] = {(m, i, st, tk): (name, kind) for m, i, st, tk, name, kind in self.conn.execute(
+            "SELECT model_id, layer_id, stream_id, task_id, layer_name, layer_type FROM layer")}
+        cursor = self.conn.execute(
+            f"SELECT t.model_id, t.layer_id, t.stream_id, t.task_id, t.task_type, count(*), sum(t.dur_us) FROM task t"
+            f" WHERE {where} GROUP BY t.model_id, t.layer_id, t.stream_id, t.task_id, t.task_type", args)
+        for model_id, layer_id, stream_id, task_id, task_type, count, total in cursor:
             fallback = TASK_TYPES.get(task_type, str(task_type))      # a task missing from layer.info
-            name, kind = layers.get((model_id, layer_id), (None, None))
+            name, kind = layers.get((model_id, layer_id, stream_id, task_id), (None, None))
             yield (self._model_name(model_id), name or fallback, kind or fallback, task_type == AA_CPU, count,
                    total)
 

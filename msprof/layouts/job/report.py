@@ -15,6 +15,12 @@ STATISTIC_KEEP = ("OP Name", "Total Time(us)", "Total Time Ratio(%)", "Count", "
 AA_CORE = next(k for k, v in TASK_TYPES.items() if v == "AA_CORE")
 
 
+# A task's layer.info row: the one its (stream, task) found at import (raw-format.md §5.2). Not the layer id
+# alone: one layer split into several tasks has a row per task under one id, and joining on the id gave each
+# task every row of its layer (found by a randomised truth sweep).
+LAYER_OF_TASK = ("l.model_id = t.model_id AND l.layer_id = t.layer_id AND l.stream_id = t.stream_id"
+                 " AND l.task_id = t.task_id")
+
 class JobReport(Report):
     """Read-only view of one JOB's database."""
 
@@ -69,8 +75,7 @@ class JobReport(Report):
         tasks = (" FROM task t"
                  " LEFT JOIN pmu p ON p.stream_id = t.stream_id AND p.task_id = t.task_id AND p.exec_n = t.exec_n"
                  " WHERE t.model_id = :model AND t.index_id = :index")
-        source = tasks.replace(" FROM task t", " FROM task t LEFT JOIN layer l ON l.model_id = t.model_id"
-                               " AND l.layer_id = t.layer_id")
+        source = tasks.replace(" FROM task t", f" FROM task t LEFT JOIN layer l ON {LAYER_OF_TASK}")
         args = {"model": iteration.model_id, "index": iteration.index_id}
         total_select = ", ".join(["'-'", "'-'", "'-'", "'-'", "round(coalesce(sum(t.dur_us), 0), 3)",
                                   "CASE WHEN count(*) THEN 100.0 END"] + (totals if metric_names else []))
@@ -100,7 +105,7 @@ class JobReport(Report):
             f" CASE t.task_type {type_names} ELSE t.task_type END,"
             " round(sum(t.dur_us) * 100.0 / sum(sum(t.dur_us)) OVER (), 4), round(sum(t.dur_us), 3), count(*),"
             " round(avg(t.dur_us), 3), round(max(t.dur_us), 3), round(min(t.dur_us), 3) FROM task t"
-            " LEFT JOIN layer l ON l.model_id = t.model_id AND l.layer_id = t.layer_id"
+            f" LEFT JOIN layer l ON {LAYER_OF_TASK}"
             f" WHERE {where} GROUP BY t.stream_id, t.task_id, t.task_type"
             " ORDER BY sum(t.dur_us) DESC, t.stream_id, t.task_id", {"model": model_id, "index": index_id})
         name = next((m["model_name"] for m in self.models() if m["model_id"] == model_id), f"model{model_id}")

@@ -152,14 +152,16 @@ class TaskSource(Source):
     def start(self, row) -> int:
         return row[5]
 
-    def _layer_names(self) -> Dict[int, str]:
-        """Layer id -> JSON name for this file's model (every task of the file has that model id)."""
+    def _layer_names(self) -> Dict[tuple, str]:
+        """(layer id, stream, task) -> JSON name for this file's model (every task of the file has that model
+        id); a layer row is a task's by its (stream, task) too (report.LAYER_OF_TASK)."""
         names = {}
         model_id = None if self.model is None else self.model["model_id"]
-        for layer_id, name in self.report.conn.execute(
-                "SELECT layer_id, layer_name FROM layer WHERE model_id IS ? ORDER BY rowid", (model_id,)):
+        for layer_id, stream_id, task_id, name in self.report.conn.execute(
+                "SELECT layer_id, stream_id, task_id, layer_name FROM layer WHERE model_id IS ? ORDER BY rowid",
+                (model_id,)):
             if name not in (None, ""):
-                names.setdefault(layer_id, jstr(name))
+                names.setdefault((layer_id, stream_id, task_id), jstr(name))
         return names
 
     def write(self, rows: list, writer, lanes) -> None:
@@ -195,7 +197,7 @@ class TaskSource(Source):
             tid = lane.tid
             if (pid, tid) not in threads:
                 writer.use(pid, tid, TASK_PROCESS, lane)
-            name = layer_names.get(layer_id) or type_name
+            name = layer_names.get((layer_id, stream, task_id)) or type_name
             layer = NA if layer_id is None else layer_id
             iteration = NA if index_id is None else index_id
             if start >= 0:
