@@ -223,3 +223,23 @@ def test_dev_start_log_alone_still_gives_host_times(tmp_path):
 def small_job_desc() -> dict:
     return {"seed": 2, "models": [{"executions": 2, "layers": [{"name": "a", "duration_us": 10},
                                                                {"name": "b", "duration_us": 5}]}]}
+
+
+def test_a_frequency_change_time_is_printed_to_3_decimals(tmp_path, capsys):
+    """show's Frequency table printed the float itself (500.04166650390624) at a 24 MHz HWTS clock."""
+    from fractions import Fraction
+
+    from msprof import api
+    from msprof.show import View
+
+    desc = {"seed": 3, "hwts_frequency": "24", "freq_changes": [{"mhz": 800, "at_us": 0.05}],
+            "models": [{"executions": 1, "layers": [{"name": "a", "duration_us": 10}]}]}
+    job, path = jobgen.build(desc), jobgen.write_job(tmp_path, desc)
+    api.show(path, view=View(fmt="json", tables=("frequency",)))
+    table = json.loads(capsys.readouterr().out)[path.name]["tables"]["frequency"]["rows"]
+    [change] = [r for r in table if r["clock"] == "AA Core change"]
+    # the change's time from the collection start, per raw-format.md §3 with the truth's counter
+    [(syscnt, _mhz)] = job.freq_changes
+    exact = (Fraction(syscnt - job.dev_cntvct) * 1000 / 24 + job.host_clock_monotonic_raw
+             - job.clock_monotonic_raw_ns) / 1000
+    assert change["time_us"] == round(float(exact), 3) and len(str(change["time_us"]).split(".")[1]) <= 3

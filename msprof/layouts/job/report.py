@@ -139,7 +139,8 @@ class JobReport(Report):
     def frequency(self) -> Table:
         rows = [("AA Core", None, _plain_number(self.aic_mhz)), ("HWTS", None, _plain_number(self.hwts_mhz))]
         for syscnt, mhz in self.conn.execute("SELECT syscnt, mhz FROM freq_change ORDER BY syscnt, seq"):
-            rows.append(("AA Core change", self.device_time_us(syscnt), _plain_number(mhz)))
+            # (3 decimals, as every time msprof prints: 500.04166650390624 was the float itself)
+            rows.append(("AA Core change", round(self.device_time_us(syscnt), 3), _plain_number(mhz)))
         return Table("frequency", "Frequency", [Column("Clock"), Column("Time(us)", NUMBER), Column("MHz", NUMBER)],
                      [rows], facts=True)
 
