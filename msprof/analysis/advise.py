@@ -16,7 +16,6 @@ Numbers in findings: µs rounded to 3 decimals, percentages to 2.
 """
 import heapq
 import shutil
-import textwrap
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
@@ -426,22 +425,20 @@ def print_findings(findings: List[dict], fmt: str = "table", label: str = "") ->
     if not findings:
         emit(f"{one_line(label)}: no findings.")
         return
+    from msprof.renderers.terminal import fill
+
     rules = {rule.id: rule for rule in RULES}
     width = max(40, min(100, shutil.get_terminal_size((100, 24)).columns))
     emit(f"{one_line(label)}: {len(findings)} finding(s), most important first")
     for number, finding in enumerate(findings, 1):
         emit("")
         emit(f"{number}. [{finding['severity']}] {finding['id']}")
-        # a number stays on one line with its unit (no-break spaces while wrapping)
         # (a table view for people: names from the data escaped, as show's tables)
-        message = one_line(finding["message"]).replace(" µs", "\u00a0µs").replace(" %", "\u00a0%")
-        emit(textwrap.fill(message, width=width, initial_indent="   ", subsequent_indent="   ")
-                   .replace("\u00a0", " "))
+        emit(fill(one_line(finding["message"]), width, initial_indent="   ", subsequent_indent="   "))
         evidence = finding["evidence"]
         for item in evidence[:SHOWN_EVIDENCE]:
-            line = one_line(evidence_line(rules[finding["id"]], item)).replace(" µs", "\u00a0µs")
-            emit(textwrap.fill(line, width=width, initial_indent="   - ", subsequent_indent="     ",
-                               break_long_words=False).replace("\u00a0", " "))
+            emit(fill(one_line(evidence_line(rules[finding["id"]], item)), width, initial_indent="   - ",
+                      subsequent_indent="     ", break_long_words=False))
         if len(evidence) > SHOWN_EVIDENCE:
             # (evidence stops at the EVIDENCE_LIMIT largest: the message may count more)
             of = f" of the {len(evidence)} largest" if len(evidence) >= EVIDENCE_LIMIT else ""

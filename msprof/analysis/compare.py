@@ -10,7 +10,6 @@ a model, op or API the other side lacks. An op type one side lacks is 0 on that 
 Everything is matched by name (models: see ``matched_models``).
 """
 import sys
-import textwrap
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -225,7 +224,7 @@ def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DE
     """The comparison on stdout; the table view fits the terminal (as show does) unless ``wide``."""
     import json
 
-    from msprof.renderers.terminal import TextRenderer, terminal_width
+    from msprof.renderers.terminal import TextRenderer, fill, terminal_width
 
     from msprof.renderers import FORMATS
 
@@ -235,8 +234,7 @@ def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DE
     if fmt == "table":
         line = one_line(verdict(document))
         if sys.stdout.isatty() and not wide:     # (in a pipe one line, for grep)
-            line = textwrap.fill(line.replace(" µs", "\u00a0µs").replace(" %", "\u00a0%"), terminal_width(),
-                                 subsequent_indent="  ", break_long_words=False).replace("\u00a0", " ")
+            line = fill(line, terminal_width(), subsequent_indent="  ", break_long_words=False)
         emit(line)
         emit("")
     for table in tables(document, top):

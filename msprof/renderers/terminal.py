@@ -32,6 +32,14 @@ def terminal_width(wide: bool = False) -> Optional[int]:
     return None if wide else shutil.get_terminal_size((80, 24)).columns
 
 
+def fill(text: str, width: int, **options) -> str:
+    """``textwrap.fill`` for people's text, a number kept on one line with its unit (µs, %)."""
+    import textwrap
+
+    kept = text.replace(" µs", "\u00a0µs").replace(" %", "\u00a0%")
+    return textwrap.fill(kept, width=width, **options).replace("\u00a0", " ")
+
+
 @register
 class TextRenderer(Renderer):
     name = "text"
