@@ -13,13 +13,12 @@ from msprof.tables import INT, NUMBER, Column, Table, batches
 STATISTIC_KEEP = ("OP Name", "Total Time(us)", "Total Time Ratio(%)", "Count", "Avg(us)", "Task Type", "Type",
                   "Max(us)", "Min(us)")
 AA_CORE = next(k for k, v in TASK_TYPES.items() if v == "AA_CORE")
-
-
 # A task's layer.info row: the one its (stream, task) found at import (raw-format.md §5.2). Not the layer id
 # alone: one layer split into several tasks has a row per task under one id, and joining on the id gave each
 # task every row of its layer (found by a randomised truth sweep).
 LAYER_OF_TASK = ("l.model_id = t.model_id AND l.layer_id = t.layer_id AND l.stream_id = t.stream_id"
                  " AND l.task_id = t.task_id")
+
 
 class JobReport(Report):
     """Read-only view of one JOB's database."""
