@@ -26,8 +26,19 @@ def pmu_bad_magic(job, index: int):
     path.write_bytes(bytes(data))
 
 
+def shared_ids_job(slice_bytes):
+    """An AA_CPU task of one model on the (stream, task) of another's AA Core task: their executions are numbered
+    apart (hwts.Pairer ``apart``), in the whole-run path as record by record."""
+    return {"seed": 4, "slice_bytes": slice_bytes, "models": [
+        {"id": 1, "name": "cpu", "stream_id": 3, "executions": 4, "layers": [
+            {"name": "c", "task_id": 1, "task_type": "AA_CPU", "duration_us": 10}]},
+        {"id": 2, "name": "core", "stream_id": 3, "executions": 3, "layers": [
+            {"name": "a", "task_id": 1, "duration_us": 10}, {"name": "b", "task_id": 2, "duration_us": 20}]}]}
+
+
 SCENARIOS = {
     "clean": (small_job, lambda job: None),
+    "AA_CPU and AA Core tasks of one (stream, task)": (shared_ids_job, lambda job: None),
     "two models": (two_model_job, lambda job: None),
     "end without start first": (small_job, lambda job: faults.end_without_start(job, 0)),
     "counter gap": (small_job, lambda job: faults.hwts_counter_gap(job, 5, 3)),

@@ -243,3 +243,27 @@ def test_a_frequency_change_time_is_printed_to_3_decimals(tmp_path, capsys):
     exact = (Fraction(syscnt - job.dev_cntvct) * 1000 / 24 + job.host_clock_monotonic_raw
              - job.clock_monotonic_raw_ns) / 1000
     assert change["time_us"] == round(float(exact), 3) and len(str(change["time_us"]).split(".")[1]) <= 3
+
+
+def test_pmu_counters_stay_with_their_task_when_an_aa_cpu_task_shares_its_ids(tmp_path):
+    """PMU records are an AA Core task's only (raw-format.md §5.5: the n-th record of a (stream, task) is its
+    n-th execution): an AA_CPU task of another model on the same (stream, task) shifted them by one (found by
+    a randomised truth sweep: execution 2's counters in iteration 1, N/A in iteration 2). The AA Core model's
+    op_summary is the same with or without the other model."""
+    core = {"id": 2, "name": "core_model", "stream_id": 3, "executions": 2, "layers": [
+        {"name": "core", "task_id": 1, "duration_us": 10, "total_cycles": 10000, "counters": [[1000, 9000]]}]}
+    cpu = {"id": 1, "name": "cpu_model", "stream_id": 3, "executions": 1, "layers": [
+        {"name": "cpu", "task_id": 1, "task_type": "AA_CPU", "duration_us": 10}]}
+
+    def core_rows(name, models):
+        from msprof import api
+
+        path = jobgen.write_job(tmp_path / name, {"seed": 4, "models": models})
+        api.export_summary(path)
+        files = sorted(p for p in (path / "summary").iterdir() if p.name.startswith("op_summary_0.core_model."))
+        return [read_csv(p) for p in files]
+
+    alone, shared = core_rows("alone", [core]), core_rows("shared", [cpu, core])
+    assert len(alone) == 2 and shared == alone
+    ratios = [data[0][header.index("Mac Busy Ratio")] for header, data in alone]
+    assert ratios == ["0.1", "0.9"]

@@ -6,8 +6,8 @@ start that never ends, is kept as an unpaired task (one time missing), never giv
 import itertools
 import struct
 from collections import defaultdict
-from operator import and_, gt, lshift, or_
-from typing import List, Tuple
+from operator import and_, eq, gt, lshift, mul, or_
+from typing import List, Optional, Tuple
 
 from msprof.decode.base import Decoder, Tally
 from msprof.decode.blocks import byte_column, record_struct
@@ -34,6 +34,9 @@ _ALTERNATING = bytes((LOG_START, LOG_END)) * (RUN_RECORDS // 2)
 Piece = Tuple[bool, object]
 
 
+APART = 1 << 32         # a key bit above (stream, task): the executions of a task type numbered apart (Pairer)
+
+
 def looks_aligned(record: bytes) -> bool:
     return record[2:4] == b"\xd3\x6b"
 
@@ -43,16 +46,19 @@ class Pairer:
     (stream_id, task_id, task_type, start_syscnt, end_syscnt, exec_n) with None for a missing side.
 
     ``exec_n`` numbers the executions of one (stream, task) from 0, so the n-th PMU record of that
-    task can be matched to it.
+    task can be matched to it. ``apart``: a task type whose executions are numbered on their own (a JOB's
+    AA_CPU tasks have no PMU record: sharing the count with an AA Core task of the same ids, another model's,
+    shifted its records by one).
 
     A device running one task at a time logs start, end, start, end… with an unbroken rolling counter.
     Runs of records that are exactly that are checked on byte columns and paired whole (C speed);
     anything else (interleaved streams, lost records, other log types) goes record by record.
     """
 
-    def __init__(self):
+    def __init__(self, apart: Optional[int] = None):
         self.pending = {}  # (stream_id << 16 | task_id) → (start syscnt, task type, record index)
-        self.executions = defaultdict(itertools.count)   # same key → its next exec_n
+        self.executions = defaultdict(itertools.count)   # same key (| APART for an ``apart`` task) → next exec_n
+        self.apart = apart
         self.last_counter = None
         self.consumed = 0       # records of the stream fed so far
         self.gaps = []          # (stream_id, task_id, expected counter, found counter, record index)
@@ -115,6 +121,8 @@ class Pairer:
         types, tasks, starts, fields, ends = (flat[i::5] for i in range(5))
         streams = list(map(and_, fields, itertools.repeat(STREAM_MASK)))
         keys = map(or_, map(lshift, streams, itertools.repeat(16)), tasks)
+        if self.apart is not None and self.apart in types:      # (C speed: APART * (type == apart))
+            keys = map(or_, keys, map(mul, map(eq, types, itertools.repeat(self.apart)), itertools.repeat(APART)))
         exec_n = list(map(next, map(self.executions.__getitem__, keys)))
         self.last_counter = body[-RECORD_SIZE] >> 4
         base = self.consumed
@@ -151,7 +159,7 @@ class Pairer:
             key = (stream_field & STREAM_MASK) << 16 | task_id
             if log_type == LOG_END:
                 started = pending.pop(key, None)
-                n = next(executions[key])
+                n = next(executions[key | APART if task_type == self.apart else key])
                 if started is None:
                     self.unmatched_ends += 1
                     self.first_problem.setdefault("end", base + index)
@@ -166,7 +174,8 @@ class Pairer:
                 if earlier is not None:  # previous start never ended
                     self.unended_starts += 1
                     self.first_problem.setdefault("start", earlier[2])
-                    append((key >> 16, task_id, earlier[1], earlier[0], None, next(executions[key])))
+                    append((key >> 16, task_id, earlier[1], earlier[0], None,
+                            next(executions[key | APART if earlier[1] == self.apart else key])))
                 pending[key] = (syscnt, task_type, base + index)
             else:
                 self.other_logs += 1
@@ -206,7 +215,8 @@ class Pairer:
             self.first_problem.setdefault("start", min(index for _, _, index in self.pending.values()))
         for key, (syscnt, task_type, _) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
             self.unended_starts += 1
-            left.append((key >> 16, key & 0xFFFF, task_type, syscnt, None, next(self.executions[key])))
+            left.append((key >> 16, key & 0xFFFF, task_type, syscnt, None,
+                         next(self.executions[key | APART if task_type == self.apart else key])))
         self.pending.clear()
         return left
 
@@ -221,8 +231,8 @@ class HwtsDecoder(Decoder):
     record_size = RECORD_SIZE
     looks_aligned = staticmethod(looks_aligned)
 
-    def __init__(self, to_rows):
-        self.pairer = Pairer()
+    def __init__(self, to_rows, apart: Optional[int] = None):
+        self.pairer = Pairer(apart)
         self.to_rows = to_rows
         self.name = ""
 

@@ -15,13 +15,15 @@ from msprof.decode import step_trace, textinfo
 from msprof.decode.acl import AclDecoder
 from msprof.decode.base import Rows, StreamCount, load_streams
 from msprof.decode.freq import FreqDecoder
-from msprof.decode.hwts import HwtsDecoder
+from msprof.decode.hwts import TASK_TYPES, HwtsDecoder
 from msprof.decode.pmu import SVP, PmuDecoder
 from msprof.decode.slices import group_files
 from msprof.decode.step_trace import StepTraceDecoder
 from msprof.layouts.job.schema import SCHEMA, TASK_COLUMNS
 from msprof.store import Notices
 from msprof.workers import several_cores
+# (its tasks have no PMU record: their executions are numbered apart, hwts.Pairer)
+AA_CPU = next(k for k, v in TASK_TYPES.items() if v == "AA_CPU")
 
 
 class _Phases:
@@ -147,7 +149,8 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
         mhz = result.clock.hwts_mhz
         tasks = load_streams(conn, device_streams.get("hwts", []),
                              lambda item: HwtsDecoder(lambda piece: [Rows("task", TASK_COLUMNS,
-                                                                          _task_rows(piece, placer, mhz))]),
+                                                                          _task_rows(piece, placer, mhz))],
+                                                      apart=AA_CPU),
                              notices, counts)
         untimed = sum(d.unpaired for d in tasks)
         progress.phase("indexing tasks")
