@@ -237,7 +237,7 @@ def read_result_dir(path: Path) -> ResultDir:
         dev_cntvct = number(dev_values, "cntvct", dev_log, COUNTER, integer=True, required=True)
         host_mono = number(dev_values, "clock_monotonic_raw", dev_log, COUNTER, integer=True, required=True)
         warnings.append(f"{path}: no host_start.log: the host's clock at the sync instant taken from "
-                        f"{dev_log.name} (without host_start.log's cntvct_diff correction)")
+                        f"{dev_log.name} (a PROF_ device's times then lack host_start.log's cntvct_diff correction)")
     elif dev_log is not None and host_log is not None:
         metadata += [dev_log, host_log]
         dev_cntvct = number(dev_values, "cntvct", dev_log, COUNTER, integer=True, required=True)

@@ -369,6 +369,17 @@ def test_load_and_unload_outweigh_execute(tmp_path, loads):
                                        "call(s)); profile more executions to see the steady state.")
 
 
+def test_load_once_is_judged_against_the_run_s_models_whatever_the_selection(tmp_path):
+    """Two models loaded once each: a short run (info) for the whole run and for a selection of one model alike
+    (a selection compared the run's 2 loads with its one model: "load the model once", medium)."""
+    desc = small_job(acl_call_us={"svp_acl_mdl_load_from_file": 50000}, models=[
+        {"name": "det", "layers": [{"name": "conv"}]}, {"name": "cls", "id": 2, "layers": [{"name": "conv"}]}])
+    path = jobgen.write_job(tmp_path, desc)
+    for selection in (Selection(), Selection(1, 1), Selection(2, 1)):
+        [hot] = by_id(api.advise(path, fmt=None, selection=selection))["acl_hotspot"]
+        assert hot["severity"] == "info" and "but each model is loaded once: a short run" in hot["message"]
+
+
 def test_without_pmu_or_acl_data(tmp_path, msprof_cli):
     """No PMU data: no memory_bound finding; no ACL data: no acl_hotspot — said on stderr, not an error."""
     desc = jobgen.detection_network("mish", acl_api="off", aac_metrics="PipeUtilization")

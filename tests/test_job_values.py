@@ -201,6 +201,31 @@ def test_one_layer_of_two_tasks_and_names_with_spaces(tmp_path):
     assert [e["name"] for e in events if e.get("ph") == "X" and "Task Type" in e["args"]] == ["a", "b", " c "]
 
 
+def test_a_layer_name_of_spaces_names_nothing(tmp_path):
+    """Kept as it is in op_summary (RFC 4180), but the timeline and compare/advise name such a task as they name
+    one without a name (a newcomer's re-test: an invisible name in the timeline)."""
+    from msprof import api
+    from msprof.analysis.facts import single_unit
+    from msprof.layouts.base import opened
+
+    def named(layer_name):
+        desc = {"seed": 5, "models": [{"executions": 1, "layers": [
+            {"name": "a", "duration_us": 10}, {"name": layer_name, "type": "Pooling", "duration_us": 20}]}]}
+        path = jobgen.write_job(tmp_path / repr(layer_name), desc)
+        [timeline] = [p for p in api.export_timeline(path) if p.name.startswith("task_time")]
+        events = json.loads(timeline.read_text())
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        unit = single_unit(path)
+        with opened(unit) as report:
+            ops = sorted((op.name, op.type) for op in unit.layout.facts(report).ops())
+        return [e["name"] for e in events if e.get("ph") == "X" and "Task Type" in e["args"]], ops
+
+    spaces, empty = named("  "), named("")
+    assert spaces == empty and empty[0] == ["a", "AA_CORE"]
+    assert _tables(jobgen.write_job(tmp_path / "kept", {"seed": 5, "models": [{"executions": 1, "layers": [
+        {"name": "  ", "duration_us": 20}]}]}))["op_summary"][0]["Layer Name"] == "  "
+
+
 def test_dev_start_log_alone_still_gives_host_times(tmp_path):
     """Without host_start.log the times fell back to syscnt / frequency (a task 1400 s late, no flows), though
     dev_start.log holds the host's clock_monotonic_raw too (raw-format.md §2)."""

@@ -258,7 +258,9 @@ def _acl_hotspot(facts: Facts, selection: Selection) -> Iterator[Hit]:
     model_setup, execute = roles.get("load", 0.0) + roles.get("unload", 0.0), roles.get("execute", 0.0)
     detail, severity = "", "info"
     setup = f" Model load and unload ({_us(model_setup)} µs) outweigh execute ({_us(execute)} µs)"
-    if model_setup > execute and calls.get("load", 0) > max(1, len(facts.model_iterations(selection))):
+    # (the run's models, as its loads are the run's: not the selected or this device's models — against them
+    # a run that loaded each model once looked like one that loaded a model again and again)
+    if model_setup > execute and calls.get("load", 0) > max(1, len(facts.report.models())):
         detail, severity = (f"{setup}, with {calls['load']} loads: load the model once, outside the timed loop, and"
                             " reuse it for every execution."), "medium"
     elif model_setup > execute:

@@ -80,8 +80,9 @@ class JobFacts(Facts):
         for model_id, layer_id, stream_id, task_id, task_type, count, total in cursor:
             fallback = TASK_TYPES.get(task_type, str(task_type))      # a task missing from layer.info
             name, kind = layers.get((model_id, layer_id, stream_id, task_id), (None, None))
-            yield (self._model_name(model_id), name or fallback, kind or fallback, task_type == AA_CPU, count,
-                   total)
+            # (a name of spaces names nothing, as in the timeline)
+            yield (self._model_name(model_id), name if name and name.strip() else fallback,
+                   kind if kind and kind.strip() else fallback, task_type == AA_CPU, count, total)
 
     def _api_rows(self) -> Iterable[tuple]:
         scale = self.report._host_us_scale()

@@ -160,7 +160,7 @@ class TaskSource(Source):
         for layer_id, stream_id, task_id, name in self.report.conn.execute(
                 "SELECT layer_id, stream_id, task_id, layer_name FROM layer WHERE model_id IS ? ORDER BY rowid",
                 (model_id,)):
-            if name not in (None, ""):
+            if name and name.strip():      # (a name of spaces names nothing: the task type does)
                 names.setdefault((layer_id, stream_id, task_id), jstr(name))
         return names
 

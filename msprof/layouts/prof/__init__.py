@@ -166,8 +166,12 @@ class ProfLayout(Layout):
                                      report.conn.execute("SELECT count(*) FROM host.api_duration").fetchone()[0]))
         if not selection.everything:
             # (an api_statistic named for the selection held every call of the run, as task_time would)
-            notice(f"{label}: api_statistic and task_time cover the whole run: an export without --model-id and "
-                   "--iteration-id writes them")
+            whole = [name for name, written in (
+                ("api_statistic", report.has_api and report.platform not in API_STATISTIC_NOT_WRITTEN),
+                ("task_time", report.has_tasks)) if written]
+            if whole:
+                notice(f"{label}: {' and '.join(whole)} cover{'s' if len(whole) == 1 else ''} the whole run: an "
+                       f"export without --model-id and --iteration-id writes {'it' if len(whole) == 1 else 'them'}")
         return files
 
 
