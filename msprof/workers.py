@@ -51,6 +51,13 @@ def stop(executor: ProcessPoolExecutor) -> None:
     for process in processes:
         with contextlib.suppress(Exception):
             process.join(2)
+    # The pool's manager thread closes its wake-up pipe as it ends; at exit, Python (3.11) wakes every pool's
+    # manager through that pipe, and if both happen at once it prints "Exception ignored … Bad file
+    # descriptor" after "msprof: interrupted" (seen under load). With its workers gone the thread ends at once.
+    manager = getattr(executor, "_executor_manager_thread", None)
+    if manager is not None:
+        with contextlib.suppress(Exception):
+            manager.join(2)
 
 
 def _start_worker(parent: int, initializer, initargs) -> None:
