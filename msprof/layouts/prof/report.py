@@ -99,7 +99,7 @@ class ProfReport(Report):
         self.params["offset_ns"] = _offset_ns(self.params["offset_us"])
         self.params["begin_ns"] = _begin_ns(self.params["begin_us"])
         self.params["begin_mono_ns"] = _begin_mono_ns(self.params["begin_us"], self.params["offset_us"])
-        self.params["host_begin"] = _host_begin(clock)
+        self.params["host_begin"] = _host_begin(clock, self.params["mono"])
         self.aic_mhz = self.meta_number("aic_mhz")
         self.ai_core_num = self.meta_number("ai_core_num")
         sample = self.meta_json("sample") or {}
@@ -851,16 +851,16 @@ def _us(ns: float) -> float:
     return round(round(ns, 6) / 1000, 3)
 
 
-def _host_begin(clock: dict) -> Optional[int]:
+def _host_begin(clock: dict, mono: float) -> Optional[int]:
     """The collection's beginning (start_info's clockMonotonicRaw) on the host's task_track clock, in the
-    reference's Decimal operations (its InfoConfReader.trans_from_start_info_raw_time_into_host_cnt); None
-    when the metadata do not say (no start_info, or no host counter in host_start.log)."""
+    reference's Decimal operations (its InfoConfReader.trans_from_start_info_raw_time_into_host_cnt; ``mono``:
+    the host's monotonic ns at the sync instant as it has them, params["mono"]); None when the metadata do not
+    say (no start_info, or no host counter in host_start.log)."""
     raw, cnt = clock.get("clock_monotonic_raw_ns"), clock.get("host_cntvct")
     if not raw or not cnt:
         return None
     hz = float(clock["cpu_mhz"]) * 1e6 if clock.get("cpu_mhz") else 1e9
-    mono_s = (clock.get("host_mono_ns", 0) + clock.get("host_diff_ns", 0)) / 1e9
-    return int((Decimal(int(raw)) - Decimal(mono_s * 1e9)) * Decimal(hz / 1e9) + Decimal(cnt / 1e9 * 1e9))
+    return int((Decimal(int(raw)) - Decimal(mono)) * Decimal(hz / 1e9) + Decimal(cnt / 1e9 * 1e9))
 
 
 def _begin_mono_ns(begin_us: float, offset_us: float) -> int:
