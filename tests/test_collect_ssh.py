@@ -3,12 +3,14 @@
 The "board" is this machine seen through sshd as a throw-away user, so the tests can read what the board
 wrote directly from that user's home dir (with --keep-remote) and compare it byte for byte.
 """
+import contextlib
 import hashlib
 import json
 import os
 import pwd
 import shlex
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -594,6 +596,40 @@ def test_board_file_name_not_utf8(env):
         assert (remote / "msprof_output" / "JOBBAD1").is_dir()
     finally:
         shutil.rmtree(remote, ignore_errors=True)
+
+
+LATE_BODY = """import time
+job(b"JOBLATE1")
+if os.fork() == 0:  # the child keeps main's stdout open after main has exited
+    time.sleep(%s)
+    os.write(1, b"written after main exited\\n")
+    os._exit(0)
+"""
+
+
+def test_output_written_after_main_exits_is_kept(env):
+    """sshd reports main's exit before what its pipes still hold: a line a child writes after that is shown,
+    not cut off."""
+    main = hostile_project(env, LATE_BODY % 0.5)
+    proc = env.collect("-m", main, "--remote-dir", "msprof-late")
+    assert proc.returncode == 0, proc.err
+    assert proc.out.splitlines() == ["written after main exited", str(env.output / "JOBLATE1")]
+
+
+def test_child_left_running_does_not_hold_collect(env):
+    """A daemon that main leaves behind with its stdout open does not keep collect waiting for it."""
+    main = hostile_project(env, LATE_BODY % 20)
+    began = time.monotonic()
+    try:
+        proc = env.collect("-m", main, "--remote-dir", "msprof-daemon")
+        assert proc.returncode == 0, proc.err
+        assert time.monotonic() - began < 15
+        assert proc.out.splitlines() == [str(env.output / "JOBLATE1")]
+    finally:  # the daemon, which later tests would take for a survivor of theirs
+        for pid in user_processes(env.user["uid"]):
+            with contextlib.suppress(OSError):
+                if "/msprof-daemon" in os.readlink(f"/proc/{pid}/cwd"):  # (" (deleted)" once cleaned up)
+                    os.kill(pid, signal.SIGKILL)
 
 
 DEEP_BODY = """root = job(b"JOBDEEP1")

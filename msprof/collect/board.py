@@ -6,7 +6,6 @@ import contextlib
 import errno
 import logging
 import os
-import select
 import shlex
 import socket
 import stat
@@ -29,6 +28,8 @@ logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 SFTP_TIMEOUT = 30.0  # seconds without progress on an SFTP or transfer channel before giving up
 PID_MARK = b"@@PID "
+POLL_MIN, POLL_MAX = 0.001, 0.05  # seconds between looks at a running command's channel
+EXIT_GRACE = 2.0  # seconds to wait for the rest of a command's output after its exit status
 
 
 def q(text: str) -> str:
@@ -207,22 +208,50 @@ class Board:
                 tail = (tail + data)[-4096:]
                 on_stderr(data)
 
+        def drain() -> bool:
+            got = False
+            while channel.recv_ready():
+                on_stdout(channel.recv(65536))
+                got = True
+            while channel.recv_stderr_ready():
+                take_stderr(channel.recv_stderr(65536))
+                got = True
+            return got
+
+        # Polled, never select()ed: select() makes paramiko give the channel a pipe, which close() closes while
+        # the transport thread may still be writing to it for data arriving late; the EBADF that thread gets
+        # kills the whole connection (the SFTP session with it).
+        pause = POLL_MIN
+        exited = None
         try:
             while True:
-                with contextlib.suppress(ValueError, OSError):
-                    select.select([channel], [], [], 0.05)
-                while channel.recv_ready():
-                    on_stdout(channel.recv(65536))
-                while channel.recv_stderr_ready():
-                    take_stderr(channel.recv_stderr(65536))
-                if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
+                got = drain()
+                if channel.closed or (channel.eof_received and channel.exit_status_ready()):
                     break
-                if channel.closed or not self.is_active() or (channel.eof_received and not self.is_active()):
+                if not self.is_active():
                     break
-                if deadline is not None and time.monotonic() > deadline:
+                now = time.monotonic()
+                if channel.exit_status_ready():
+                    # sshd reports the exit when the command ends and sends what its pipes still hold after
+                    # it: wait for that rest (EOF), but not forever, as a daemon the command started may keep
+                    # the pipes open
+                    exited = exited or now
+                    if now - exited > EXIT_GRACE:
+                        break
+                if deadline is not None and now > deadline:
                     timed_out = True
                     self.kill_group(pgid)
                     break
+                if got:
+                    pause = POLL_MIN
+                    continue
+                # status_event wakes us at once for the exit; output is picked up within ``pause``
+                if exited is None:
+                    channel.status_event.wait(pause)
+                else:
+                    time.sleep(pause)
+                pause = min(pause * 2, POLL_MAX)
+            drain()  # what came with the close
         except KeyboardInterrupt:
             self.kill_group(pgid)
             raise
