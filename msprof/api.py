@@ -91,7 +91,8 @@ def build_databases(databases: List[Database], keep_going: bool = False,
             results[largest] = _build_or_error(databases[largest], True)
     else:
         results = [_build_or_error(database, True) for database in databases]
-    failures = Failures(len(databases) + len(broken) if keep_going else 1, "databases")
+    # (counted by result directory: a host without devices has two databases read from it, which fail together)
+    failures = Failures(len({d.source_dir for d in databases}) + len(broken) if keep_going else 1, "databases")
     for name, error in broken:
         failures.add(name, error)
     for database, (_path, error) in zip(databases, results):
@@ -112,7 +113,7 @@ class Failures:
 
     def add(self, name, error: Optional[MsprofError], label: str = "") -> None:
         """``label``: another name the message may already give it by (a unit's label)."""
-        if error is None:
+        if error is None or any(known == str(name) for _code, known in self.failed):
             return
         if self.count == 1:
             raise error

@@ -8,8 +8,12 @@ the file. Where msprof differs on purpose
 """
 from __future__ import annotations
 
+import collections
+import json
+import os
 import shutil
 import sqlite3
+import subprocess
 import struct
 import sys
 import time
@@ -251,6 +255,46 @@ def test_msprof_agrees_with_reference(scenario, tmp_path):
         assert ref[table], f"reference wrote no {table} for {scenario}:\n{ref['_log'][-2000:]}"
         assert read_csv_header(mine["_files"][table]) == ref["_headers"][table], table
         assert_tables_agree(table, mine[table], ref[table], f" ({scenario})")
+
+
+def without_devices(prof_dir: Path) -> Path:
+    for device in prof_dir.glob("device_*"):
+        shutil.rmtree(device)
+    return prof_dir
+
+
+def test_host_without_devices_gives_its_api_statistic(tmp_path):
+    """API-only profiling (or devices' data gone): the host's api_statistic, Device_id "host" (the reference's
+    label), the op tables skipped; show, query and the timeline work on it too."""
+    desc = SCENARIOS["hwts_pipe_3threads_extra"]
+    prof = pg.build(desc)
+    prof_dir = without_devices(pg.write_prof(tmp_path, desc))
+    out = run_msprof(prof_dir)
+    assert [p.relative_to(prof_dir).as_posix() for p in out["_files"].values() if p] == ["host/summary/api_statistic.csv"]
+    want = [dict(row, Device_id="host") for row in expected_api_statistic(prof)]
+    assert want and all(row["Device_id"] == "host" for row in out["api_statistic"])
+    assert_rows_equal("api_statistic", out["api_statistic"], want)
+    shown = subprocess.run([sys.executable, "-m", "msprof", "query", "-dir", str(prof_dir)], capture_output=True,
+                           text=True, env=dict(os.environ, COLUMNS="200"))
+    assert shown.returncode == 0, shown.stderr
+    rows = [line.split() for line in shown.stdout.splitlines() if line.startswith("host ")]
+    runs = collections.Counter(a.item for a in prof.apis if a.name == "ModelExecute")
+    assert [row[-4:] for row in rows[:2]] == [[m, name, str(runs[m]), f"1-{runs[m]}"]
+                                              for m, name in (("1", "resnet50"), ("7", "bert"))], shown.stdout
+    written = api.export_timeline(prof_dir)
+    events = json.loads(written[0].read_text())["traceEvents"]
+    assert sorted(e["name"] for e in events if e["ph"] == "X") == sorted(
+        a.name for a in prof.apis if not a.as_events)
+
+
+@pytest.mark.reference
+def test_host_without_devices_agrees_with_reference(tmp_path):
+    need_reference()
+    prof_dir = without_devices(pg.write_prof(tmp_path / "gen", SCENARIOS["hwts_pipe_3threads_extra"]))
+    mine, ref, _ = run_both(prof_dir, tmp_path)
+    for table in TABLES:
+        assert_tables_agree(table, mine[table], ref[table], " (no device)")
+    assert ref["api_statistic"]
 
 
 def test_a_node_call_keeps_its_last_node_info_and_tensors(tmp_path):

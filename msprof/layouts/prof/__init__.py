@@ -99,7 +99,15 @@ class ProfLayout(Layout):
             for device in locked:
                 units.append(Unit(self, device, base / device.name, f"{root.name}/{device.name}",
                                   problem=DataError.unreadable(device, PermissionError(13, "Permission denied"))))
-            if not devices and not locked:
+            if not candidates and host_db is not None and host in result_dirs:
+                # API-only profiling, or a collection whose devices' data are gone: the host's API statistic
+                # and calls, as the reference reports them (Device_id "host"), beside an empty device database
+                # (a device_N there that cannot be read stays the error below: its data are not all reported)
+                out = base / "host"
+                none = Database(self.name, "main", host, out / "sqlite" / "no_device.db",
+                                functools.partial(_import, host, "none"), empty_ok=True)
+                units.append(Unit(self, host, out, f"{root.name}/host", [host_db, none]))
+            elif not devices and not locked:
                 units.append(Unit(self, root, base, root.name, problem=DataError(
                     f"{root}: no device_N directory with an info.json* (nothing to report on)")))
             for device in devices:

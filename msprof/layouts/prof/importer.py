@@ -511,6 +511,17 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
     return target
 
 
+def import_no_device(result: ResultDir, target: Path, spare_cores: bool = False) -> Path:
+    """The device database of a PROF_ with a host and no device_N: no tasks, the host's clock, Device_id "host"."""
+    notices = Notices()
+    notices.notice(f"no device_N directory in {result.path.parent}: only the host's data are reported (API "
+                   "statistic and calls)")
+    with store.build(target, DEVICE) as db:
+        store.record_sources(db, result.path, {}, notices, data_files(result.path) + result.metadata_files,
+                             dict(_meta(result, "device"), device_id="host"))
+    return target
+
+
 def _load_pmu(conn, streams, counts, notices) -> None:
     load_streams(conn, streams, lambda item: PmuDecoder(ASCEND), notices, counts)
 
@@ -567,7 +578,7 @@ def _meta(result: ResultDir, role: str) -> dict:
 
 def import_result_dir(result_dir: Path, role: str, target: Optional[Path] = None, spare_cores: bool = False) -> Path:
     """Rebuild the database of a PROF host/ (``role`` "host") or device_N/ directory (``target``, default its
-    sqlite/msprof.db). ``spare_cores``: the device import may use a worker process."""
+    sqlite/msprof.db), or the empty device database of a host without devices (``role`` "none"). ``spare_cores``: the device import may use a worker process."""
     result = read_result_dir(result_dir)
     target = Path(target) if target else store.db_path(result.path)
-    return (import_host if role == "host" else import_device)(result, target, spare_cores)
+    return {"host": import_host, "none": import_no_device}.get(role, import_device)(result, target, spare_cores)

@@ -158,8 +158,8 @@ class ProfReport(Report):
 
     def device_models(self) -> Optional[set]:
         """The models whose tasks the host launched on this device, when it launched on several devices (else
-        None: every model the host ran is this device's)."""
-        if not self.conn.execute("SELECT 1 FROM host.launch_count WHERE device_id != :dev LIMIT 1",
+        None: every model the host ran is this device's, and a host without devices reports all its models)."""
+        if self.device_number == "host" or not self.conn.execute("SELECT 1 FROM host.launch_count WHERE device_id != :dev LIMIT 1",
                                  self.params).fetchone():
             return None
         return {m for (m,) in self.conn.execute("SELECT DISTINCT model_id FROM host.launch WHERE device_id = :dev"
