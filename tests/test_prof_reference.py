@@ -33,6 +33,7 @@ from test_profgen import (MULTI, assert_rows_equal, expected_api_statistic, expe
 
 from fixtures import make_demo  # noqa: E402
 from msprof import api  # noqa: E402
+from msprof.layouts.base import Selection  # noqa: E402
 
 # ops' tensors (tensor_info): several of each side, one op of seven (two records), a sub-format, a scalar (no
 # dims), a format and a data type GE does not name, an op without tensors; per launch, two threads
@@ -285,6 +286,13 @@ def test_host_without_devices_gives_its_api_statistic(tmp_path):
     events = json.loads(written[0].read_text())["traceEvents"]
     assert sorted(e["name"] for e in events if e["ph"] == "X") == sorted(
         a.name for a in prof.apis if not a.as_events)
+    # one iteration: the calls around that model execution (there are no device tasks to place it by)
+    lo, hi = sorted((a.begin, a.end) for a in prof.apis if a.name == "ModelExecute" and a.item == "7")[0]
+    (written,) = api.export_timeline(prof_dir, Selection(model_id=7, iteration_id=1))
+    events = json.loads(written.read_text())["traceEvents"]
+    want = sorted(a.name for a in prof.apis if not a.as_events and a.end >= lo and a.begin <= hi)
+    assert "ModelExecute" in want and len(want) < len(prof.apis) - 2
+    assert sorted(e["name"] for e in events if e["ph"] == "X") == want
 
 
 @pytest.mark.reference

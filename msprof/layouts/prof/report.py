@@ -245,12 +245,22 @@ class ProfReport(Report):
         lo, hi, call = self.conn.execute(f"SELECT min(start_ns), max(end_ns), min(call_begin) FROM ({tasks})"
                                          f" WHERE {where}", args).fetchone()
         if lo is None:
-            return None
+            return self._execution_span(selection) if self.device_number == "host" else None
         if self.host_cpu_mhz:           # host timestamps are ticks
             lo, hi = lo * self.host_cpu_mhz / 1000, hi * self.host_cpu_mhz / 1000
         if call is not None:
             lo = min(lo, call)
         return int(lo) - 1, int(hi) + 1
+
+    def _execution_span(self, selection: Selection):
+        """A host without devices: (first, last) host timestamps of the selected model executions' calls."""
+        chosen = [(column, value) for column, value in (
+            ("model_id", selection.model_id), ("iteration", selection.iteration_id)) if value is not None]
+        lo, hi = self.conn.execute(
+            "SELECT min(a.begin), max(a.[end]) FROM host.model_exec m JOIN host.api a ON a.seq = m.seq WHERE "
+            + (" AND ".join(f"m.{column} = ?" for column, _value in chosen) or "1"),
+            [value for _column, value in chosen]).fetchone()
+        return None if lo is None else (int(lo) - 1, int(hi) + 1)
 
     def _within(self, selection: Selection) -> str:
         """SQL over the joined task rows: ``AND`` the conditions of ``_where(selection)``."""
