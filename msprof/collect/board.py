@@ -30,6 +30,7 @@ SFTP_TIMEOUT = 30.0  # seconds without progress on an SFTP or transfer channel b
 PID_MARK = b"@@PID "
 POLL_MIN, POLL_MAX = 0.001, 0.05  # seconds between looks at a running command's channel
 EXIT_GRACE = 2.0  # seconds to wait for the rest of a command's output after its exit status
+DRAIN_CHUNKS = 8  # chunks read from each of a command's outputs between two looks at the clock
 
 
 def q(text: str) -> str:
@@ -209,12 +210,19 @@ class Board:
                 on_stderr(data)
 
         def drain() -> bool:
+            # a few chunks of each a pass, so that a command writing faster than the callbacks take its output
+            # still meets its deadline, and its stderr is read while stdout flows
             got = False
-            while channel.recv_ready():
-                on_stdout(channel.recv(65536))
-                got = True
-            while channel.recv_stderr_ready():
-                take_stderr(channel.recv_stderr(65536))
+            for _ in range(DRAIN_CHUNKS):
+                more = False
+                if channel.recv_ready():
+                    on_stdout(channel.recv(65536))
+                    more = True
+                if channel.recv_stderr_ready():
+                    take_stderr(channel.recv_stderr(65536))
+                    more = True
+                if not more:
+                    break
                 got = True
             return got
 
@@ -223,10 +231,12 @@ class Board:
         # kills the whole connection (the SFTP session with it).
         pause = POLL_MIN
         exited = None
+        ended = False
         try:
             while True:
                 got = drain()
                 if channel.closed or (channel.eof_received and channel.exit_status_ready()):
+                    ended = True        # nothing more will come: what is buffered is read below
                     break
                 if not self.is_active():
                     break
@@ -251,7 +261,8 @@ class Board:
                 else:
                     time.sleep(pause)
                 pause = min(pause * 2, POLL_MAX)
-            drain()  # what came with the close
+            while drain() and ended:
+                pass
         except KeyboardInterrupt:
             self.kill_group(pgid)
             raise
