@@ -161,13 +161,17 @@ def ensure_databases(unit: Unit) -> List[Path]:
         return []
     with _importing(unit.databases):
         stale = []
+        said = set()
         for database in unit.databases:
             reason = database.stale()
             if reason is not None:
-                # (a PROF_ device's unit imports its host's data too: "PROF_x/device_0: importing its host data")
-                part = "" if database is unit.database else f" its {database.source_dir.name} data"
-                notice(f"{unit.label}: importing{part} ({reason})")
                 stale.append(database)
+                if database.source_dir in said:     # (a host without devices: two databases of one directory)
+                    continue
+                said.add(database.source_dir)
+                # (a PROF_ device's unit imports its host's data too: "PROF_x/device_0: importing its host data")
+                part = "" if database.source_dir == unit.path else f" its {database.source_dir.name} data"
+                notice(f"{unit.label}: importing{part} ({reason})")
         return build_databases(stale) if stale else []
 
 

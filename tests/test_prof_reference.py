@@ -270,6 +270,12 @@ def test_host_without_devices_gives_its_api_statistic(tmp_path):
     desc = SCENARIOS["hwts_pipe_3threads_extra"]
     prof = pg.build(desc)
     prof_dir = without_devices(pg.write_prof(tmp_path, desc))
+    advised = subprocess.run([sys.executable, "-m", "msprof", "advise", "-dir", str(prof_dir)], capture_output=True,
+                             text=True)
+    assert advised.returncode == 0, advised.stderr
+    assert [line for line in advised.stderr.splitlines() if "importing" in line] == [
+        f"{prof_dir.name}/host: importing (no database yet)"]        # (its two databases: one import to a user)
+    assert f"{prof_dir.name}/host: no device task data: the device rules have no task to read" in advised.stderr
     out = run_msprof(prof_dir)
     assert [p.relative_to(prof_dir).as_posix() for p in out["_files"].values() if p] == ["host/summary/api_statistic.csv"]
     want = [dict(row, Device_id="host") for row in expected_api_statistic(prof)]

@@ -380,7 +380,9 @@ RULES: List[Rule] = [
 def find(facts: Facts, selection: Selection = Selection(), rules: List[Rule] = RULES) -> List[dict]:
     """Every rule's findings, most important first (severity, then impact, then rule order)."""
     facts.report.check(selection)            # a selection naming no iteration is a usage error, first
-    if not facts.model_iterations(selection):
+    if not facts.report.has_tasks:
+        notice(f"{facts.label}: no device task data: the device rules have no task to read")
+    elif not facts.model_iterations(selection):
         notice(f"{facts.label}: no recorded iteration (step trace / model executions): the device rules have "
                "no task to read")
     ranked = []
