@@ -689,6 +689,31 @@ def test_board_find_failing_or_missing(env, script, code, text):
     assert local_jobs(env.output) == ([] if code else ["JOBFIND1"])
 
 
+def test_board_tar_failing_is_named_with_its_words(env):
+    """A tar that sends its stream and then fails (a file changed as it read it): the JOB is not pulled, and
+    the error gives tar's own last line, also when it comes after tar's exit status (the stream is read to
+    the channel's end first)."""
+    fakebin = env.user["home"] / "fakebin-tar"
+    fakebin.mkdir(exist_ok=True)
+    # (its words from a child, after its exit: what sshd may do with a tar's own last line)
+    (fakebin / "tar").write_text('#!/bin/sh\n/bin/tar "$@"\n(sleep 0.3; '
+                                 'echo "tar: JOBTAR1/data: file changed as we read it" >&2) &\nexit 1\n')
+    os.chmod(fakebin / "tar", 0o755)
+    entry = pwd.getpwnam(env.user["name"])
+    for path in (fakebin, fakebin / "tar"):
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+    env.write_ini(remote_path=fakebin, transfer="tar")
+    main = hostile_project(env, 'job(b"JOBTAR1")\n')
+    try:
+        proc = env.collect("-m", main)
+    finally:
+        shutil.rmtree(fakebin, ignore_errors=True)
+    assert proc.returncode == 4, proc.err
+    assert ("tar on the board failed while sending JOBTAR1: tar: JOBTAR1/data: file changed as we read it"
+            in proc.err), proc.err
+    assert local_jobs(env.output) == []
+
+
 def test_all_analyses_every_job_then_worst_exit(env):
     """--all: the first JOB (sorted) is broken; the second is still analysed; exit 8 (the analysis code)."""
     body = ('import subprocess\nsubprocess.run(["./main_sim"], check=True)\n'
