@@ -663,6 +663,18 @@ def test_sftp_pull_notices_subtree_it_cannot_list(env):
         subprocess.run(["rm", "-rf", "--", str(remote)], check=False)  # too deep for shutil.rmtree's paths
 
 
+def board_command(env, name: str, script: str) -> Path:
+    """A directory in the board user's home holding a shell script ``name`` (for the ini's remote_path)."""
+    fakebin = env.user["home"] / f"fakebin-{name}"
+    fakebin.mkdir(exist_ok=True)
+    (fakebin / name).write_text(f"#!/bin/sh\n{script}\n")
+    os.chmod(fakebin / name, 0o755)
+    entry = pwd.getpwnam(env.user["name"])
+    for path in (fakebin, fakebin / name):
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+    return fakebin
+
+
 @pytest.mark.parametrize("script, code, text", [
     # a busybox-like find that cannot descend somewhere: the JOB is not pulled
     ('echo "$1"; echo "find: $1/data: File name too long" >&2; exit 1', 4,
@@ -671,13 +683,7 @@ def test_sftp_pull_notices_subtree_it_cannot_list(env):
     ("exit 127", 0, "no find on the board: the SFTP listing of JOBFIND1 is not cross-checked"),
 ])
 def test_board_find_failing_or_missing(env, script, code, text):
-    fakebin = env.user["home"] / "fakebin-find"
-    fakebin.mkdir(exist_ok=True)
-    (fakebin / "find").write_text(f"#!/bin/sh\n{script}\n")
-    os.chmod(fakebin / "find", 0o755)
-    entry = pwd.getpwnam(env.user["name"])
-    for path in (fakebin, fakebin / "find"):
-        os.chown(path, entry.pw_uid, entry.pw_gid)
+    fakebin = board_command(env, "find", script)
     env.write_ini(remote_path=fakebin, transfer="sftp")
     main = hostile_project(env, 'job(b"JOBFIND1")\n')
     try:
@@ -693,15 +699,9 @@ def test_board_tar_failing_is_named_with_its_words(env):
     """A tar that sends its stream and then fails (a file changed as it read it): the JOB is not pulled, and
     the error gives tar's own last line, also when it comes after tar's exit status (the stream is read to
     the channel's end first)."""
-    fakebin = env.user["home"] / "fakebin-tar"
-    fakebin.mkdir(exist_ok=True)
     # (its words from a child, after its exit: what sshd may do with a tar's own last line)
-    (fakebin / "tar").write_text('#!/bin/sh\n/bin/tar "$@"\n(sleep 0.3; '
-                                 'echo "tar: JOBTAR1/data: file changed as we read it" >&2) &\nexit 1\n')
-    os.chmod(fakebin / "tar", 0o755)
-    entry = pwd.getpwnam(env.user["name"])
-    for path in (fakebin, fakebin / "tar"):
-        os.chown(path, entry.pw_uid, entry.pw_gid)
+    fakebin = board_command(env, "tar", '/bin/tar "$@"\n'
+                            '(sleep 0.3; echo "tar: JOBTAR1/data: file changed as we read it" >&2) &\nexit 1')
     env.write_ini(remote_path=fakebin, transfer="tar")
     main = hostile_project(env, 'job(b"JOBTAR1")\n')
     try:
