@@ -578,7 +578,8 @@ def _meta(result: ResultDir, role: str) -> dict:
 
 def import_result_dir(result_dir: Path, role: str, target: Optional[Path] = None, spare_cores: bool = False) -> Path:
     """Rebuild the database of a PROF host/ (``role`` "host") or device_N/ directory (``target``, default its
-    sqlite/msprof.db), or the empty device database of a host without devices (``role`` "none"). ``spare_cores``: the device import may use a worker process."""
+    sqlite/msprof.db), or the empty device database of a host without devices (``role`` "none").
+    ``spare_cores``: the device import may use a worker process."""
     result = read_result_dir(result_dir)
     target = Path(target) if target else store.db_path(result.path)
     return {"host": import_host, "none": import_no_device}.get(role, import_device)(result, target, spare_cores)

@@ -80,6 +80,7 @@ class ProfReport(Report):
         self.conn.create_function("py_round", 2, _py_round, deterministic=True)
         # the device number as the summaries' Device_id holds it: a number (JSON too), as the directory says
         self.device_number = int(self.device_id) if str(self.device_id).isdigit() else str(self.device_id)
+        self.without_devices = self.device_number == "host"        # (importer.import_no_device)
         self.platform = self.meta.get("platform_version", "")
         self.drv_version = int(self.meta_number("drv_version") or 0)
         self.is_stars = self.platform.isdigit() and int(self.platform) >= 5
@@ -159,8 +160,8 @@ class ProfReport(Report):
     def device_models(self) -> Optional[set]:
         """The models whose tasks the host launched on this device, when it launched on several devices (else
         None: every model the host ran is this device's, and a host without devices reports all its models)."""
-        if self.device_number == "host" or not self.conn.execute("SELECT 1 FROM host.launch_count WHERE device_id != :dev LIMIT 1",
-                                 self.params).fetchone():
+        if self.without_devices or not self.conn.execute(
+                "SELECT 1 FROM host.launch_count WHERE device_id != :dev LIMIT 1", self.params).fetchone():
             return None
         return {m for (m,) in self.conn.execute("SELECT DISTINCT model_id FROM host.launch WHERE device_id = :dev"
                                                 " AND model_id IS NOT NULL", self.params)}
@@ -245,7 +246,7 @@ class ProfReport(Report):
         lo, hi, call = self.conn.execute(f"SELECT min(start_ns), max(end_ns), min(call_begin) FROM ({tasks})"
                                          f" WHERE {where}", args).fetchone()
         if lo is None:
-            return self._execution_span(selection) if self.device_number == "host" else None
+            return self._execution_span(selection) if self.without_devices else None
         if self.host_cpu_mhz:           # host timestamps are ticks
             lo, hi = lo * self.host_cpu_mhz / 1000, hi * self.host_cpu_mhz / 1000
         if call is not None:
@@ -254,12 +255,9 @@ class ProfReport(Report):
 
     def _execution_span(self, selection: Selection):
         """A host without devices: (first, last) host timestamps of the selected model executions' calls."""
-        chosen = [(column, value) for column, value in (
-            ("model_id", selection.model_id), ("iteration", selection.iteration_id)) if value is not None]
-        lo, hi = self.conn.execute(
-            "SELECT min(a.begin), max(a.[end]) FROM host.model_exec m JOIN host.api a ON a.seq = m.seq WHERE "
-            + (" AND ".join(f"m.{column} = ?" for column, _value in chosen) or "1"),
-            [value for _column, value in chosen]).fetchone()
+        where, args = self._where(selection)        # (model_id and iteration: model_exec's columns)
+        lo, hi = self.conn.execute("SELECT min(a.begin), max(a.[end]) FROM host.model_exec m JOIN host.api a"
+                                   f" ON a.seq = m.seq WHERE {where}", args).fetchone()
         return None if lo is None else (int(lo) - 1, int(hi) + 1)
 
     def _within(self, selection: Selection) -> str:
