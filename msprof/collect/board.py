@@ -261,7 +261,7 @@ class Board:
                 else:
                     time.sleep(pause)
                 pause = min(pause * 2, POLL_MAX)
-            while drain() and ended:
+            while drain() and ended:    # (what the last pass left; all of it once the channel has ended)
                 pass
         except KeyboardInterrupt:
             self.kill_group(pgid)
