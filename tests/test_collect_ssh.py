@@ -868,6 +868,39 @@ def test_connection_cut_during_pull_then_resume(env):
     assert proc.returncode == 2 and "nothing to resume" in proc.err
 
 
+def test_resume_does_not_pull_again_what_the_run_pulled(env):
+    """Two JOBs, the connection cut while the second is downloading: the resume pulls the second only (the
+    first, in the output with this run's collect.json, is not downloaded again), and both are the board's."""
+    main = hostile_project(env, 'job(b"JOBA1")\nbig = job(b"JOBB2")\n'
+                                'with open(os.path.join(big, b"data/big.data.0.slice_0"), "wb") as f:\n'
+                                '    f.write(os.urandom(96 * 1024 * 1024))\n')
+    cmd = [sys.executable, "-m", "msprof", "collect", "--config", str(env.ini), "--output", str(env.output),
+           "-m", str(main)]
+    proc = subprocess.Popen(cmd, cwd=env.tmp, env=env.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    partial = env.output / ".partial"
+    killed = False
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        big = list(partial.glob("JOBB2/data/big.data.0.slice_0")) if partial.exists() else []
+        if big and big[0].stat().st_size > 2 * 1024 * 1024:
+            killed = env.sshd.kill_sessions() > 0
+            break
+        time.sleep(0.005)
+    _out, err = proc.communicate(timeout=60)
+    assert killed, f"the pull finished before it could be cut: {err.decode()}"
+    assert proc.returncode == 4 and local_jobs(env.output) == ["JOBA1"], err.decode()
+    first = (env.output / "JOBA1" / "collect.json").read_bytes()
+    state = json.loads((partial / "collect-state.json").read_text())
+    expected = {job.name: tree_digest(job) for job in remote_jobs(Path(state["remote_dir"]))}
+
+    proc = env.collect("--resume", verbose=True)
+    assert proc.returncode == 0, proc.err
+    assert "msprof: JOBA1 was pulled before the interruption; not pulled again" in proc.err
+    assert "pulling JOBA1" not in proc.err and "pulling JOBB2" in proc.err
+    assert (env.output / "JOBA1" / "collect.json").read_bytes() == first
+    assert {job: tree_digest(env.output / job) for job in local_jobs(env.output)} == expected
+
+
 # -- --nfs ---------------------------------------------------------------------------------------------
 def test_nfs_issues_mount(env):
     """The board's mount is a test double on the PATH given by the ini's remote_path."""

@@ -23,7 +23,7 @@ from msprof import __version__, outputs, progress
 from msprof.outputs import atomic_open, elsewhere, output_dir
 from msprof.collect import acljson
 from msprof.collect.board import Board, q
-from msprof.collect.config import BoardConfig, load_config
+from msprof.collect.config import BoardConfig, FileRefused, load_config, read_small_file
 from msprof.collect.project import walk
 from msprof.collect.pull import (Unpullable, check_local_space, kib, list_jobs, local_state, manifest, pull_job,
                                  remove_tree, same_contents)
@@ -370,8 +370,12 @@ def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, confi
                 unpulled.append(job)
         todo, ready, conflicts = [], [], []
         for item in found:
-            if local_state(output, item) == "different":
+            local = local_state(output, item)
+            if local == "different":
                 conflicts.append(item.job)
+            elif local == "same sizes" and _pulled_by(output / item.job, state):
+                notice("msprof: %s was pulled before the interruption; not pulled again", item.job)
+                ready.append(output / item.job)
             else:               # absent, or of the same sizes: pulled, then compared byte for byte
                 todo.append(item)
         check_local_space(output, sum(item.total for item in todo))
@@ -539,6 +543,21 @@ def _report(jobs: List[Path], unpulled: List[str], run_all: bool, failure: Optio
 
 def _count(number: int, one: str, many: str) -> str:
     return f"{number} {one if number == 1 else many}"
+
+
+def _pulled_by(job_dir: Path, state: dict) -> bool:
+    """Whether ``job_dir`` is what this very run pulled, by its collect.json: the same board, work dir and
+    start of main (a resume finds the JOBs pulled before the interruption so: downloading them again only to
+    compare them would cost the whole transfer again)."""
+    if not state.get("started"):        # (a resume given --remote-dir alone: no run to be the one of)
+        return False
+    try:
+        record = json.loads(read_small_file(job_dir / "collect.json", 1 << 20))
+        board = record["board"]
+        return (board["host"], board["port"], record["profiling_dir"], record["started"]) == (
+            state.get("host"), state.get("port"), state.get("profiling_dir"), state["started"])
+    except (OSError, FileRefused, ValueError, KeyError, TypeError):
+        return False
 
 
 def _write_collect_json(job_dir: Path, cfg: BoardConfig, state: dict, method: str) -> None:
