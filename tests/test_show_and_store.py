@@ -226,6 +226,25 @@ def test_a_prof_dir_that_cannot_be_read_does_not_stop_the_others(tmp_path, mspro
     assert alone.returncode == 8 and alone.stderr.strip().splitlines()[-1].startswith(f"msprof: error: {problem}")
 
 
+def test_query_gives_the_device_as_a_number_in_both_layouts(tmp_path, msprof_cli):
+    """query --format json: a JOB's device, like a PROF_ device's, is the number its info.json names (the JOB's
+    was a string); a PROF_ host without devices is "host"."""
+    import json
+    import shutil
+
+    from fixtures import profgen
+
+    job = jobgen.write_job(tmp_path, small_job())
+    prof = profgen.write_prof(tmp_path, name="PROF_000001_20240101000000000_WHOLE")
+    alone = profgen.write_prof(tmp_path, name="PROF_000002_20240101000000000_HOSTONLY")
+    shutil.rmtree(alone / "device_0")
+    proc = msprof_cli("query", "-dir", tmp_path, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    devices = {label: [row["device"] for row in unit["tables"]["collection"]["rows"]]
+               for label, unit in json.loads(proc.stdout).items()}
+    assert devices == {job.name: [0], f"{prof.name}/device_0": [0], f"{alone.name}/host": ["host"]}
+
+
 def test_result_dirs_of_the_same_name_are_told_apart(tmp_path, msprof_cli):
     """Two copies of one JOB in two directories of a parent: show and query key them by their path under it (not
     one key for both); under --output, where their results would mix, they are refused."""

@@ -106,6 +106,8 @@ class Report:
         # read() calls they save.
         self.meta = store.read_meta(self.conn)
         self.device_id = self.meta.get("device_id", "0")
+        # the device as tables give it: a number where the directory says one (JSON too), else its text
+        self.device_number = int(self.device_id) if str(self.device_id).isdigit() else str(self.device_id)
         self.clock = self.meta_json("clock") or {}
 
     def on_close(self, close: Callable[[], None]) -> None:

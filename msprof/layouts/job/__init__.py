@@ -87,7 +87,7 @@ class JobLayout(Layout):
         for model in report.models() or [{"model_id": None, "model_name": None}]:
             ids = ([it.index_id for it in report.iterations(Selection(model["model_id"]))]
                    if model["model_id"] is not None else [])
-            rows.append((report.device_id, model["model_id"], model["model_name"], len(ids), id_ranges(ids)))
+            rows.append((report.device_number, model["model_id"], model["model_name"], len(ids), id_ranges(ids)))
         collection = Table("collection", "Collection", [Column("Device"), Column("Model Id", INT),
                                                         Column("Model Name"), Column("Iterations", INT),
                                                         Column("Iteration Ids")], [rows],

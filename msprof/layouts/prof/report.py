@@ -78,8 +78,6 @@ class ProfReport(Report):
             _create_empty(self.conn)
             self.has_host = False
         self.conn.create_function("py_round", 2, _py_round, deterministic=True)
-        # the device number as the summaries' Device_id holds it: a number (JSON too), as the directory says
-        self.device_number = int(self.device_id) if str(self.device_id).isdigit() else str(self.device_id)
         self.without_devices = self.device_number == "host"        # (importer.import_no_device)
         self.platform = self.meta.get("platform_version", "")
         self.drv_version = int(self.meta_number("drv_version") or 0)
