@@ -829,8 +829,9 @@ def test_board_disk_full_during_upload(env, small_tmpfs):
 
 
 # -- connection cut during the pull, then --resume ----------------------------------------------------
-def test_connection_cut_during_pull_then_resume(env):
-    main = env.project(sim={"write_bytes": 96 * 1024 * 1024})
+def collect_cut_while_pulling(env, main: Path, big: str):
+    """Run collect and cut every SSH connection once the local copy of ``big`` (a glob under .partial) holds
+    2 MB: (process, stdout, stderr text, whether a connection was cut)."""
     cmd = [sys.executable, "-m", "msprof", "collect", "--config", str(env.ini), "--output", str(env.output),
            "-m", str(main)]
     proc = subprocess.Popen(cmd, cwd=env.tmp, env=env.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -838,13 +839,19 @@ def test_connection_cut_during_pull_then_resume(env):
     killed = False
     deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:
-        big = list(partial.glob("JOB*/data/big.data.0.slice_0")) if partial.exists() else []
-        if big and big[0].stat().st_size > 2 * 1024 * 1024:
+        found = list(partial.glob(big)) if partial.exists() else []
+        if found and found[0].stat().st_size > 2 * 1024 * 1024:
             killed = env.sshd.kill_sessions() > 0
             break
         time.sleep(0.005)
     out, err = proc.communicate(timeout=60)
-    err = err.decode()
+    return proc, out, err.decode(), killed
+
+
+def test_connection_cut_during_pull_then_resume(env):
+    main = env.project(sim={"write_bytes": 96 * 1024 * 1024})
+    proc, out, err, killed = collect_cut_while_pulling(env, main, "JOB*/data/big.data.0.slice_0")
+    partial = env.output / ".partial"
     for secret in env.secrets:
         assert secret.encode() not in out + err.encode()
     assert killed, f"the pull finished before it could be cut: {err}"
@@ -874,21 +881,10 @@ def test_resume_does_not_pull_again_what_the_run_pulled(env):
     main = hostile_project(env, 'job(b"JOBA1")\nbig = job(b"JOBB2")\n'
                                 'with open(os.path.join(big, b"data/big.data.0.slice_0"), "wb") as f:\n'
                                 '    f.write(os.urandom(96 * 1024 * 1024))\n')
-    cmd = [sys.executable, "-m", "msprof", "collect", "--config", str(env.ini), "--output", str(env.output),
-           "-m", str(main)]
-    proc = subprocess.Popen(cmd, cwd=env.tmp, env=env.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc, _out, err, killed = collect_cut_while_pulling(env, main, "JOBB2/data/big.data.0.slice_0")
     partial = env.output / ".partial"
-    killed = False
-    deadline = time.monotonic() + 60
-    while proc.poll() is None and time.monotonic() < deadline:
-        big = list(partial.glob("JOBB2/data/big.data.0.slice_0")) if partial.exists() else []
-        if big and big[0].stat().st_size > 2 * 1024 * 1024:
-            killed = env.sshd.kill_sessions() > 0
-            break
-        time.sleep(0.005)
-    _out, err = proc.communicate(timeout=60)
-    assert killed, f"the pull finished before it could be cut: {err.decode()}"
-    assert proc.returncode == 4 and local_jobs(env.output) == ["JOBA1"], err.decode()
+    assert killed, f"the pull finished before it could be cut: {err}"
+    assert proc.returncode == 4 and local_jobs(env.output) == ["JOBA1"], err
     first = (env.output / "JOBA1" / "collect.json").read_bytes()
     state = json.loads((partial / "collect-state.json").read_text())
     expected = {job.name: tree_digest(job) for job in remote_jobs(Path(state["remote_dir"]))}
