@@ -182,19 +182,22 @@ class CsvPrinter(Printer):
     def __init__(self, view: View, several: bool = False, out=None):
         super().__init__(view, several, out)
         self.header = None
-        self.told = False          # the notice of the tables left out, once for all result dirs
+        self.key = None            # the table printed: the first result dir's first, for every result dir
 
     def section(self, section: Section) -> None:
         if not section.tables:
             return
-        table = section.tables[0]
-        if len(section.tables) > 1 and not self.told:
+        if self.key is None:
+            self.key = section.tables[0].key
             others = ", ".join(t.key for t in section.tables[1:])
-            if self.view.tables:      # (several asked for: each but the first left out, said as such)
-                notice(f"csv holds one table: {table.key} printed, not {others} (one --table per csv)")
-            else:
-                notice(f"csv holds one table: {table.key} printed; --table {{{others}}} for another")
-            self.told = True
+            if others and self.view.tables:   # (several asked for: each but the first left out, said as such)
+                notice(f"csv holds one table: {self.key} printed, not {others} (one --table per csv)")
+            elif others:
+                notice(f"csv holds one table: {self.key} printed; --table {{{others}}} for another")
+        table = next((t for t in section.tables if t.key == self.key), None)
+        if table is None:           # (a PROF_ host without devices has no op_summary: not another table instead)
+            notice(f"{section.label}: no {self.key} table: nothing of it in the csv")
+            return
         rows, _ = picked(table, self.view, self.default_top)
         columns = [Column(c.name, c.kind) for c in table.columns]
         total = table.total

@@ -302,6 +302,24 @@ def test_a_table_the_layout_does_not_have_is_named_with_those_it_has(job, tmp_pa
     assert quiet.returncode == 2 and quiet.stderr.count("\n") == 1 and "their tables: op_summary," in quiet.stderr
 
 
+def test_csv_of_several_result_dirs_holds_one_table(tmp_path, msprof_cli):
+    """One csv is one table: a result dir without the first's table (a PROF_ host without devices has no
+    op_summary) is said, and none of its other tables is printed in its place."""
+    import shutil
+
+    from fixtures import profgen
+
+    prof = profgen.write_prof(tmp_path, name="PROF_000001_20240101000000000_WHOLE")
+    alone = profgen.write_prof(tmp_path, name="PROF_000002_20240101000000000_HOSTONLY")
+    shutil.rmtree(alone / "device_0")
+    proc = msprof_cli("show", "-dir", tmp_path, "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader(io.StringIO(proc.stdout)))
+    assert rows[0][:3] == ["result_dir", "Device_id", "Model ID"]
+    assert {row[0] for row in rows[1:]} == {f"{prof.name}/device_0"}
+    assert f"{alone.name}/host: no op_summary table: nothing of it in the csv" in proc.stderr
+
+
 def test_query_in_a_narrow_terminal_keeps_the_ids_a_selection_takes(job, msprof_cli):
     """The collection table loses Device, Iterations first: Model Id and Iteration Ids are why query is run."""
     proc = msprof_cli("query", "-dir", job, "--table", "collection", env={"COLUMNS": "40"})
