@@ -610,3 +610,20 @@ def test_sizes_in_messages_are_readable():
     with pytest.raises(DiskSpaceError, match=rf"need {re.escape(kib(1 << 60))}, [0-9.]+ (KiB|MiB) free$"):
         check_local_space(Path("/tmp"), 1 << 60)
 
+
+
+def test_resume_with_nothing_recorded_is_said_before_connecting(tmp_path):
+    """collect --resume with no unfinished pull in --output and no --remote-dir: exit 2 at once, the board never
+    asked (here a port nothing listens on: connecting first made it a connection error, exit 3)."""
+    import socket
+
+    with socket.socket() as probe:            # a free port, closed again: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ini = tmp_path / "board.ini"
+    ini.write_text(f"[ssh_config]\nip = 127.0.0.1\nport = {port}\nusername = nobody\n")
+    proc = subprocess.run([sys.executable, "-m", "msprof", "collect", "--resume", "--config", str(ini), "--output",
+                           str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+    assert proc.returncode == 2, proc.stderr
+    assert "nothing to resume: no unfinished pull recorded in" in proc.stderr and "connect" not in proc.stderr

@@ -474,6 +474,9 @@ def _resume(config_path, output: Path, remote_dir, accept_new, run_all, keep_rem
             raise UsageError(f"the unfinished pull in {partial} is from {state.get('host')}:{state.get('port')}, "
                              f"not {cfg.host}:{cfg.port}; use the matching --config")
         state = None
+    if state is None and remote_dir is None:        # (said before connecting: nothing on the board can help)
+        raise UsageError(f"nothing to resume: no unfinished pull recorded in {partial}; "
+                         "pass --remote-dir DIR (the work dir on the board) to pull its JOB directories")
     board = Board.connect(cfg, accept_new)
     with board:
         home = board.home()
@@ -484,9 +487,6 @@ def _resume(config_path, output: Path, remote_dir, accept_new, run_all, keep_rem
                          "remote_dir": workdir, "profiling_dir": f"{workdir}/{PROFILING_SUBDIR}",
                          "created_remote_dir": False, "nfs_mounted": False, "before": [], "acl_json": None,
                          "options": options, "started": None, "main_status": None}
-        elif state is None:
-            raise UsageError(f"nothing to resume: no unfinished pull recorded in {partial}; "
-                             "pass --remote-dir DIR (the work dir on the board) to pull its JOB directories")
         st = board.stat(state["profiling_dir"])
         if st is None:
             raise RemoteError(f"{state['profiling_dir']} does not exist on the board (already cleaned up?)")
