@@ -276,6 +276,7 @@ def test_host_without_devices_gives_its_api_statistic(tmp_path):
     assert [line for line in advised.stderr.splitlines() if "importing" in line] == [
         f"{prof_dir.name}/host: importing (no database yet)"]        # (its two databases: one import to a user)
     assert f"{prof_dir.name}/host: no device task data: the device rules have no task to read" in advised.stderr
+    assert "memory_bound not checked" not in advised.stderr       # (no device: nothing a PMU set would add)
     out = run_msprof(prof_dir)
     assert [p.relative_to(prof_dir).as_posix() for p in out["_files"].values() if p] == ["host/summary/api_statistic.csv"]
     want = [dict(row, Device_id="host") for row in expected_api_statistic(prof)]

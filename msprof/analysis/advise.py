@@ -171,6 +171,8 @@ def _decomposed_activation(facts: Facts, selection: Selection) -> Iterator[Hit]:
 # --- memory_bound ------------------------------------------------------------------------------------------
 def _memory_bound(facts: Facts, selection: Selection) -> Iterator[Hit]:
     if not facts.has_pmu:
+        if not facts.report.has_tasks:      # (no device tasks at all: said once, by find)
+            return
         pmu = facts.pmu_description
         what = "no PMU data" if pmu is None else f"PMU data of {pmu}, no memory-bound value"
         notice(f"{facts.label}: {what}: memory_bound not checked ({facts.memory_bound_source})")
