@@ -183,17 +183,20 @@ class CsvPrinter(Printer):
         super().__init__(view, several, out)
         self.header = None
         self.key = None            # the table printed: the first result dir's first, for every result dir
+        self.told = False          # the notice of the tables left out, once for all result dirs
 
     def section(self, section: Section) -> None:
         if not section.tables:
             return
         if self.key is None:
             self.key = section.tables[0].key
-            others = ", ".join(t.key for t in section.tables[1:])
-            if others and self.view.tables:   # (several asked for: each but the first left out, said as such)
+        others = ", ".join(t.key for t in section.tables if t.key != self.key)
+        if others and not self.told:
+            if self.view.tables:      # (several asked for: each but the first left out, said as such)
                 notice(f"csv holds one table: {self.key} printed, not {others} (one --table per csv)")
-            elif others:
+            else:
                 notice(f"csv holds one table: {self.key} printed; --table {{{others}}} for another")
+            self.told = True
         table = next((t for t in section.tables if t.key == self.key), None)
         if table is None:           # (a PROF_ host without devices has no op_summary: not another table instead)
             notice(f"{section.label}: no {self.key} table: nothing of it in the csv")
