@@ -6,9 +6,10 @@ another magic or a level msprof does not know are skipped and counted; so are AP
 reference analyser drops them too), and records with a time stamp of 2^63 or more (only damage writes one).
 Other 64-bit fields are kept as signed values with the same bits.
 
-Whole chunks are decoded at once (``msprof.decode.blocks``) when every record is a valid API call (no end or
-begin with its top bit set: an event's all-ones end, or damage), which is the usual case; a chunk holding
-events or bad records goes record by record.
+Whole chunks are decoded at once (``msprof.decode.blocks``) when their records are valid API calls (no begin
+with its top bit set) but for a few events (an all-ones end: the top bit set), which is the usual case: the
+events are taken out and go record by record. A chunk holding bad records, or many events, goes record by
+record.
 """
 import struct
 
@@ -47,16 +48,25 @@ class ApiEventDecoder(Decoder):
     def decode(self, chunk: bytes, tally: Tally):
         count = len(chunk) // RECORD_SIZE
         if (chunk[0::RECORD_SIZE] == b"\x5a" * count and chunk[1::RECORD_SIZE] == b"\x5a" * count
-                and max(chunk[31::RECORD_SIZE]) < 0x80 and max(chunk[23::RECORD_SIZE]) < 0x80
+                and max(chunk[23::RECORD_SIZE], default=0) < 0x80
                 and set(zip(chunk[2::RECORD_SIZE], chunk[3::RECORD_SIZE])) <= _LEVEL_BYTES):
-            blocks = list(API_LAYOUT.blocks(chunk))
-            if not any(0 in block[4::API_LAYOUT.width] for block in blocks):   # no API with begin 0
-                return [Blocks(API_LAYOUT, blocks)]
-        return self._records(chunk, tally)
+            # Events (an end of all ones: its top bit set) are a few records among many calls — the markers of
+            # a model's executions, msproftx — and go record by record; the calls around them stay whole.
+            marked = _top_bit_set(chunk[31::RECORD_SIZE])
+            if len(marked) <= count // 8:
+                calls = _without(chunk, marked)
+                blocks = list(API_LAYOUT.blocks(calls)) if calls else []
+                if not any(0 in block[4::API_LAYOUT.width] for block in blocks):   # no API with begin 0
+                    out = [Blocks(API_LAYOUT, blocks)]
+                    return out + self._records(chunk, tally, marked) if marked else out
+        return self._records(chunk, tally, range(count))
 
-    def _records(self, chunk: bytes, tally: Tally):
+    def _records(self, chunk: bytes, tally: Tally, indexes):
+        """Rows of the records ``indexes`` of ``chunk``, one by one (skips counted at their own index)."""
         apis, events = [], []
-        for index, (magic, level, stype, thread, reserve, begin, end, item) in enumerate(RECORD.iter_unpack(chunk)):
+        unpack = RECORD.unpack_from
+        for index in indexes:
+            magic, level, stype, thread, reserve, begin, end, item = unpack(chunk, index * RECORD_SIZE)
             if magic != MAGIC:
                 tally.skip("bad magic", 1, index)
             elif level not in LEVELS:
@@ -72,6 +82,31 @@ class ApiEventDecoder(Decoder):
             else:
                 apis.append((level, stype, thread, reserve, begin, end, item))
         return [Rows("api", API_LAYOUT.fields, apis), Rows("event", EVENT_COLUMNS, events)]
+
+
+_TOP_BIT = bytes(int(b >= 0x80) for b in range(256))
+
+
+def _top_bit_set(column: bytes) -> list:
+    """Indexes of the bytes of ``column`` that have their top bit set."""
+    flags = column.translate(_TOP_BIT)
+    found, index = [], flags.find(1)
+    while index >= 0:
+        found.append(index)
+        index = flags.find(1, index + 1)
+    return found
+
+
+def _without(chunk: bytes, indexes: list) -> bytes:
+    """``chunk`` without the records ``indexes`` (in order)."""
+    if not indexes:
+        return chunk
+    kept, start = [], 0
+    for index in indexes:
+        kept.append(chunk[start:index * RECORD_SIZE])
+        start = (index + 1) * RECORD_SIZE
+    kept.append(chunk[start:])
+    return b"".join(kept)
 
 
 EVENT_COLUMNS = ("level", "struct_type", "thread", "request_id", "ts", "item_id")
