@@ -303,7 +303,7 @@ def show(path: Path, selection: Selection = Selection(), view: Optional["View"] 
 
     def sections(unit: Unit, report):
         report.check(selection)              # (the selection, --table and --sort before the timeline is written)
-        tables = selected(unit.layout.show_tables(report, selection), view, unit.label)
+        tables = selected(unit.layout.show_tables(report, selection), view, unit.label, len(units) > 1)
         timelines = unit.layout.timelines(report, Selection())
         if not timelines_current(report, timelines):
             try:
@@ -329,7 +329,8 @@ def query(path: Path, view: Optional["View"] = None, output: Optional[Path] = No
     view = view or View()
 
     def tables(unit: Unit, report):
-        return selected(unit.layout.query_tables(report) + [report.notice_table()], view, unit.label)
+        return selected(unit.layout.query_tables(report) + [report.notice_table()], view, unit.label,
+                        len(units) > 1)
 
     failures = Failures(len(units))
     print_sections(_sections(units, "query", tables, failures), view, len(units) > 1)

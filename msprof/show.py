@@ -108,15 +108,17 @@ def _first(rows: Iterator[tuple], top: int, count: List[int]) -> Iterator[tuple]
     # rows beyond the top are still counted (the iterator above counts as it goes)
 
 
-def selected(tables: List[Table], view: View, label: str = "") -> List[Table]:
+def selected(tables: List[Table], view: View, label: str = "", several: bool = True) -> List[Table]:
     """The tables --table asks for (a result dir without one of them says why when it makes its tables; one
-    whose layout has no such table says which it has), checked against --sort: it must name a column of at
-    least one of them."""
+    whose layout has no such table says which it has — unless it is the only result dir and has none of them:
+    the error print_sections then gives says it), checked against --sort: it must name a column of at least
+    one of them."""
     if view.tables:
         keys = [t.key for t in tables]
         view.available.update(dict.fromkeys(keys))
-        for key in view.tables:
-            if key not in keys:
+        missing = [key for key in view.tables if key not in keys]
+        if several or len(missing) < len(view.tables):
+            for key in missing:
                 notice(f"{label}: no {key} table here (it has {', '.join(keys) or 'none'})")
         tables = [t for t in tables if t.key in view.tables]
     if view.sort is not None and tables and all(sort_column(t, view.sort) is None for t in tables):
