@@ -179,7 +179,8 @@ def test_cpu_fallback_and_acl_hotspot(networks, mish_findings):
                                   "values": {"level": "ACL_MODEL", "count": count, "total_us": us(execute),
                                              "avg_us": us(execute / count), "share_pct": pct(execute, total)}}
     assert hot["message"] == (f"svp_acl_mdl_execute takes the most ACL/API time: 69900.0 µs in 3 call(s) "
-                              f"(23300.0 µs each), {pct(execute, total)} % of the application's calls.")
+                              f"(23300.0 µs each), {pct(execute, total)} % of the time in the application's own ACL "
+                              "calls.")
 
 
 def test_leakyrelu_network(networks, msprof_cli):

@@ -353,7 +353,7 @@ RULES: List[Rule] = [
          "{op_name} ({op_type}): {time_us} µs {per}, {share_pct} %"),
     Rule("acl_hotspot", _acl_hotspot,
          "{name} takes the most ACL/API time: {total_us} µs in {count} call(s) ({avg_us} µs each), {share_pct} % "
-         "of the application's calls.{detail}",
+         "of the time in the application's own ACL calls.{detail}",
          "{name}: {total_us} µs, {count} call(s), {avg_us} µs each, {share_pct} %"),
     Rule("host_bound", _host_bound,
          "The device idles between the tasks of {model}: {idle_us} µs per iteration, {idle_pct} % of its busy "
