@@ -491,6 +491,28 @@ def test_prof_pair(tmp_path, capsys):
     api.compare(new_dir, base_dir, fmt="json", fail_if_slower=8.3)
 
 
+def test_a_host_without_devices_against_a_full_run_has_no_op_type_values(tmp_path):
+    """The same run with its device_N directories gone (API-only profiling): nothing was timed on that side,
+    so its op types are N/A (None), as its models and ops are — not 0 µs and 0 runs, which read as a type that
+    stopped running. The host's API calls still compare."""
+    base_dir = pg.write_prof(tmp_path / "b", PROF_BASE)
+    new_dir = pg.write_prof(tmp_path / "n", PROF_BASE)
+    for device in new_dir.glob("device_*"):
+        shutil.rmtree(device)
+    base = prof_truth(pg.build(PROF_BASE))
+    document = api.compare(base_dir, new_dir, fmt=None)
+    assert document["new"] == str(new_dir / "host")
+    assert {row["op_type"] for row in document["op_types"]} == set(base["types"])
+    for row in document["op_types"]:
+        assert row["base_us"] == r3(base["types"][row["op_type"]][0]) and row["base_count"] == 1
+        assert (row["new_us"], row["delta_us"], row["new_count"]) == (None, None, None), row
+    assert [row["base_us"] for row in document["op_types"]] == sorted(
+        (row["base_us"] for row in document["op_types"]), reverse=True)      # the largest first, as ops
+    assert all(row["new_us"] is None for row in document["models"] + document["ops"])
+    assert {row["name"] for row in document["apis"]} == set(base["apis"])
+    assert all(row["base_count"] == row["new_count"] for row in document["apis"])
+
+
 @pytest.fixture
 def notices():
     """The messages msprof logs (to stderr in the CLI) while the test runs."""

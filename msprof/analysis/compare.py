@@ -6,7 +6,8 @@ drawn from that document, so every view shows the same numbers.
 
 Numbers: µs rounded to 3 decimals, percentages too; deltas are computed from the rounded values, so a
 reader can check them by subtraction. ``None`` (JSON null, N/A in the tables) where a side has no value:
-a model, op or API the other side lacks. An op type one side lacks is 0 on that side (it ran 0 times).
+a model, op or API the other side lacks, and every op type of a side with no device task data (a PROF_ host
+without devices: nothing was timed). An op type one side lacks otherwise is 0 on that side (it ran 0 times).
 Everything is matched by name (models: see ``matched_models``).
 """
 import sys
@@ -44,13 +45,14 @@ class Side:
 
     path: str
     models: Dict[str, List[float]]             # model name → busy µs of each recorded iteration
-    op_types: Dict[str, TypeTime]
+    op_types: Optional[Dict[str, TypeTime]]   # None: no device task data (nothing timed)
     ops: Dict[Tuple[str, str], OpAverage]      # (model name, op name) → the op
     apis: Optional[Dict[str, ApiTime]]         # None: no ACL/API data collected
 
     @classmethod
     def read(cls, facts) -> "Side":
-        return cls(str(facts.path), dict(facts.model_iterations()), {t.type: t for t in facts.op_types()},
+        return cls(str(facts.path), dict(facts.model_iterations()),
+                   {t.type: t for t in facts.op_types()} if facts.report.has_tasks else None,
                    {(o.model_name, o.name): o for o in facts.ops()},
                    {a.name: a for a in facts.apis()} if facts.has_api else None)
 
@@ -76,6 +78,15 @@ def _count(value: Optional[float]):
 
 def _minus(new: Optional[float], base: Optional[float]) -> Optional[float]:
     return None if new is None or base is None else r3(new - base)
+
+
+def _type_values(side: Side, name: str) -> tuple:
+    """(µs, count) per iteration of an op type on one side: 0 where the side ran none, None where it timed
+    nothing at all."""
+    if side.op_types is None:
+        return None, None
+    found = side.op_types.get(name)
+    return (r3(found.us_per_iteration), _count(found.count_per_iteration)) if found else (0.0, 0)
 
 
 def _mean(values: Optional[List[float]]) -> Optional[float]:
@@ -110,13 +121,12 @@ def compare_sides(base: Side, new: Side) -> dict:
                        "delta_pct": r3(delta / b * 100) if delta is not None and b else None})
 
     op_types = []
-    for name in set(base.op_types) | set(new.op_types):
-        b, n = base.op_types.get(name), new.op_types.get(name)
-        b_us, n_us = r3(b.us_per_iteration) if b else 0.0, r3(n.us_per_iteration) if n else 0.0
-        op_types.append({"op_type": name, "base_us": b_us, "new_us": n_us, "delta_us": r3(n_us - b_us),
-                         "base_count": _count(b.count_per_iteration) if b else 0,
-                         "new_count": _count(n.count_per_iteration) if n else 0})
-    op_types.sort(key=lambda r: (-abs(r["delta_us"]), r["op_type"]))
+    for name in set(base.op_types or ()) | set(new.op_types or ()):
+        (b_us, b_count), (n_us, n_count) = _type_values(base, name), _type_values(new, name)
+        op_types.append({"op_type": name, "base_us": b_us, "new_us": n_us, "delta_us": _minus(n_us, b_us),
+                         "base_count": b_count, "new_count": n_count})
+    # (a type one side has no value for changed by its whole time, as an op does)
+    op_types.sort(key=lambda r: (-abs((r["new_us"] or 0.0) - (r["base_us"] or 0.0)), r["op_type"]))
 
     # an op is matched by its name within a matched model: two models' ops of one name are two ops (averaged
     # together, one's slowdown hid behind the other's speed-up), named "model: op" — only those, so that other
