@@ -511,6 +511,10 @@ def test_a_host_without_devices_against_a_full_run_has_no_op_type_values(tmp_pat
     assert all(row["new_us"] is None for row in document["models"] + document["ops"])
     assert {row["name"] for row in document["apis"]} == set(base["apis"])
     assert all(row["base_count"] == row["new_count"] for row in document["apis"])
+    # both sides without devices: what is missing is said (the hosts did record model executions)
+    with pytest.raises(RegressionError, match="no model could be checked: no model's device time per iteration "
+                                              "recorded on either side"):
+        api.compare(new_dir, new_dir, fmt=None, fail_if_slower=5)
 
 
 @pytest.fixture

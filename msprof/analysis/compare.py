@@ -187,7 +187,7 @@ def verdict(document: dict) -> str:
     if parts:       # a model that vanished or appeared is part of the answer too
         return "; ".join(parts + only)
     return ("no model timed in both collections (models are matched by name): " + ", ".join(only)) if only else \
-        "no model iterations recorded on either side"
+        "no model's device time per iteration recorded on either side"
 
 
 def regressions(document: dict, pct: float) -> List[dict]:
