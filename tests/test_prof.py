@@ -352,7 +352,21 @@ def test_stars_orphans_dropped(tmp_path):
     path.write_bytes(data[64:])                               # the first start is gone
     out = summary(prof_dir)
     assert len(out["task_time"]) == len(prof.tasks) - 1
-    assert any("end(s) without a start dropped" in m for m in notices(prof_dir / "device_0"))
+    # the message names the log to look for: its stream, task and counter (the logs are paired after the load)
+    _head, _magic, stream, task, _start = struct.unpack_from("<4Hq", data, 0)
+    end = next(syscnt for head, _m, s, t, syscnt in struct.iter_unpack("<4Hq48x", data)
+               if head & 0x3F == 1 and (s, t) == (stream, task))
+    assert f"stars_soc: 1 task end(s) without a start dropped (no start time invented; the first: stream " \
+           f"{stream}, task {task}, counter {end})" in notices(prof_dir / "device_0")
+    # and a start whose end is gone
+    path.write_bytes(data[:-64])
+    _head, _magic, stream, task, _end = struct.unpack_from("<4Hq", data, len(data) - 64)
+    start = max(syscnt for head, _m, s, t, syscnt in struct.iter_unpack("<4Hq48x", data)
+                if head & 0x3F == 0 and (s, t) == (stream, task))
+    out = summary(prof_dir)
+    assert len(out["task_time"]) == len(prof.tasks) - 1
+    assert f"stars_soc: 1 task start(s) never ended dropped (no end time invented; the first: stream " \
+           f"{stream}, task {task}, counter {start})" in notices(prof_dir / "device_0")
 
 
 def test_missing_start_info_keeps_monotonic_times(tmp_path):

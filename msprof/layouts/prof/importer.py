@@ -541,6 +541,8 @@ def _pair_stars(conn, notices: Notices) -> None:
     pending: Dict[tuple, tuple] = {}
     executions: Dict[tuple, int] = {}
     orphan_starts = orphan_ends = 0
+    first_start: Optional[tuple] = None      # (stream, task, counter) of the first of each kind: what to look for
+    first_end: Optional[tuple] = None
     batch: List[tuple] = []
     for stream_id, task_id, sqe, log_type, syscnt in conn.execute(
             "SELECT stream_id, task_id, sqe_type, log_type, syscnt FROM stars_log ORDER BY syscnt, seq"):
@@ -548,11 +550,13 @@ def _pair_stars(conn, notices: Notices) -> None:
         if log_type == 0:
             if key in pending:
                 orphan_starts += 1
+                first_start = first_start or key + (pending[key][0],)
             pending[key] = (syscnt, sqe)
             continue
         started = pending.pop(key, None)
         if started is None:
             orphan_ends += 1
+            first_end = first_end or key + (syscnt,)
             continue
         n = executions.get(key, 0)
         executions[key] = n + 1
@@ -562,10 +566,15 @@ def _pair_stars(conn, notices: Notices) -> None:
             batch = []
     Rows("task", TASK_COLUMNS, batch).insert(conn)
     orphan_starts += len(pending)
+    never_ended = ([first_start] if first_start else []) + [key + (started[0],) for key, started in pending.items()]
+    first_start = min(never_ended, key=lambda log: log[2], default=None)
+    # (the logs are paired in counter order, after the load: a log is named by its stream, task and counter)
     if orphan_ends:
-        notices.warn(f"stars_soc: {orphan_ends} task end(s) without a start dropped (no start time invented)")
+        notices.warn(f"stars_soc: {orphan_ends} task end(s) without a start dropped (no start time invented; the "
+                     f"first: stream {first_end[0]}, task {first_end[1]}, counter {first_end[2]})")
     if orphan_starts:
-        notices.warn(f"stars_soc: {orphan_starts} task start(s) never ended dropped (no end time invented)")
+        notices.warn(f"stars_soc: {orphan_starts} task start(s) never ended dropped (no end time invented; the "
+                     f"first: stream {first_start[0]}, task {first_start[1]}, counter {first_start[2]})")
 
 
 def _meta(result: ResultDir, role: str) -> dict:
