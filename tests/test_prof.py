@@ -844,6 +844,49 @@ def test_tensor_record_claiming_more_than_five_tensors_is_read_and_said(tmp_path
             " (damaged): read for the 5 each holds") in notices(prof_dir / "host")
 
 
+def test_tensor_info_chunks_decoded_whole_give_what_record_by_record_gives():
+    """A chunk whose nodes each have one record is decoded at once (its heads by one struct, each record a node
+    but the last, which the next chunk may continue); the rows are those of the record-by-record pass: nodes
+    of several records, a node continuing over a chunk's end, and a record claiming more than five tensors
+    (which sends its chunk record by record) included."""
+    from msprof.layouts.prof.importer import _TensorInfos
+    from msprof.layouts.prof.tensors import TensorContents
+
+    def record(thread, ts, node, tensors, claimed=None):
+        words = [w for kind, fmt, dtype, dims in tensors for w in [kind, fmt, dtype] + (dims + [0] * 8)[:8]]
+        return struct.pack("<HHIIIqqI55I", 0x5A5A, 10000, 3, thread, 228, ts, node,
+                           len(tensors) if claimed is None else claimed, *(words + [0] * (55 - len(words))))
+
+    shapes = [[(0, 2, 1, [k + 1, 8]), (1, 2, 1, [k + 1])] for k in range(7)]
+    records = []
+    for i in range(300):
+        if i % 97 == 5:           # a node of seven tensors: two records of one key
+            seven = [(0, 2, 1, [j + 1]) for j in range(7)]
+            records += [record(1, 1000 * i, 50 + i % 3, seven[:5]), record(1, 1000 * i, 50 + i % 3, seven[5:])]
+        else:
+            records.append(record(1 + i % 2, 1000 * i, 50 + i % 3, shapes[i % 7],
+                                  claimed=7 if i == 250 else None))
+    # a node whose two records straddle the first chunk's end (records 31 and 32: chunks of 32 records)
+    records[32] = records[31][:20] + records[32][20:24] + records[31][24:]
+    data = b"".join(records)
+
+    def rows(chunk_records: int):
+        decoder, tally, out = _TensorInfos(TensorContents()), Tally(256), []
+        size = chunk_records * 256
+        for offset in range(0, len(data), size):
+            tally.base = offset
+            out += decoder.decode(data[offset:offset + size], tally)
+        out += decoder.finish(tally)
+        return ([row for part in out if part.table == "tensor" for row in part.rows],
+                [row for part in out if part.table == "tensor_info" for row in part.rows],
+                decoder.overfull, decoder.first_overfull)
+
+    whole, one_by_one = rows(32), rows(1)          # (chunks of one record go record by record)
+    assert whole == one_by_one
+    tensors, nodes, overfull, first_overfull = whole
+    assert len(nodes) == 300 - 1 and overfull == 1 and first_overfull == (250 + 3) * 256
+
+
 def with_tensors(desc: dict) -> dict:
     """``desc`` with tensor_info for every op, each op its own (the k-th op's input k×8, its output k)."""
     desc = copy.deepcopy(desc)

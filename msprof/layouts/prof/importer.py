@@ -5,11 +5,12 @@ The host's task_track records are resolved against the node- and model-level cal
 (msprof.layouts.prof.associate); event pairing and STARS pairing are ordered SQL scans. Nothing holds a
 whole file or every task in memory.
 """
+import itertools
 import struct
 import time
 from collections import Counter
 from dataclasses import asdict
-from operator import sub
+from operator import eq, sub
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -18,7 +19,7 @@ from msprof.collection import ResultDir, data_files, read_result_dir, require_hw
 from msprof.console import log
 from msprof.decode.api_event import API_LAYOUT, LEVEL_MODEL, NAMED_BY_TYPE, ApiEventDecoder
 from msprof.decode.base import Blocks, Decoder, Rows, StreamCount, load_streams
-from msprof.decode.blocks import Layout, valid_part
+from msprof.decode.blocks import Layout, record_struct, valid_part
 from msprof.decode.compact import GRAPH_ID_MAP, NODE_BASIC_INFO, TASK_TRACK, TENSOR_INFO, CompactDecoder, aging_of
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder
 from msprof.decode.hwts import HwtsDecoder
@@ -182,6 +183,7 @@ class _TensorInfos(CompactDecoder):
     is read for the five it holds, and said."""
 
     HEAD = struct.Struct("<8xI4xqqI")        # thread, timestamp, node hash, tensor count; the words follow
+    HEADS = "8xI4xqqI220x"                   # the same, of a whole 256-byte record (for record_struct)
 
     def __init__(self, contents: TensorContents):
         super().__init__(TENSOR_INFO)
@@ -199,6 +201,23 @@ class _TensorInfos(CompactDecoder):
         sides_of = self.contents.sides_of
         nodes = []
         body = self.HEAD.size - 4
+        size = self.record_size
+        count = len(chunk) // size
+        if count > 1:
+            # The usual chunk: every node in one record (five tensors or fewer), none continuing the node before
+            # the chunk. Its heads are unpacked at once and each record is a node but the last (the next chunk
+            # may continue that one); anything else goes record by record below.
+            heads = record_struct(self.HEADS, count).unpack(chunk)
+            keys = list(zip(heads[0::4], heads[1::4], heads[2::4]))
+            if (max(heads[3::4]) <= TENSORS_PER_RECORD and keys[0] != self.key
+                    and not any(map(eq, keys, itertools.islice(keys, 1, None)))):
+                sides = list(map(sides_of, [chunk[o:o + size - body] for o in range(body, len(chunk), size)]))
+                if self.records:
+                    nodes.append(self._node())
+                ids = map(self.contents.__getitem__, zip(sides[:-1]))
+                nodes += [key + (i,) for key, i in zip(keys, ids)]
+                self.key, self.records = keys[-1], [sides[-1]]
+                return self._rows(nodes)
         for offset in range(0, len(chunk), self.record_size):
             thread, ts, node, count = self.HEAD.unpack_from(chunk, offset)
             if count > TENSORS_PER_RECORD:
