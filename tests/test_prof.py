@@ -109,6 +109,16 @@ def test_api_event_chunk_of_calls_and_a_few_events_is_decoded_whole_with_the_sam
     assert apis == [((10000, 5000)[i % 2], i % 3, 7, 0, 1000 + i, 2000 + 3 * i, i) for i in range(64)
                     if i % 4 and i not in (5, 40, 41)]
     assert len(events) == 16 + 1 and tally.counts == {"time stamp of 2^63 or more": 1}
+    # a call with begin 0 among them (dropped, as the reference drops it): still the same rows and skips
+    zero = list(records)
+    zero[20] = struct.pack("<HHIIIQQQ", 0x5A5A, 10000, 1, 7, 0, 0, 2000, 20)
+    tally = Tally(40)
+    apis, events = _api_and_event_rows(ApiEventDecoder().decode(b"".join(zero), tally))
+    assert apis == [((10000, 5000)[i % 2], i % 3, 7, 0, 1000 + i, 2000 + 3 * i, i) for i in range(64)
+                    if i not in (5, 20, 40, 41)]
+    assert len(events) == 2
+    assert tally.counts == {"time stamp of 2^63 or more": 1, "API with begin 0": 1}
+    assert tally.first == {"time stamp of 2^63 or more": 41 * 40, "API with begin 0": 20 * 40}
 
 
 def test_api_event_time_stamps_of_2_63_or_more_are_skipped_and_the_collection_still_reported(tmp_path):
@@ -367,6 +377,31 @@ def test_stars_orphans_dropped(tmp_path):
     assert len(out["task_time"]) == len(prof.tasks) - 1
     assert f"stars_soc: 1 task start(s) never ended dropped (no end time invented; the first: stream " \
            f"{stream}, task {task}, counter {start})" in notices(prof_dir / "device_0")
+
+
+def test_stars_unpaired_logs_named_by_the_first_in_counter_order():
+    """Of the starts never ended — replaced by a later start of their task, or left open at the end — the
+    warning names the one of the lowest counter (it named the first replacement it met)."""
+    from msprof.layouts.prof.importer import _pair_stars
+    from msprof.store import Notices
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE stars_log (seq INTEGER PRIMARY KEY, stream_id, task_id, sqe_type, log_type, syscnt)")
+    conn.execute("CREATE TABLE task (seq INTEGER PRIMARY KEY, stream_id, task_id, task_type, start_syscnt,"
+                 " end_syscnt, exec_n)")
+    logs = [(3, 1, 0, 10), (3, 2, 0, 20), (3, 2, 0, 30), (3, 2, 1, 35), (3, 1, 0, 40), (3, 1, 1, 45),
+            (4, 9, 1, 50), (4, 9, 1, 60), (5, 5, 0, 70)]
+    conn.executemany("INSERT INTO stars_log (stream_id, task_id, sqe_type, log_type, syscnt) VALUES (?, ?, 0, ?, ?)",
+                     logs)
+    notices = Notices(echo=False)
+    _pair_stars(conn, notices)
+    assert sorted(conn.execute("SELECT stream_id, task_id, start_syscnt, end_syscnt FROM task")) == [
+        (3, 1, 40, 45), (3, 2, 30, 35)]
+    assert [message for _level, message in notices.items] == [
+        "stars_soc: 2 task end(s) without a start dropped (no start time invented; the first: stream 4, task 9,"
+        " counter 50)",
+        "stars_soc: 3 task start(s) never ended dropped (no end time invented; the first: stream 3, task 1,"
+        " counter 10)"]
 
 
 def test_missing_start_info_keeps_monotonic_times(tmp_path):
@@ -837,10 +872,12 @@ def test_tensor_record_claiming_more_than_five_tensors_is_read_and_said(tmp_path
     path = next((prof_dir / "host" / "data").glob("*tensor_info*"))
     data = bytearray(path.read_bytes())
     struct.pack_into("<I", data, 32, 7)
-    path.write_bytes(bytes(data))
+    broken = bytearray(data[:256])
+    broken[0] = 0                                     # a record of bad magic before it: the offset is the file's
+    path.write_bytes(bytes(broken + data))
     (row,) = summary(prof_dir)["op_summary"]
     assert row["Input Shapes"] == '"1;2;3;4;5"' and row["Output Shapes"] == "N/A"
-    assert ("unaging.additional.tensor_info.slice_0 offset 0: 1 tensor_info record(s) claim more than 5 tensors"
+    assert ("unaging.additional.tensor_info.slice_0 offset 256: 1 tensor_info record(s) claim more than 5 tensors"
             " (damaged): read for the 5 each holds") in notices(prof_dir / "host")
 
 
@@ -866,12 +903,27 @@ def test_tensor_info_chunks_decoded_whole_give_what_record_by_record_gives():
         else:
             records.append(record(1 + i % 2, 1000 * i, 50 + i % 3, shapes[i % 7],
                                   claimed=7 if i == 250 else None))
-    # a node whose two records straddle the first chunk's end (records 31 and 32: chunks of 32 records)
-    records[32] = records[31][:20] + records[32][20:24] + records[31][24:]
+    # nodes whose two records straddle a chunk's end (chunks of 32 records): after a chunk decoded record by
+    # record (records 31 and 32) and after one decoded whole (95 and 96)
+    records[32] = records[31]
+    records[96] = records[95]
     data = b"".join(records)
 
+    class Counted(_TensorInfos):
+        """Counts the records decoded one by one."""
+
+        one_by_one = 0
+
+        class HEAD:
+            size = _TensorInfos.HEAD.size
+
+            @staticmethod
+            def unpack_from(buffer, offset):
+                Counted.one_by_one += 1
+                return _TensorInfos.HEAD.unpack_from(buffer, offset)
+
     def rows(chunk_records: int):
-        decoder, tally, out = _TensorInfos(TensorContents()), Tally(256), []
+        decoder, tally, out = Counted(TensorContents()), Tally(256), []
         size = chunk_records * 256
         for offset in range(0, len(data), size):
             tally.base = offset
@@ -881,10 +933,14 @@ def test_tensor_info_chunks_decoded_whole_give_what_record_by_record_gives():
                 [row for part in out if part.table == "tensor_info" for row in part.rows],
                 decoder.overfull, decoder.first_overfull)
 
-    whole, one_by_one = rows(32), rows(1)          # (chunks of one record go record by record)
+    whole = rows(32)
+    # one by one: the chunks holding a node of two records (0, 3, 6, 9: 304 records, the last chunk 16), or an
+    # overfull record (7), or beginning with the node before them (1, 3); the other four were decoded whole
+    assert Counted.one_by_one == 5 * 32 + 16
+    one_by_one = rows(1)                                               # (a chunk of one record goes one by one)
     assert whole == one_by_one
     tensors, nodes, overfull, first_overfull = whole
-    assert len(nodes) == 300 - 1 and overfull == 1 and first_overfull == (250 + 3) * 256
+    assert len(nodes) == 300 - 2 and overfull == 1 and first_overfull == (250 + 3) * 256
 
 
 def with_tensors(desc: dict) -> dict:

@@ -19,7 +19,7 @@ from msprof.collection import ResultDir, data_files, read_result_dir, require_hw
 from msprof.console import log
 from msprof.decode.api_event import API_LAYOUT, LEVEL_MODEL, NAMED_BY_TYPE, ApiEventDecoder
 from msprof.decode.base import Blocks, Decoder, Rows, StreamCount, load_streams
-from msprof.decode.blocks import Layout, record_struct, valid_part
+from msprof.decode.blocks import Layout, bad_records, record_struct, valid_part
 from msprof.decode.compact import GRAPH_ID_MAP, NODE_BASIC_INFO, TASK_TRACK, TENSOR_INFO, CompactDecoder, aging_of
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder
 from msprof.decode.hwts import HwtsDecoder
@@ -194,7 +194,8 @@ class _TensorInfos(CompactDecoder):
         self.first_overfull = 0
 
     def decode(self, chunk, tally):
-        chunk, skipped, first = valid_part(chunk, self.record_size, self.family.checks)
+        bad = bad_records(chunk, self.record_size, self.family.checks)
+        chunk, skipped, first = valid_part(chunk, self.record_size, self.family.checks, bad)
         tally.skip("bad magic or level", skipped, first)
         # (the tensor words of a record, as bytes, look its description up: ops repeat, and only a new one is
         # unpacked)
@@ -221,8 +222,8 @@ class _TensorInfos(CompactDecoder):
         for offset in range(0, len(chunk), self.record_size):
             thread, ts, node, count = self.HEAD.unpack_from(chunk, offset)
             if count > TENSORS_PER_RECORD:
-                if not self.overfull:
-                    self.first_overfull = tally.base + offset
+                if not self.overfull:       # (its offset in the chunk as read, before the bad records left it)
+                    self.first_overfull = tally.base + _index_before(offset // self.record_size, bad) * self.record_size
                 self.overfull += 1
             key = (thread, ts, node)
             if key != self.key:
@@ -248,6 +249,15 @@ class _TensorInfos(CompactDecoder):
 
     def _rows(self, nodes: list) -> list:
         return [self.contents.take_new(), Rows("tensor_info", ("thread", "ts", "node_hash", "tensor_id"), nodes)]
+
+
+def _index_before(index: int, bad: List[int]) -> int:
+    """The index a record of a chunk had before the records ``bad`` (their indexes, in order) were taken out."""
+    for taken in bad:
+        if taken > index:
+            break
+        index += 1
+    return index
 
 
 class _NodeInfos(CompactDecoder):
@@ -569,7 +579,8 @@ def _pair_stars(conn, notices: Notices) -> None:
         if log_type == 0:
             if key in pending:
                 orphan_starts += 1
-                first_start = first_start or key + (pending[key][0],)
+                replaced = key + (pending[key][0],)
+                first_start = replaced if first_start is None or replaced[2] < first_start[2] else first_start
             pending[key] = (syscnt, sqe)
             continue
         started = pending.pop(key, None)
