@@ -150,6 +150,39 @@ def test_bad_pmu_and_acl_records_are_skipped_and_counted(tmp_path):
     assert len(damaged["acl_api"]) == len(clean["acl_api"]) - 1
 
 
+def test_a_damaged_pmu_count_is_said_at_its_offset_when_bad_records_come_before_it():
+    """An AA Core PMU record with a count of 2^63 or more is said at its stream offset; records of bad magic
+    before it in the chunk (left out before the counts are read) do not move that offset (it was early by
+    them)."""
+    import struct
+
+    from msprof.decode.base import Tally
+    from msprof.decode.pmu import SVP, PmuDecoder
+
+    def record(task, cycles, magic=0x6BD3):
+        return struct.pack("<BBHHHII", 4, 0, magic, 0, task, 0, 7) + struct.pack("<q10q24x", cycles, *range(10))
+
+    records = [record(t, 1000 + t) for t in range(10)]
+    records[2] = record(2, 1002, magic=0x1234)
+    records[3] = record(3, 1003, magic=0x1234)
+    records[6] = record(6, -1)                      # 2^64 - 1 cycles, read signed
+    decoder, tally = PmuDecoder(SVP), Tally(128)
+    tally.base = 1280
+    [blocks] = decoder.decode(b"".join(records), tally)
+    assert tally.counts == {"bad magic or log type": 2} and tally.first == {"bad magic or log type": 1280 + 2 * 128}
+    assert decoder.damaged == 1 and decoder.first_damaged == 1280 + 6 * 128
+    assert [r[1] for r in _rows(blocks)] == [0, 1, 4, 5, 6, 7, 8, 9]       # task ids kept, in order
+
+
+def _rows(blocks):
+    width = blocks.layout.width + len(blocks.layout.extras)
+    out = []
+    for block in blocks.blocks:
+        n = len(block) // width
+        out += [tuple(block[k * blocks.layout.width:(k + 1) * blocks.layout.width]) for k in range(n)]
+    return out
+
+
 def test_positions_cut_at_iteration_starts_equal_one_bisect_per_task():
     import bisect
     import random

@@ -117,3 +117,13 @@ def valid_part(chunk: bytes, size: int, checks: Checks, bad: Optional[List[int]]
         start = (index + 1) * size
     kept.append(chunk[start:])
     return b"".join(kept), len(bad), bad[0]
+
+
+def index_before(index: int, bad: List[int]) -> int:
+    """The index a record of ``valid_part``'s chunk had before the records ``bad`` (their indexes in the chunk as
+    read, in order) were left out."""
+    for taken in bad:
+        if taken > index:
+            break
+        index += 1
+    return index

@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import List, Optional
 
 from msprof.decode.base import Blocks, Decoder, Tally
-from msprof.decode.blocks import Checks, Layout, valid_part
+from msprof.decode.blocks import Checks, Layout, bad_records, index_before, valid_part
 
 RECORD_SIZE = 128
 MAGIC = 0x6BD3
@@ -70,8 +70,10 @@ class PmuDecoder(Decoder):
 
     def decode(self, chunk: bytes, tally: Tally) -> List[Blocks]:
         fmt = self.fmt
+        bad: List[int] = []
         if fmt.checks:
-            chunk, skipped, first = valid_part(chunk, RECORD_SIZE, fmt.checks)
+            bad = bad_records(chunk, RECORD_SIZE, fmt.checks)
+            chunk, skipped, first = valid_part(chunk, RECORD_SIZE, fmt.checks, bad)
             tally.skip("bad magic or log type", skipped, first)
         layout = fmt.layout
         width, executions = layout.width, self.executions.__getitem__
@@ -81,22 +83,23 @@ class PmuDecoder(Decoder):
             if fmt.stream_mask != 0xFFFFFFFF:
                 block = _masked(block, at_stream, width, fmt.stream_mask)
             if any(min(block[at::width]) < 0 for at in fmt.count_at):
-                block = self._without_damaged_counts(block, tally.base + n * layout.block * RECORD_SIZE)
+                block = self._without_damaged_counts(block, n * layout.block, tally.base, bad)
             keys = zip(block[at_stream::width], block[at_task::width])
             blocks.append(block + tuple(map(next, map(executions, keys))))
         return [Blocks(layout, blocks)]
 
-    def _without_damaged_counts(self, block: tuple, offset: int) -> tuple:
+    def _without_damaged_counts(self, block: tuple, first: int, base: int, bad: List[int]) -> tuple:
         """A record with a cycle count or counter of 2^63 or more (no task runs for 146 years at 2 GHz: the
         record is damaged) keeps its place (the executions stay paired) but none of its counts: NULL, so its
-        task's PMU columns are N/A. Counted and said."""
+        task's PMU columns are N/A. Counted and said (at its offset in the stream: ``block`` starts at record
+        ``first`` of the chunk at stream offset ``base`` that the records ``bad`` were left out of)."""
         fmt, width = self.fmt, self.fmt.layout.width
         values = list(block)
         for r in range(len(block) // width):
             record = values[r * width:(r + 1) * width]
             if any(record[at] < 0 for at in fmt.count_at):
                 if not self.damaged:
-                    self.first_damaged = offset + r * RECORD_SIZE
+                    self.first_damaged = base + index_before(first + r, bad) * RECORD_SIZE
                 self.damaged += 1
                 for at in fmt.count_at:
                     values[r * width + at] = None

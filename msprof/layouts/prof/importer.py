@@ -19,7 +19,7 @@ from msprof.collection import ResultDir, data_files, read_result_dir, require_hw
 from msprof.console import log
 from msprof.decode.api_event import API_LAYOUT, LEVEL_MODEL, NAMED_BY_TYPE, ApiEventDecoder
 from msprof.decode.base import Blocks, Decoder, Rows, StreamCount, load_streams
-from msprof.decode.blocks import Layout, bad_records, record_struct, valid_part
+from msprof.decode.blocks import Layout, bad_records, index_before, record_struct, valid_part
 from msprof.decode.compact import GRAPH_ID_MAP, NODE_BASIC_INFO, TASK_TRACK, TENSOR_INFO, CompactDecoder, aging_of
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder
 from msprof.decode.hwts import HwtsDecoder
@@ -223,7 +223,7 @@ class _TensorInfos(CompactDecoder):
             thread, ts, node, count = self.HEAD.unpack_from(chunk, offset)
             if count > TENSORS_PER_RECORD:
                 if not self.overfull:       # (its offset in the chunk as read, before the bad records left it)
-                    self.first_overfull = tally.base + _index_before(offset // self.record_size, bad) * self.record_size
+                    self.first_overfull = tally.base + index_before(offset // self.record_size, bad) * self.record_size
                 self.overfull += 1
             key = (thread, ts, node)
             if key != self.key:
@@ -249,15 +249,6 @@ class _TensorInfos(CompactDecoder):
 
     def _rows(self, nodes: list) -> list:
         return [self.contents.take_new(), Rows("tensor_info", ("thread", "ts", "node_hash", "tensor_id"), nodes)]
-
-
-def _index_before(index: int, bad: List[int]) -> int:
-    """The index a record of a chunk had before the records ``bad`` (their indexes, in order) were taken out."""
-    for taken in bad:
-        if taken > index:
-            break
-        index += 1
-    return index
 
 
 class _NodeInfos(CompactDecoder):
