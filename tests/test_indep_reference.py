@@ -59,6 +59,8 @@ SCENARIOS = {
     # (found by a randomised comparison)
     "single_op_launched_before_the_beginning": "--seed 142228 --ops 7 --threads 3 --singleop 4"
                                                " --start-offset-ns 7098535",
+    # every task of zero duration: op_statistic's ratios of a zero total (found by a randomised comparison)
+    "zero_durations": "--seed 3 --ops 5 --iters 1 --models 1 --zero-dur 1",
 }
 
 

@@ -121,6 +121,14 @@ def test_api_event_chunk_of_calls_and_a_few_events_is_decoded_whole_with_the_sam
     assert tally.first == {"time stamp of 2^63 or more": 41 * 40, "API with begin 0": 20 * 40}
 
 
+def test_op_statistic_ratio_of_a_zero_total_is_a_float(tmp_path):
+    """Every task of zero duration: op_statistic's Ratio(%) has nothing to divide by and is 0.0, the
+    reference's text (it was 0)."""
+    prof_dir = Path(indepgen.generate(tmp_path, "--seed 3 --ops 5 --iters 1 --models 1 --zero-dur 1".split()))
+    rows = summary(prof_dir)["op_statistic"]
+    assert rows and {(row["Total Time(us)"], row["Ratio(%)"]) for row in rows} == {("0.0", "0.0")}
+
+
 def test_api_event_time_stamps_of_2_63_or_more_are_skipped_and_the_collection_still_reported(tmp_path):
     """A damaged api_event record with a begin (or end, or event time) of 2^63 or more: skipped and counted,
     never decoded whole (its duration would not fit SQLite's integers: "internal error: OverflowError" for

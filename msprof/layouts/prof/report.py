@@ -536,10 +536,10 @@ class ProfReport(Report):
         for op_type, task_type, count, total, low, high, fractional in groups:
             if op_type == NA or task_type in NOT_IN_OP_SUMMARY:
                 continue
-            ratio = round(round(total / grand * 100, 6), 3) if grand else 0
+            ratio = round(round(total / grand * 100, 6), 3) if grand else 0.0       # (a float, as the reference's)
             average = total / count if fractional else _truncated_division(int(total), count)
             rows.append((self.device_number, op_type, task_type, count, _us(total), _us(low), _us(average),
-                         _us(high), ratio, round(total, 6), round(total / grand * 100, 6) if grand else 0))
+                         _us(high), ratio, round(total, 6), round(total / grand * 100, 6) if grand else 0.0))
         # its report: rows by ratio (6 decimals) descending, then read back by total time descending
         rows.sort(key=lambda r: -r[10])
         rows.sort(key=lambda r: -r[9])
