@@ -183,6 +183,26 @@ def _rows(blocks):
     return out
 
 
+def test_bad_records_are_the_records_failing_a_check():
+    """bad_records against its definition, record by record, on random chunks and checks."""
+    import random
+
+    from msprof.decode.blocks import bad_records
+
+    rng = random.Random(7)
+    for _trial in range(300):
+        size = rng.choice([8, 40, 64])
+        count = rng.randint(0, 50)
+        common = bytes(rng.randrange(256) for _ in range(size))
+        chunk = b"".join(common if rng.random() < 0.8 else bytes(rng.randrange(256) for _ in range(size))
+                         for _ in range(count))
+        checks = {offset: (rng.choice([0xFF, 0x80, 0x07]), 0) for offset in rng.sample(range(size), 2)}
+        checks = {offset: (mask, common[offset] & mask) for offset, (mask, _v) in checks.items()}
+        want = [i for i in range(count) if any(chunk[i * size + offset] & mask != value
+                                               for offset, (mask, value) in checks.items())]
+        assert bad_records(chunk, size, checks) == want
+
+
 def test_positions_cut_at_iteration_starts_equal_one_bisect_per_task():
     import bisect
     import random

@@ -14,7 +14,7 @@ record.
 import struct
 
 from msprof.decode.base import Blocks, Decoder, Rows, Tally
-from msprof.decode.blocks import Layout
+from msprof.decode.blocks import Layout, bad_records, valid_part
 
 RECORD_SIZE = 40
 MAGIC = 0x5A5A
@@ -30,6 +30,8 @@ _LEVEL_BYTES = {(level & 0xFF, level >> 8) for level in LEVELS}
 # level, struct type, thread, request id, begin, end, item id (magic checked on the raw bytes)
 API_LAYOUT = Layout("api", "xxHIIIqqq", ["level", "struct_type", "thread", "request_id", "begin", "end", "item_id"])
 RECORD = struct.Struct("<HHIIIqqq")
+# the records whose end has its top bit clear: an API call's (an event's end is all ones; damage may set it too)
+_END_TOP_BIT = {31: (0x80, 0x00)}
 assert API_LAYOUT.size == RECORD.size == RECORD_SIZE
 
 
@@ -52,9 +54,9 @@ class ApiEventDecoder(Decoder):
                 and set(zip(chunk[2::RECORD_SIZE], chunk[3::RECORD_SIZE])) <= _LEVEL_BYTES):
             # Events (an end of all ones: its top bit set) are a few records among many calls — the markers of
             # a model's executions, msproftx — and go record by record; the calls around them stay whole.
-            marked = _top_bit_set(chunk[31::RECORD_SIZE])
+            marked = bad_records(chunk, RECORD_SIZE, _END_TOP_BIT)
             if len(marked) <= count // 8:
-                calls = _without(chunk, marked)
+                calls = valid_part(chunk, RECORD_SIZE, _END_TOP_BIT, marked)[0]
                 blocks = list(API_LAYOUT.blocks(calls)) if calls else []
                 if not any(0 in block[4::API_LAYOUT.width] for block in blocks):   # no API with begin 0
                     out = [Blocks(API_LAYOUT, blocks)]
@@ -82,31 +84,6 @@ class ApiEventDecoder(Decoder):
             else:
                 apis.append((level, stype, thread, reserve, begin, end, item))
         return [Rows("api", API_LAYOUT.fields, apis), Rows("event", EVENT_COLUMNS, events)]
-
-
-_TOP_BIT = bytes(int(b >= 0x80) for b in range(256))
-
-
-def _top_bit_set(column: bytes) -> list:
-    """Indexes of the bytes of ``column`` that have their top bit set."""
-    flags = column.translate(_TOP_BIT)
-    found, index = [], flags.find(1)
-    while index >= 0:
-        found.append(index)
-        index = flags.find(1, index + 1)
-    return found
-
-
-def _without(chunk: bytes, indexes: list) -> bytes:
-    """``chunk`` without the records ``indexes`` (in order)."""
-    if not indexes:
-        return chunk
-    kept, start = [], 0
-    for index in indexes:
-        kept.append(chunk[start:index * RECORD_SIZE])
-        start = (index + 1) * RECORD_SIZE
-    kept.append(chunk[start:])
-    return b"".join(kept)
 
 
 EVENT_COLUMNS = ("level", "struct_type", "thread", "request_id", "ts", "item_id")

@@ -101,8 +101,17 @@ def bad_records(chunk: bytes, size: int, checks: Checks) -> List[int]:
     for offset, (mask, value) in checks.items():
         column = byte_column(chunk, size, offset, mask)
         if column != bytes((value,)) * count:
-            bad.update(i for i, byte in enumerate(column) if byte != value)
+            # (found at C speed: the usual chunk that fails has few such records among thousands)
+            flags = column.translate(_OTHER_THAN[value])
+            index = flags.find(1)
+            while index >= 0:
+                bad.add(index)
+                index = flags.find(1, index + 1)
     return sorted(bad)
+
+
+# value → the byte translation that makes that value 0 and every other byte 1
+_OTHER_THAN = [bytes(int(b != value) for b in range(256)) for value in range(256)]
 
 
 def valid_part(chunk: bytes, size: int, checks: Checks, bad: Optional[List[int]] = None) -> Tuple[bytes, int, int]:
