@@ -102,7 +102,7 @@ def bad_records(chunk: bytes, size: int, checks: Checks) -> List[int]:
         column = byte_column(chunk, size, offset, mask)
         if column != bytes((value,)) * count:
             # (found at C speed: the usual chunk that fails has few such records among thousands)
-            flags = column.translate(_OTHER_THAN[value])
+            flags = column.translate(_other_than(value))
             index = flags.find(1)
             while index >= 0:
                 bad.add(index)
@@ -110,8 +110,16 @@ def bad_records(chunk: bytes, size: int, checks: Checks) -> List[int]:
     return sorted(bad)
 
 
-# value → the byte translation that makes that value 0 and every other byte 1
-_OTHER_THAN = [bytes(int(b != value) for b in range(256)) for value in range(256)]
+_OTHER_THAN: Dict[int, bytes] = {}
+
+
+def _other_than(value: int) -> bytes:
+    """The byte translation that makes ``value`` 0 and every other byte 1 (made when first needed, as
+    ``byte_column``'s masks are: not at every start-up)."""
+    table = _OTHER_THAN.get(value)
+    if table is None:
+        table = _OTHER_THAN[value] = bytes(int(b != value) for b in range(256))
+    return table
 
 
 def valid_part(chunk: bytes, size: int, checks: Checks, bad: Optional[List[int]] = None) -> Tuple[bytes, int, int]:
