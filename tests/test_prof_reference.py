@@ -34,6 +34,8 @@ from test_profgen import (MULTI, assert_rows_equal, expected_api_statistic, expe
 from fixtures import make_demo  # noqa: E402
 from msprof import api  # noqa: E402
 from msprof.layouts.base import Selection  # noqa: E402
+from msprof.layouts.prof import ProfLayout  # noqa: E402
+from msprof.layouts.prof.report import ProfReport  # noqa: E402
 
 # ops' tensors (tensor_info): several of each side, one op of seven (two records), a sub-format, a scalar (no
 # dims), a format and a data type GE does not name, an op without tensors; per launch, two threads
@@ -174,6 +176,11 @@ SCENARIOS = {
                                                                     {"name": "a2", "dur_us": 10}]},
                     {"tid": 5, "stream": 11, "start_us": 10, "ops": [{"name": "c1", "task_type": "AI_CPU"}]}]},
 }
+# ... where the thread whose launches are recorded last made the first API call, so it is the GE task list's
+# first thread: launches of one moment come in its order, not the records'
+SCENARIOS["ties_thread_ranks_not_record_order"] = dict(
+    SCENARIOS["ties_per_launch"], extra_apis=[{"thread": 5, "level": 20000, "name": "aclrtSetDevice",
+                                               "begin_ns": 10 ** 12 + 1_000, "end_ns": 10 ** 12 + 2_000}])
 
 
 def need_reference():
@@ -235,6 +242,38 @@ def test_msprof_matches_truth(scenario, tmp_path):
     assert_rows_equal("op_summary", out["op_summary"], expected_op_summary(prof))
     assert_rows_equal("op_statistic", out["op_statistic"], expected_op_statistic(prof))
     assert_rows_equal("api_statistic", out["api_statistic"], expected_api_statistic(prof))
+
+
+TIE_SCENARIOS = ["ties_static_new_driver", "ties_per_launch", "ties_thread_ranks_not_record_order",
+                 "chip3_static_pipe_jitter"]
+
+
+@pytest.mark.parametrize("scenario", TIE_SCENARIOS)
+def test_tie_orders_found_by_either_way(scenario, tmp_path, monkeypatch):
+    """The order of tasks that start together needs the launching threads' ranks and the launches' keys in
+    time order. A few threads are looked up one by one and the keys found by one GROUP BY; many threads go
+    the general way (FEW_THREADS 0 here): both give the generator's truth, and the same ranks."""
+    from msprof.layouts.prof import report as prof_report
+
+    desc = SCENARIOS[scenario]
+    prof = pg.build(desc)
+    prof_dir = pg.write_prof(tmp_path, desc)
+    api.import_collection(prof_dir)
+    (unit,) = [u for u in ProfLayout().units([prof_dir / "host", *prof_dir.glob("device_*")], None)
+               if u.path.name.startswith("device_")][:1]
+    orders = []
+    for few in (prof_report._GeOrder.FEW_THREADS, 0):
+        monkeypatch.setattr(prof_report._GeOrder, "FEW_THREADS", few)
+        report = ProfReport(unit)
+        assert report.has_ties
+        appearance = report._first_appearance
+        orders.append((report._ge_order.thread_ranks(), appearance._ranks(),
+                       [list(appearance._host_keys(batched)) for batched in (False, True)]))
+        out = run_msprof(prof_dir)
+        assert_rows_equal("task_time", out["task_time"], expected_task_time(prof))
+        assert_rows_equal("op_summary", out["op_summary"], expected_op_summary(prof))
+    assert len(orders[0][0]) >= 2 and orders[0][1]
+    assert orders[0] == orders[1]
 
 
 # ---------------------------------------------------------------------------------------------- reference

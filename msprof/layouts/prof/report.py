@@ -14,7 +14,7 @@ import sqlite3
 from decimal import Decimal
 from itertools import repeat
 from operator import itemgetter, sub, truediv
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from msprof import store
 from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
@@ -666,14 +666,34 @@ class _GeOrder(Ties):
         self.report = report
         self.threads: Optional[Dict[int, int]] = None
 
+    # a thread's place: its first API call (not empty, not at time 0), else its first event, else its first
+    # launch; looked up in seq (rowid) order, which stops at the first found
+    _FIRST = ("SELECT coalesce((SELECT seq FROM host.api WHERE thread = :t AND from_events = 0 AND begin > 0"
+              " AND begin != [end] ORDER BY seq LIMIT 1),"
+              " (1 << 40) + (SELECT seq FROM host.api WHERE thread = :t AND from_events = 1 ORDER BY seq LIMIT 1),"
+              " (1 << 50) + (SELECT seq FROM host.launch WHERE thread = :t ORDER BY seq LIMIT 1))")
+    FEW_THREADS = 16
+
     def thread_ranks(self) -> Dict[int, int]:
+        """The ranks of the threads that launched tasks, 0 first (only their order among themselves matters:
+        tied tasks are ordered by their launches' threads)."""
         if self.threads is None:
-            self.threads = {thread: rank for rank, (thread,) in enumerate(self.report.conn.execute(
-                "SELECT thread FROM (SELECT thread, min(seq) AS first FROM host.api WHERE from_events = 0"
-                "  AND begin > 0 AND begin != [end] GROUP BY thread"
-                " UNION ALL SELECT thread, (1 << 40) + min(seq) FROM host.api WHERE from_events = 1 GROUP BY thread"
-                " UNION ALL SELECT thread, (1 << 50) + min(seq) FROM host.launch GROUP BY thread)"
-                " GROUP BY thread ORDER BY min(first), thread"))}
+            conn = self.report.conn
+            threads = [thread for (thread,) in conn.execute("SELECT DISTINCT thread FROM host.launch")]
+            launching = set(threads)
+            if len(threads) <= self.FEW_THREADS:
+                # (a GROUP BY over every host call sorts them all: 1 s at 1M tasks; a lookup for each of a few
+                # threads usually stops at the first calls)
+                first = {t: conn.execute(self._FIRST, {"t": t}).fetchone()[0] for t in threads}
+                ordered = sorted(threads, key=lambda t: (first[t], t))
+            else:
+                ordered = [thread for (thread,) in conn.execute(
+                    "SELECT thread FROM (SELECT thread, min(seq) AS first FROM host.api WHERE from_events = 0"
+                    "  AND begin > 0 AND begin != [end] GROUP BY thread"
+                    " UNION ALL SELECT thread, (1 << 40) + min(seq) FROM host.api WHERE from_events = 1 GROUP BY thread"
+                    " UNION ALL SELECT thread, (1 << 50) + min(seq) FROM host.launch GROUP BY thread)"
+                    " GROUP BY thread ORDER BY min(first), thread") if thread in launching]
+            self.threads = {thread: rank for rank, thread in enumerate(ordered)}
         return self.threads
 
     def ranks(self, rows: List[tuple]) -> List[tuple]:
@@ -709,19 +729,11 @@ class _FirstAppearance(Ties):
             return (stream, task, context, batch) if batched else (stream, task, context)
 
         # The reference's set of keys: host launches' keys by time (those of one moment in the GE task list's
-        # thread order; the threads' ranks in a temporary table, so SQLite sorts the launches), then the device
-        # tasks' keys by first start, joined by the same expression (| may size the set from a dict's length
-        # before adding its keys, and the set's order depends on that). Its order depends on every key; only
-        # the keys of tasks that tie keep a rank (a run where nothing ties keeps none).
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS msprof_thread_rank (thread INTEGER PRIMARY KEY, rank INTEGER)")
-        conn.execute("DELETE FROM msprof_thread_rank")
-        conn.executemany("INSERT INTO msprof_thread_rank VALUES (?, ?)", self.ge_order.thread_ranks().items())
-        if conn.in_transaction:         # (the temporary table's rows are written in a transaction of its own)
-            conn.commit()
-        host = dict.fromkeys(itertools.starmap(key, conn.execute(
-            "SELECT h.stream_id, h.task_id, h.batch_id FROM host.launch h LEFT JOIN msprof_thread_rank r"
-            f" ON r.thread = h.thread WHERE h.device_id = :dev ORDER BY h.ts, coalesce(r.rank, {_GeOrder.LAST}),"
-            " h.seq", report.params)))
+        # thread order), then the device tasks' keys by first start, joined by the same expression (| may size
+        # the set from a dict's length before adding its keys, and the set's order depends on that). Its order
+        # depends on every key; only the keys of tasks that tie keep a rank (a run where nothing ties keeps
+        # none).
+        host = dict.fromkeys(itertools.starmap(key, self._host_keys(batched)))
         tied = set(conn.execute(f"SELECT DISTINCT stream_id, task_id FROM task WHERE start_syscnt IN ({_TIED_STARTS})"))
         device = {}
         first = {}
@@ -738,6 +750,41 @@ class _FirstAppearance(Ties):
             if k[:2] in first:
                 place.setdefault(k[:2], i)
         return {k: (start, place.get(k, _GeOrder.LAST)) for k, start in first.items()}
+
+    def _host_keys(self, batched: bool) -> Iterable[tuple]:
+        """The (stream, task, batch) of the device's launches in the order they first appear in the reference's
+        host task list: by time, a moment's launches in their threads' order (``_GeOrder``), then in record
+        order; a key may come again later (its first place is the one that counts). Without ``batched``, the
+        batch is 0."""
+        conn, params = self.report.conn, self.report.params
+        threads = self.ge_order.thread_ranks()
+        group = "stream_id, task_id, batch_id" if batched else "stream_id, task_id"
+        keys = group if batched else "stream_id, task_id, 0"
+        # (bounds over every device's launches: a scan of the table, where the device's rows are read through
+        # an index at three times the cost)
+        low, high, whole, last = conn.execute(
+            "SELECT min(ts), max(ts), count(ts) = count(*), (SELECT max(seq) FROM host.launch) FROM host.launch"
+        ).fetchone()
+        seq_bits, rank_bits = (last or 0).bit_length(), (len(threads) - 1).bit_length() if threads else 0
+        if whole and low is not None and len(threads) <= _GeOrder.FEW_THREADS and \
+                high - low < 1 << (62 - seq_bits - rank_bits):
+            # each key's first launch, as (time, thread rank, seq) packed into one integer, found by a GROUP BY
+            # that hands SQLite's sorter a key per launch and Python a row per key: streaming every launch into
+            # Python in that order took 1.8 s at 1M tasks
+            rank = ("CASE thread " + " ".join(f"WHEN {int(t)} THEN {r}" for t, r in threads.items()) + " END"
+                    if len(threads) > 1 else "0")
+            return conn.execute(
+                f"SELECT {keys} FROM host.launch WHERE device_id = :dev GROUP BY {group} ORDER BY"
+                f" min(((ts - :low) << {seq_bits + rank_bits}) | ({rank} << {seq_bits}) | seq)",
+                dict(params, low=low))
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS msprof_thread_rank (thread INTEGER PRIMARY KEY, rank INTEGER)")
+        conn.execute("DELETE FROM msprof_thread_rank")
+        conn.executemany("INSERT INTO msprof_thread_rank VALUES (?, ?)", threads.items())
+        if conn.in_transaction:         # (the temporary table's rows are written in a transaction of its own)
+            conn.commit()
+        return conn.execute(
+            f"SELECT {keys} FROM host.launch h LEFT JOIN msprof_thread_rank r ON r.thread = h.thread"
+            f" WHERE h.device_id = :dev ORDER BY h.ts, coalesce(r.rank, {_GeOrder.LAST}), h.seq", params)
 
 
 class _OpTotals(Tap):
