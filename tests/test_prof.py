@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fixtures import indepgen  # noqa: E402
 from fixtures import profgen as pg  # noqa: E402
 from reference_runner import read_csv  # noqa: E402
-from test_profgen import (MULTI, assert_rows_equal, expected_api_statistic, expected_op_statistic,  # noqa: E402
+from test_profgen import (MULTI, TIED_ONCE, assert_rows_equal, expected_api_statistic, expected_op_statistic,  # noqa: E402
                           expected_task_time)
 
 from msprof import api  # noqa: E402
@@ -1103,6 +1103,37 @@ TIED = {"iterations": 7, "pmu": "PipeUtilization", "static_graph": True,
         "threads": [{"tid": 7, "stream": 5, "ops": [{"name": "b1", "dur_us": 10}, {"name": "b2", "dur_us": 5}]},
                     {"tid": 3, "stream": 3, "start_us": 10, "ops": [{"name": "a1", "dur_us": 5},
                                                                     {"name": "a2", "dur_us": 10}]}]}
+
+
+@pytest.mark.parametrize("desc,ties", [(TIED, True), (TIED_ONCE, True),
+                                       (dict(MULTI, iterations=7, pmu="PipeUtilization"), False)])
+def test_device_import_ranks_the_task_keys_when_tasks_tie(tmp_path, desc, ties):
+    """The device's half of task_time's order of tasks that start together, made at import (task_key): every
+    (stream, task) with its first start, by that start and then by its first row, and whether it has a task
+    that ties; nothing when no two tasks start together."""
+    prof = pg.build(desc)
+    starts = {}
+    for task in prof.tasks:
+        starts.setdefault(task.start_syscnt, []).append((task.stream, task.task))
+    shared = {key for keys in starts.values() if len(keys) > 1 for key in keys}
+    assert bool(shared) == ties
+    prof_dir = pg.write_prof(tmp_path, desc)
+    api.import_collection(prof_dir)
+    conn = sqlite3.connect(prof_dir / "device_0" / "sqlite" / "msprof.db")
+    got = conn.execute("SELECT stream_id, task_id, first_start, tied FROM task_key ORDER BY rank").fetchall()
+    if not ties:
+        assert got == []
+        return
+    first = {}
+    for task in prof.tasks:
+        key = (task.stream, task.task)
+        first[key] = min(first.get(key, task.start_syscnt), task.start_syscnt)
+    first_row = {}
+    for seq, stream, task in conn.execute("SELECT seq, stream_id, task_id FROM task ORDER BY seq"):
+        first_row.setdefault((stream, task), seq)
+    want = sorted(first, key=lambda k: (first[k], first_row[k]))
+    assert got == [k + (first[k], int(k in shared)) for k in want]
+    assert len({g[2] for g in got}) < len(got)        # (keys whose first starts tie: ranked by their rows)
 
 
 @pytest.mark.parametrize("fmt,desc", [("csv", dict(MULTI, iterations=7, pmu="PipeUtilization")),

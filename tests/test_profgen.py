@@ -40,6 +40,12 @@ MULTI = {
     ],
 }
 
+# per launch, task ids reused every other iteration: a1 and b1 start together in the first iteration only (the
+# threads then drift apart); a1 ends first there, and its last run is last (ranked by first rows, not last ones)
+TIED_ONCE = {"platform_version": "1", "pmu": "PipeUtilization", "iterations": 5, "task_id_wrap": 2,
+             "threads": [{"tid": 7, "stream": 5, "start_us": 10, "ops": [{"name": "b1", "dur_us": 10}]},
+                         {"tid": 3, "stream": 3, "start_us": 10, "gap_us": 9, "ops": [{"name": "a1", "dur_us": 5}]}]}
+
 
 # ------------------------------------------------------------------------------------------ helpers
 def r3_half_up(x: float) -> float:

@@ -27,7 +27,7 @@ from msprof.decode.pmu import ASCEND, PmuDecoder
 from msprof.decode.slices import group_files
 from msprof.decode.stars import StarsDecoder
 from msprof.layouts.prof.associate import LAUNCH_COLUMNS, OP_COLUMNS, UNKNOWN_MODEL, Associator, NodeContents
-from msprof.layouts.prof.schema import DEVICE, HOST, HOST_LATE_INDEXES, TASK_COLUMNS
+from msprof.layouts.prof.schema import DEVICE, HOST, HOST_LATE_INDEXES, TASK_COLUMNS, TIED_STARTS
 from msprof.layouts.prof.tensors import TENSORS_PER_RECORD, TensorContents, merged_texts
 from msprof.metrics import AscendMetrics, event_ids
 from msprof.outputs import temporary
@@ -511,6 +511,7 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         load_streams(conn, streams.get("stars", []), lambda item: StarsDecoder(), notices, counts)
         _pair_stars(conn, notices)
         DEVICE.create_indexes(db, ["task"])      # while the worker may still be busy
+        _task_keys(conn)
         workers.merge(db, "pmu", counts, notices)
         if unread_hwts:
             notices.notice(f"hwts.data of platform {result.platform_version} not read, as the reference does not "
@@ -551,6 +552,14 @@ def _task_rows(piece) -> list:
     other time NULL, reported by the pairer and never given an invented time."""
     complete, data = piece
     return list(zip(*data)) if complete else data
+
+
+def _task_keys(conn) -> None:
+    """``task_key``, when two timed tasks start together (schema.py)."""
+    if conn.execute(f"{TIED_STARTS} LIMIT 1").fetchone() is not None:
+        conn.execute("INSERT INTO task_key (stream_id, task_id, first_start, tied) SELECT stream_id, task_id,"
+                     f" min(start_syscnt), max(start_syscnt IN ({TIED_STARTS})) FROM task WHERE start_syscnt IS NOT"
+                     " NULL GROUP BY stream_id, task_id ORDER BY min(start_syscnt), min(seq)")
 
 
 def _pair_stars(conn, notices: Notices) -> None:

@@ -52,9 +52,6 @@ _V6_SQE = {0: "AI_CORE", 1: "AIV_SQE", 2: "FUSION", 3: "PLACE_HOLDER_SQE", 4: "A
            20: "CONDITION_SQE", 21: "END_SQE"}
 SQE_TYPES = {"1": {}, "15": _V6_SQE, "16": _V6_SQE, **{p: dict(enumerate(_STARS_SQE)) for p in ("5", "7", "8", "11")}}
 DEFAULT_SQE_TYPES = dict(enumerate(_HW_SQE))
-# the start counters two or more timed tasks share (tasks that start at the same moment: "Ties")
-_TIED_STARTS = ("SELECT start_syscnt FROM task WHERE start_syscnt IS NOT NULL GROUP BY start_syscnt"
-                " HAVING count(*) > 1")
 TASK_TIME_FIELDS = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id", "task_id", "start_ns", "end_ns",
                     "ge", "exec_n", "launches")
 
@@ -129,8 +126,8 @@ class ProfReport(Report):
 
     @functools.cached_property
     def has_ties(self) -> bool:
-        """Whether two timed tasks start at the same moment (most runs: none; 0.13 s to find out at 1M tasks)."""
-        return self.conn.execute(f"{_TIED_STARTS} LIMIT 1").fetchone() is not None
+        """Whether two timed tasks start at the same moment (most runs: none)."""
+        return self.conn.execute("SELECT 1 FROM task_key LIMIT 1").fetchone() is not None
 
     # the orders of tasks that start together: one each per report, so that what they work out once (from
     # every launch) serves every table and part this report writes
@@ -734,21 +731,18 @@ class _FirstAppearance(Ties):
         # depends on every key; only the keys of tasks that tie keep a rank (a run where nothing ties keeps
         # none).
         host = dict.fromkeys(itertools.starmap(key, self._host_keys(batched)))
-        tied = set(conn.execute(f"SELECT DISTINCT stream_id, task_id FROM task WHERE start_syscnt IN ({_TIED_STARTS})"))
-        device = {}
-        first = {}
-        for stream, task, start in conn.execute(
-                "SELECT stream_id, task_id, min(start_syscnt) FROM task WHERE start_syscnt IS NOT NULL"
-                " GROUP BY stream_id, task_id ORDER BY min(start_syscnt), min(seq)"):
-            device[key(stream, task, 0)] = None
-            if (stream, task) in tied:
-                first[(stream, task)] = start
+        device = dict.fromkeys(itertools.starmap(key, conn.execute(
+            "SELECT stream_id, task_id, 0 FROM task_key ORDER BY rank")))
+        first = {(stream, task): start for stream, task, start in conn.execute(
+            "SELECT stream_id, task_id, first_start FROM task_key WHERE tied = 1")}
         keys = host.keys() | device.keys()
-        del host, device, tied
+        del host, device
+        # the tied tasks' keys in the set's order (a key with batches: its first)
+        found = (filter({key(stream, task, 0) for stream, task in first}.__contains__, keys) if not batched
+                 else (k for k in keys if k[:2] in first))
         place: Dict[tuple, int] = {}
-        for i, k in enumerate(keys):
-            if k[:2] in first:
-                place.setdefault(k[:2], i)
+        for i, k in enumerate(found):
+            place.setdefault(k[:2], i)
         return {k: (start, place.get(k, _GeOrder.LAST)) for k, start in first.items()}
 
     def _host_keys(self, batched: bool) -> Iterable[tuple]:
