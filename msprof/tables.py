@@ -16,6 +16,7 @@ SQL (csv) has SQLite make each row's text, and only what SQL cannot compute (``R
 the row before) is computed in Python (msprof.renderers.insql). Every other consumer reads the values.
 """
 import itertools
+import math
 import operator
 import sqlite3
 from dataclasses import dataclass, field, replace
@@ -430,7 +431,10 @@ def signed_zeros(texts: List[str], values, text: Callable[[object], str] = str) 
     """Texts a renderer took from a memo of value → ``text(value)``, with each zero written as it is:
     -0.0 == 0.0, so the memo gives both the text of whichever came first."""
     if "0.0" in texts or "-0.0" in texts:
-        return [text(v) if t in ("0.0", "-0.0") else t for t, v in zip(texts, values)]
+        # (a float zero's text by its sign, made once: runs on several streams have a zero wait in most rows)
+        signs = {1.0: text(0.0), -1.0: text(-0.0)}
+        return [(signs[math.copysign(1.0, v)] if type(v) is float and v == 0 else text(v))
+                if t in ("0.0", "-0.0") else t for t, v in zip(texts, values)]
     return texts
 
 
