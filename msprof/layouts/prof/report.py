@@ -306,10 +306,10 @@ class ProfReport(Report):
         (msprof.metrics.AscendMetrics)."""
         where, args = self._where(selection)
         metrics = self.metrics if pmu else None
-        ties = self.has_ties      # (else no ties' inputs: three columns less on every row)
+        ties = self.has_ties
         fields = ("seq", "start_syscnt", "op_id", "ge", "model_id", "task_id", "stream_id", "op_name", "op_type",
                   "op_state", "task_type", "block_dim", "op_flag", "start_ns", "end_ns")
-        fields += (_GeOrder.inputs if ties else ()) + (TASK_TIME_FIELDS if task_time else ())
+        fields += TASK_TIME_FIELDS if task_time else ()
         fields += tuple(field for _title, field in TENSOR_COLUMNS) if self.has_tensors else ()
         span, previous = "", None
         ge_order = self._ge_order
@@ -657,7 +657,10 @@ class _GeOrder(Ties):
     launches only (worked out when the first tie is met: most runs have none)."""
 
     LAST = 1 << 62
-    inputs = ("thread", "track_ts", "launch_seq")
+    # a task's launch (its thread, time and record), looked up for the tasks that tie only: as columns of the
+    # summary's query they cost every row (1.5 s of a 1M-task export summary)
+    inputs = ("seq",)
+    LAUNCH = ("thread", "track_ts", "launch_seq")
 
     def __init__(self, report: "ProfReport"):
         self.report = report
@@ -695,8 +698,13 @@ class _GeOrder(Ties):
 
     def ranks(self, rows: List[tuple]) -> List[tuple]:
         threads = self.thread_ranks()
-        last = self.LAST
-        return [(threads.get(thread, last), ts or 0, launch or 0) for thread, ts, launch in rows]
+        last, unknown = self.LAST, (None, 0, 0)
+        seqs = ",".join(str(int(seq)) for (seq,) in rows)
+        tasks = self.report._tasks(("seq",) + self.LAUNCH, False, f"AND t.seq IN ({seqs})")
+        launches = {seq: launch for seq, *launch in self.report.conn.execute(
+            f"SELECT seq, {', '.join(self.LAUNCH)} FROM ({tasks})", self.report.params)}
+        return [(threads.get(thread, last), ts or 0, launch or 0)
+                for thread, ts, launch in (launches.get(seq, unknown) for (seq,) in rows)]
 
 
 class _FirstAppearance(Ties):
