@@ -558,8 +558,12 @@ def _task_keys(conn) -> None:
     """``task_key``, when two timed tasks start together (schema.py)."""
     if conn.execute(f"{TIED_STARTS} LIMIT 1").fetchone() is not None:
         conn.execute("INSERT INTO task_key (stream_id, task_id, first_start, tied) SELECT stream_id, task_id,"
-                     f" min(start_syscnt), max(start_syscnt IN ({TIED_STARTS})) FROM task WHERE start_syscnt IS NOT"
-                     " NULL GROUP BY stream_id, task_id ORDER BY min(start_syscnt), min(seq)")
+                     " min(start_syscnt), 0 FROM task WHERE start_syscnt IS NOT NULL GROUP BY stream_id, task_id"
+                     " ORDER BY min(start_syscnt), min(seq)")
+        # (the few tied tasks found through the start index: a lookup for every task in the GROUP BY cost a
+        # third more)
+        conn.execute("UPDATE task_key SET tied = 1 WHERE (stream_id, task_id) IN (SELECT stream_id, task_id FROM"
+                     f" task WHERE start_syscnt IN ({TIED_STARTS}))")
 
 
 def _pair_stars(conn, notices: Notices) -> None:
