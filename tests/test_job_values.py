@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.board import jobgen
+from msprof import SCHEMA_VERSION
 
 COUNTERS_CONV = [20000, 10000, 4000, 2000, 8000, 1000, 12000, 6000, 3200, 1600]
 COUNTERS_ACT = [0, 0, 6000, 5000, 3000, 500, 2000, 0, 640, 320]
@@ -141,7 +142,7 @@ def test_meta_records_sources_and_counts(tiny_job, summary_dir):
     sources = {p for (p,) in conn.execute("SELECT path FROM source_file")}
     assert "data/hwts.data.0.slice_0" in sources and "info.json.0" in sources
     meta = dict(conn.execute("SELECT key, value FROM meta"))
-    assert meta["schema_version"] == "6" and meta["bytes_lost"] == "0"
+    assert meta["schema_version"] == str(SCHEMA_VERSION) and meta["bytes_lost"] == "0"
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
