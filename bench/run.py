@@ -48,6 +48,9 @@ PROF_SHAPES = {
 INDEP_SHAPES = {
     "indep-launch": (["--mode", "launch", "--platform", "1"],
                      "the independent generator's per-launch run (chip 2, HWTS, PipeUtilization)"),
+    "indep-streams": (["--mode", "launch", "--platform", "1", "--streams", "2"],
+                      "the independent generator's per-launch run on two streams (chip 2; some tasks of the two "
+                      "start at the same moment: ties)"),
     "indep-stars": (["--mode", "launch", "--platform", "5"],
                     "the independent generator's per-launch run on a STARS chip (platform 5; its aicore.data "
                     "unread, as by the reference)"),
