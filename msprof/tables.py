@@ -220,8 +220,9 @@ class Ties:
     """The order of a table's rows that share their Source's order key (tasks that start at the same moment),
     where it is not the SQL's: ``inputs`` are SQL over the source row, ``ranks`` gives
     the rows of any number of such groups (their inputs' values) a sort key each, and a group's rows are
-    sorted by it (stable: equal keys keep the SQL's order). Computed from values the query already has, a
-    batch at a time: a run where every task ties has as many groups as rows/2."""
+    sorted by it (stable: equal keys keep the SQL's order). Computed a batch at a time, from the inputs or
+    from what they look up (a few rows tie: their inputs are keys rather than columns on every row); a run
+    where every task ties has as many groups as rows/2."""
 
     inputs: Sequence[str] = ()
 

@@ -411,7 +411,7 @@ class ProfReport(Report):
             group[seq] = ((start_ns, duration), tuple(tie))
         if not group:
             return None
-        if len(group) == 1:               # no tie: no order to work out (its thread ranks scan every host call)
+        if len(group) == 1:               # no tie: no order to work out (nor launches to look up)
             return next(iter(group.values()))[0]
         seqs = sorted(group)
         rank = dict(zip(seqs, ge_order.ranks([group[seq][1] for seq in seqs])))
