@@ -333,11 +333,11 @@ PARALLEL_MIN_BYTES = 16 << 20
 
 
 def open_part(path: Path, schema: Schema, tables: List[str], source: Optional[Path] = None,
-              cache_kb: Optional[int] = None) -> sqlite3.Connection:
+              cache_kb: Optional[int] = None, source_parts: Optional[Dict[str, Path]] = None) -> sqlite3.Connection:
     """A part database a worker fills beside the database being built: bulk-load settings (``cache_kb``: a
     cache of its own size), ``tables`` of ``schema`` created, a transaction open. ``source``: the database
     being built, attached read-only as ``source`` for lookups (before the transaction: SQLite attaches
-    outside one)."""
+    outside one), with its parts merged so far (``SideLoads.attached``) under their names."""
     # (a URI, so that the read-only URI it attaches is one too whatever SQLite's build defaults)
     conn = sqlite3.connect(uri(path, "rwc"), uri=True, isolation_level=None)
     tune_for_bulk_load(conn)
@@ -345,6 +345,8 @@ def open_part(path: Path, schema: Schema, tables: List[str], source: Optional[Pa
         conn.execute(f"PRAGMA cache_size=-{int(cache_kb)}")
     if source is not None:
         conn.execute("ATTACH DATABASE ? AS source", (readonly_uri(source),))
+        for name, part in sorted((source_parts or {}).items()):
+            conn.execute("ATTACH DATABASE ? AS ?", (readonly_uri(part), name))
     schema.create(sqlite_utils_database(conn), tables)
     begin(conn)
     return conn
@@ -358,13 +360,13 @@ def _side_worker(part: str, schema: Schema, table: str, load, streams, token: st
         db = sqlite_utils_database(conn)
         counts: dict = {}
         notices = Notices(echo=False)
-        load(conn, streams, counts, notices)
+        result = load(conn, streams, counts, notices)
         schema.create_indexes(db, [table])
         conn.execute("CREATE TABLE part_token (token TEXT)")
         conn.execute("INSERT INTO part_token VALUES (?)", (token,))
         commit(conn)
         conn.execute("PRAGMA journal_mode=DELETE")
-        return counts, notices.items
+        return counts, notices.items, result
     finally:
         conn.close()
 
@@ -375,7 +377,9 @@ class SideLoads:
     ``families``: name → (table, load(conn, streams, counts, notices), streams), in the order the worker loads
     them. Only families of at least PARALLEL_MIN_BYTES go to the worker, and only with more than one core
     (``spare_cores``). ``merge(db, name)`` waits for a family (or loads it here when it was not sent to the
-    worker). One worker, not one per family: two cores then run two processes.
+    worker) and returns what its load returned. One worker, not one per family: two cores then run two
+    processes. ``attached()``: the parts merged so far, for other connections that read the database while it
+    is built.
 
     A family the worker loaded stays in its own database file, a *part* beside the database
     (msprof.pmu.<token>.db beside msprof.db), which readers attach (``open_readonly``): copying its table in
@@ -415,10 +419,10 @@ class SideLoads:
                                                           self.tokens[name])
         return self
 
-    def merge(self, db: "sqlite_utils.Database", name: str, counts: dict, notices: Notices) -> None:
+    def merge(self, db: "sqlite_utils.Database", name: str, counts: dict, notices: Notices):
         table, load, streams = self.families[name]
         if name in self.futures:
-            side_counts, side_notices = self.futures[name].result()
+            side_counts, side_notices, result = self.futures[name].result()
             notices.replay(side_notices)
             counts.update(side_counts)
             conn = self.conn = db.conn
@@ -428,9 +432,14 @@ class SideLoads:
             commit(conn)     # the rest of the import may read it too (ATTACH is refused inside a transaction)
             conn.execute("ATTACH DATABASE ? AS ?", (str(self._part(name)), f"part_{name}"))
             conn.execute("BEGIN")
-        else:
-            load(db.conn, streams, counts, notices)
-            self.schema.create_indexes(db, [table])
+            return result
+        result = load(db.conn, streams, counts, notices)
+        self.schema.create_indexes(db, [table])
+        return result
+
+    def attached(self) -> Dict[str, Path]:
+        """The parts merged so far, by the names they are attached under."""
+        return {f"part_{name}": self.parts[name] for name in self.kept}
 
     def __exit__(self, kind, *exc):
         if self.executor is not None:

@@ -129,6 +129,41 @@ def test_prof_device_worker_loads_the_same_database(tmp_path, monkeypatch):
     assert {"task", "pmu"} <= indexed_tables(device / "sqlite" / "msprof.db")
 
 
+def test_prof_host_worker_loads_the_same_database(tmp_path, monkeypatch):
+    """A PROF_ host's node_basic_info loaded by a worker process (into a part the association then reads, in
+    this process and, when the task_track records are split, in the process resolving their later half)
+    gives the database the inline load gives, and the same op_summary."""
+    from fixtures import profgen
+    from msprof import api
+    from msprof.decode import slices
+    from msprof.layouts.prof import importer as prof_importer
+    from test_prof import with_tensors
+
+    desc = with_tensors(dict(profgen_multi(), iterations=30, task_id_wrap=5))
+    prof = profgen.write_prof(tmp_path, desc)
+    host = prof / "host"
+    monkeypatch.setattr(prof_importer, "several_cores", lambda: True)
+    monkeypatch.setattr(slices, "CHUNK_BYTES", 640)              # ten records a chunk: both halves have some
+
+    def host_tables(parallel: int, split: int):
+        monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", parallel)
+        monkeypatch.setattr(prof_importer, "SPLIT_TRACK_BYTES", split)
+        prof_importer.import_result_dir(host, "host")
+        made = database_tables(host / "sqlite" / "msprof.db")
+        parts = sorted(p.name.split(".")[1] for p in (host / "sqlite").iterdir())
+        api.export_summary(prof, "csv")
+        return made, parts, (prof / "device_0" / "summary" / "op_summary.csv").read_text()
+
+    inline, inline_parts, inline_summary = host_tables(1 << 40, 1 << 40)
+    assert inline_parts == ["db"] and len(inline["node_info"]) == 30 * 6 and len(inline["launch"]) == 30 * 6
+    for split in (1 << 40, 0):
+        parallel, parts, summary = host_tables(0, split)
+        assert parallel == inline and summary == inline_summary
+        assert parts == ["db", "node_info"]       # kept as a part, read with the database
+    assert "node_info" in indexed_tables(host / "sqlite" / "msprof.db")
+    assert not [p for p in (host / "sqlite").iterdir() if p.name.startswith(".")]
+
+
 def profgen_multi() -> dict:
     from test_profgen import MULTI
 

@@ -292,7 +292,7 @@ class Associator:
                         extra="(SELECT iteration FROM model_exec e WHERE e.seq = a.seq)")
         model_at = models.enclosing(moments)
         contents = self.contents
-        node_keys = [(item, contents.get(info)) for item, info in zip(nodes.items[:-1], nodes.extras)] + [None]
+        node_keys = list(zip(nodes.items[:-1], map(contents.get, nodes.extras))) + [None]
         keys = zip(map(node_keys.__getitem__, node_at), columns[7], columns[6])
         op_ids = list(map(self.ops.__getitem__, keys))
         node_begins = nodes.begins + [None]

@@ -63,16 +63,17 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
     for path in unknown:
         log.info("ignored %s (not a known raw file)", path.name)
     counts: Dict[str, StreamCount] = {}
-    with store.build(target, HOST) as db:
+    # The node infos (and their index) are loaded by a worker while this process loads and indexes the API calls:
+    # both come before the association, the host's critical path (with a second core whether or not the device is
+    # imported beside it: 1.4 s less at 1M launches)
+    side = {"node_info": ("node_info", _load_node_infos, grouped.get("node_basic_info", []))}
+    with store.build(target, HOST) as db, store.SideLoads(target, HOST, side, several_cores()) as workers:
         conn = db.conn
         load_streams(conn, grouped.get("type_info_dic", []), lambda item: TypeInfoDecoder(), notices, counts)
         load_streams(conn, grouped.get("hash_dic", []), lambda item: HashDecoder(), notices, counts)
         load_streams(conn, grouped.get("api_event", []), lambda item: _ApiCalls(), notices, counts)
         load_streams(conn, grouped.get("graph_id_map", []), lambda item: CompactDecoder(GRAPH_ID_MAP), notices,
                      counts)
-        contents = NodeContents()
-        load_streams(conn, grouped.get("node_basic_info", []),
-                     lambda item: _NodeInfos(NODE_BASIC_INFO, aging_of(item.stem), contents), notices, counts)
         tensors = TensorContents()
         load_streams(conn, grouped.get("tensor_info", []), lambda item: _TensorInfos(tensors), notices, counts)
         _pair_events(conn, notices)
@@ -81,8 +82,9 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
         _model_executions(conn)
         names = dict(conn.execute("SELECT hash, text FROM hash_string"))
         type_names = {(level, t): name for level, t, name in conn.execute("SELECT level, type, name FROM type_name")}
+        contents = workers.merge(db, "node_info", counts, notices)
         associator = _load_launches(conn, grouped.get("task_track", []), (names, type_names, contents), notices,
-                                    counts)
+                                    counts, workers.attached())
         for table, columns in HOST_LATE_INDEXES:
             db[table].create_index(columns, if_not_exists=True)
         associator.launch_counts().insert(conn)
@@ -251,6 +253,14 @@ class _TensorInfos(CompactDecoder):
         return [self.contents.take_new(), Rows("tensor_info", ("thread", "ts", "node_hash", "tensor_id"), nodes)]
 
 
+def _load_node_infos(conn, streams, counts, notices) -> NodeContents:
+    """node_basic_info records into ``node_info``; returns the ids given to their contents."""
+    contents = NodeContents()
+    load_streams(conn, streams, lambda item: _NodeInfos(NODE_BASIC_INFO, aging_of(item.stem), contents), notices,
+                 counts)
+    return contents
+
+
 class _NodeInfos(CompactDecoder):
     """node_basic_info records, each with the id of its content (op type, GE task type, block dim, flag,
     aging): ops repeat, so the association fetches (time, id) pairs instead of five columns each."""
@@ -330,9 +340,11 @@ class _Share:
         tally.quiet |= quiet
 
 
-def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts: dict) -> Associator:
+def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts: dict,
+                   attached: Dict[str, Path]) -> Associator:
     """The ``launch`` and ``op`` rows of the task_track streams (``lookups``: the Associator's names, type
-    names and node contents); returns the Associator that holds the launch counts."""
+    names and node contents; ``attached``: the database's parts merged so far, by their attached names);
+    returns the Associator that holds the launch counts."""
     try:
         total = sum(p.stat().st_size for item in tracks for p in item.files)
     except OSError:             # (said with its name where the stream is opened)
@@ -348,8 +360,8 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
     parts = [temporary(directory, "msprof.launch.db") for _ in range(2)]
     try:
         with process_pool(1) as pool:
-            later = pool.submit(_resolve_part, source, str(parts[1]), tracks, lookups, total // 2)
-            part = _part_connection(parts[0], source)
+            later = pool.submit(_resolve_part, source, str(parts[1]), tracks, lookups, total // 2, attached)
+            part = _part_connection(parts[0], source, attached)
             try:
                 associator = _resolve(part, tracks, lookups, _Share(total // 2, True, later.result), notices, counts)
                 store.commit(part)
@@ -371,17 +383,18 @@ def _resolve(conn, tracks: list, lookups: tuple, share: _Share, notices: Notices
     return associator
 
 
-def _part_connection(part: Path, source: str):
-    """A part database for ``launch`` and ``op`` rows, with the database being built attached (read-only) for
-    the association's lookups: its tables are read by their names, as the part has none of them."""
+def _part_connection(part: Path, source: str, attached: Dict[str, Path]):
+    """A part database for ``launch`` and ``op`` rows, with the database being built and its parts (``attached``)
+    attached (read-only) for the association's lookups: their tables are read by their names, as the part has
+    none of them."""
     # (4 MB: rows are appended, a large cache would only add to the peak)
-    return store.open_part(part, HOST, ["launch", "op"], source=Path(source), cache_kb=4096)
+    return store.open_part(part, HOST, ["launch", "op"], source=Path(source), cache_kb=4096, source_parts=attached)
 
 
-def _resolve_part(source: str, part: str, tracks: list, lookups: tuple, cut: int) -> dict:
+def _resolve_part(source: str, part: str, tracks: list, lookups: tuple, cut: int, attached: Dict[str, Path]) -> dict:
     """In a worker: the task_track chunks from byte ``cut`` on, resolved into the part database ``part``;
     returns the ops it made (key → its op id), its launch counts and what it skipped in each stream."""
-    conn = _part_connection(Path(part), source)
+    conn = _part_connection(Path(part), source, attached)
     try:
         share = _Share(cut, False)
         associator = _resolve(conn, tracks, lookups, share, Notices(echo=False), {})
