@@ -10,9 +10,9 @@ import struct
 import time
 from collections import Counter
 from dataclasses import asdict
-from operator import eq, sub
+from operator import add, eq, sub
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from msprof import store
 from msprof.collection import ResultDir, data_files, read_result_dir, require_hwts_frequency
@@ -83,15 +83,12 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
         names = dict(conn.execute("SELECT hash, text FROM hash_string"))
         type_names = {(level, t): name for level, t, name in conn.execute("SELECT level, type, name FROM type_name")}
         contents = workers.merge(db, "node_info", counts, notices)
-        associator = _load_launches(conn, grouped.get("task_track", []), (names, type_names, contents), notices,
-                                    counts, workers.attached())
+        associator, checks = _load_launches(conn, grouped.get("task_track", []), (names, type_names, contents),
+                                            notices, counts, workers.attached())
         for table, columns in HOST_LATE_INDEXES:
             db[table].create_index(columns, if_not_exists=True)
         associator.launch_counts().insert(conn)
-        (no_node, no_model, in_model, no_info) = conn.execute(
-            "SELECT coalesce(sum(o.ge AND l.call_begin IS NULL), 0), coalesce(sum(o.ge AND l.model_id IS NULL), 0),"
-            " coalesce(sum(l.model_id IS NOT NULL), 0), coalesce(sum(1 - o.ge), 0)"
-            " FROM launch l JOIN op o USING (op_id) WHERE o.kernel = 1").fetchone()
+        no_node, no_model, in_model, no_info = checks
         if no_node:
             notices.warn(f"{no_node} task(s) launched outside a node-level API: named by their kernel (op name and "
                          "type), as the reference names them")
@@ -301,6 +298,13 @@ class _Resolving(Decoder):
         return []
 
 
+# What the launches say of the association, for the import's warnings: kernel launches of GE tasks outside a
+# node-level call and outside a model-level call, kernel launches inside a model-level call, and kernel launches
+# in a node-level call without its node_basic_info (no GE task)
+LAUNCH_CHECKS = ("SELECT coalesce(sum(o.ge AND l.call_begin IS NULL), 0), coalesce(sum(o.ge AND l.model_id IS NULL), 0),"
+                 " coalesce(sum(l.model_id IS NOT NULL), 0), coalesce(sum(1 - o.ge), 0)"
+                 " FROM main.launch l JOIN main.op o USING (op_id) WHERE o.kernel = 1")
+
 # From this much task_track (a per-launch run of ~125k launches; 64 B each) and with a second core, two
 # processes resolve the records: this one the first half, a worker the second, each into a part database, then
 # both are copied in with the worker's op ids and launch ranks made this one's (Associator.absorb). At 1M
@@ -341,10 +345,10 @@ class _Share:
 
 
 def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts: dict,
-                   attached: Dict[str, Path]) -> Associator:
+                   attached: Dict[str, Path]) -> Tuple[Associator, tuple]:
     """The ``launch`` and ``op`` rows of the task_track streams (``lookups``: the Associator's names, type
     names and node contents; ``attached``: the database's parts merged so far, by their attached names);
-    returns the Associator that holds the launch counts."""
+    returns the Associator that holds the launch counts, and the launches' LAUNCH_CHECKS."""
     try:
         total = sum(p.stat().st_size for item in tracks for p in item.files)
     except OSError:             # (said with its name where the stream is opened)
@@ -363,7 +367,8 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
             later = pool.submit(_resolve_part, source, str(parts[1]), tracks, lookups, total // 2, attached)
             part = _part_connection(parts[0], source, attached)
             try:
-                associator = _resolve(part, tracks, lookups, _Share(total // 2, True, later.result), notices, counts)
+                associator, checks = _resolve(part, tracks, lookups, _Share(total // 2, True, later.result), notices,
+                                              counts)
                 store.commit(part)
             finally:
                 part.close()
@@ -372,15 +377,18 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
     finally:
         for path in parts:
             path.unlink(missing_ok=True)
-    return associator
+    return associator, tuple(map(add, checks, result["checks"]))
 
 
-def _resolve(conn, tracks: list, lookups: tuple, share: _Share, notices: Notices, counts: dict) -> Associator:
-    """The task_track chunks ``share`` gives this process, resolved into ``conn``'s launch and op tables."""
+def _resolve(conn, tracks: list, lookups: tuple, share: _Share, notices: Notices,
+             counts: dict) -> Tuple[Associator, tuple]:
+    """The task_track chunks ``share`` gives this process, resolved into ``conn``'s launch and op tables; the
+    Associator and what LAUNCH_CHECKS counts of them (counted by each process of its own: it is then no scan of
+    every launch after the merge, where the import has one process left)."""
     associator = Associator(conn, *lookups)
     load_streams(conn, tracks, lambda item: _Resolving(CompactDecoder(TASK_TRACK, aging_of(item.stem)), associator,
                                                        share), notices, counts)
-    return associator
+    return associator, conn.execute(LAUNCH_CHECKS).fetchone()
 
 
 def _part_connection(part: Path, source: str, attached: Dict[str, Path]):
@@ -397,9 +405,10 @@ def _resolve_part(source: str, part: str, tracks: list, lookups: tuple, cut: int
     conn = _part_connection(Path(part), source, attached)
     try:
         share = _Share(cut, False)
-        associator = _resolve(conn, tracks, lookups, share, Notices(echo=False), {})
+        associator, checks = _resolve(conn, tracks, lookups, share, Notices(echo=False), {})
         store.commit(conn)
-        return {"ops": dict(associator.ops), "counts": associator.counted(), "tallies": share.tallies}
+        return {"ops": dict(associator.ops), "counts": associator.counted(), "tallies": share.tallies,
+                "checks": checks}
     finally:
         conn.close()
 
