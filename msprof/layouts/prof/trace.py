@@ -38,6 +38,8 @@ _TASK_FLOW = _TASK + (',\n{"ph":"s","cat":"%s","name":"%s","id":%%s,"pid":<HOST>
 def _formats(template: str, pid: int, host_pid: int = 0):
     """us_formats of ``template`` with its pids written in."""
     return us_formats(template.replace("<PID>", str(int(pid))).replace("<HOST>", str(int(host_pid))))
+
+
 # The host calls' sort spills to a temporary file beyond this: a per-launch run's 1.5M calls per half (3M
 # at 1M tasks) took as long sorted in 32 MB runs as in memory (7.6 s for the timeline) at 88 MB of RSS
 # instead of 119 MB (memory stays flat with the number of tasks)
