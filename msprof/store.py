@@ -422,7 +422,12 @@ class SideLoads:
     def merge(self, db: "sqlite_utils.Database", name: str, counts: dict, notices: Notices):
         table, load, streams = self.families[name]
         if name in self.futures:
-            side_counts, side_notices, result = self.futures[name].result()
+            side_counts, side_notices, result = self.futures.pop(name).result()
+            if not self.futures:
+                # the worker is done: its pool (and the pool's thread) goes now, so that a process forked later
+                # in the import (the association's) is not forked from a threaded one
+                self.executor.shutdown(wait=True)
+                self.executor = None
             notices.replay(side_notices)
             counts.update(side_counts)
             conn = self.conn = db.conn
