@@ -7,6 +7,7 @@ imports the same damaged JOB both ways and compares every table row for row; the
 checked by hand-computed tests elsewhere (test_job_values, test_faults).
 """
 import contextlib
+import threading
 
 import pytest
 
@@ -145,10 +146,19 @@ def test_prof_host_worker_loads_the_same_database(tmp_path, monkeypatch):
     monkeypatch.setattr(prof_importer, "several_cores", lambda: True)
     monkeypatch.setattr(slices, "CHUNK_BYTES", 640)              # ten records a chunk: both halves have some
 
+    # the association forks its worker from a process without threads of the import's own (the node infos'
+    # worker pool is shut down by then: forking a threaded process may deadlock the child)
+    forked_with = []
+    load_launches = prof_importer._load_launches
+    monkeypatch.setattr(prof_importer, "_load_launches", lambda *args: forked_with.append(
+        set(threading.enumerate())) or load_launches(*args))
+
     def host_tables(parallel: int, split: int):
         monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", parallel)
         monkeypatch.setattr(prof_importer, "SPLIT_TRACK_BYTES", split)
+        before = set(threading.enumerate())
         prof_importer.import_result_dir(host, "host")
+        assert forked_with.pop() <= before
         made = database_tables(host / "sqlite" / "msprof.db")
         parts = sorted(p.name.split(".")[1] for p in (host / "sqlite").iterdir())
         api.export_summary(prof, "csv")
