@@ -726,27 +726,26 @@ class _FirstAppearance(Ties):
 
     def _ranks(self) -> Dict[tuple, tuple]:
         conn, report = self.report.conn, self.report
-        context = 4294967295             # the default context id of a task outside FFTS+
         batched = (report.drv_version >= ALL_EXPORT_DRIVER
                    and report.platform not in ALL_EXPORT_EXCEPT)          # keys carry the batch id too
-
-        def key(stream: int, task: int, batch: int) -> tuple:
-            return (stream, task, context, batch) if batched else (stream, task, context)
 
         # The reference's set of keys: host launches' keys by time (those of one moment in the GE task list's
         # thread order), then the device tasks' keys by first start, joined by the same expression (| may size
         # the set from a dict's length before adding its keys, and the set's order depends on that). Its order
         # depends on every key; only the keys of tasks that tie keep a rank (a run where nothing ties keeps
-        # none).
-        host = dict.fromkeys(itertools.starmap(key, self._host_keys(batched)))
-        device = dict.fromkeys(itertools.starmap(key, conn.execute(
-            "SELECT stream_id, task_id, 0 FROM task_key ORDER BY rank")))
+        # none). Memory is a key per distinct (stream, task) — up to 65536 a stream: the device's keys are
+        # added to the set as they come (adding a key again changes nothing), not gathered into a dict first.
+        host: Dict[tuple, None] = {}
+        for keys in _key_batches(self._host_keys(batched), batched):
+            host.update(zip(keys, repeat(None)))
+        keys = host.keys() | ()
+        del host
+        for device in _key_batches(conn.execute("SELECT stream_id, task_id, 0 FROM task_key ORDER BY rank"), batched):
+            keys.update(device)
         first = {(stream, task): start for stream, task, start in conn.execute(
             "SELECT stream_id, task_id, first_start FROM task_key WHERE tied = 1")}
-        keys = host.keys() | device.keys()
-        del host, device
         # the tied tasks' keys in the set's order (a key with batches: its first)
-        found = (filter({key(stream, task, 0) for stream, task in first}.__contains__, keys) if not batched
+        found = (filter({(stream, task, _CONTEXT) for stream, task in first}.__contains__, keys) if not batched
                  else (k for k in keys if k[:2] in first))
         place: Dict[tuple, int] = {}
         for i, k in enumerate(found):
@@ -787,6 +786,19 @@ class _FirstAppearance(Ties):
         return conn.execute(
             f"SELECT {keys} FROM host.launch h LEFT JOIN msprof_thread_rank r ON r.thread = h.thread"
             f" WHERE h.device_id = :dev ORDER BY h.ts, coalesce(r.rank, {_GeOrder.LAST}), h.seq", params)
+
+
+# the default context id of a task outside FFTS+ (the reference's keys carry it)
+_CONTEXT = 4294967295
+
+
+def _key_batches(cursor, batched: bool) -> Iterator[Iterator[tuple]]:
+    """The reference's task keys of rows (stream, task, batch), a batch of rows at a time: (stream, task, context)
+    or, ``batched``, (stream, task, context, batch) — tuples made at C speed, sharing one context int."""
+    for rows in iter(functools.partial(cursor.fetchmany, 4096), []):
+        streams, tasks, batches = zip(*rows)
+        yield (zip(streams, tasks, repeat(_CONTEXT), batches) if batched
+               else zip(streams, tasks, repeat(_CONTEXT)))
 
 
 class _OpTotals(Tap):
