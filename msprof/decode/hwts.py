@@ -5,12 +5,12 @@ start that never ends, is kept as an unpaired task (one time missing), never giv
 """
 import itertools
 import struct
-from collections import defaultdict
 from operator import and_, eq, gt, lshift, mul, or_
 from typing import List, Optional, Tuple
 
 from msprof.decode.base import Decoder, Tally
 from msprof.decode.blocks import byte_column, record_struct
+from msprof.decode.occurrences import Occurrences
 
 RECORD_SIZE = 64
 # flags (log type | counter << 4), task type, task id, syscnt, stream field (magic and reserved skipped:
@@ -57,7 +57,7 @@ class Pairer:
 
     def __init__(self, apart: Optional[int] = None):
         self.pending = {}  # (stream_id << 16 | task_id) → (start syscnt, task type, record index)
-        self.executions = defaultdict(itertools.count)   # same key (| APART for an ``apart`` task) → next exec_n
+        self.executions = Occurrences()   # same key (| APART for an ``apart`` task) → its executions so far
         self.apart = apart
         self.last_counter = None
         self.consumed = 0       # records of the stream fed so far
@@ -123,7 +123,7 @@ class Pairer:
         keys = map(or_, map(lshift, streams, itertools.repeat(16)), tasks)
         if self.apart is not None and self.apart in types:      # (C speed: APART * (type == apart))
             keys = map(or_, keys, map(mul, map(eq, types, itertools.repeat(self.apart)), itertools.repeat(APART)))
-        exec_n = list(map(next, map(self.executions.__getitem__, keys)))
+        exec_n = self.executions.take(list(keys))
         self.last_counter = body[-RECORD_SIZE] >> 4
         base = self.consumed
         self.consumed += len(body) // RECORD_SIZE
@@ -159,7 +159,7 @@ class Pairer:
             key = (stream_field & STREAM_MASK) << 16 | task_id
             if log_type == LOG_END:
                 started = pending.pop(key, None)
-                n = next(executions[key | APART if task_type == self.apart else key])
+                n = executions.next(key | APART if task_type == self.apart else key)
                 if started is None:
                     self.unmatched_ends += 1
                     self.first_problem.setdefault("end", base + index)
@@ -175,7 +175,7 @@ class Pairer:
                     self.unended_starts += 1
                     self.first_problem.setdefault("start", earlier[2])
                     append((key >> 16, task_id, earlier[1], earlier[0], None,
-                            next(executions[key | APART if earlier[1] == self.apart else key])))
+                            executions.next(key | APART if earlier[1] == self.apart else key)))
                 pending[key] = (syscnt, task_type, base + index)
             else:
                 self.other_logs += 1
@@ -216,7 +216,7 @@ class Pairer:
         for key, (syscnt, task_type, _) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
             self.unended_starts += 1
             left.append((key >> 16, key & 0xFFFF, task_type, syscnt, None,
-                         next(self.executions[key | APART if task_type == self.apart else key])))
+                         self.executions.next(key | APART if task_type == self.apart else key)))
         self.pending.clear()
         return left
 

@@ -7,11 +7,12 @@ which are checked; the Ascend record documents neither (the reference analyser r
 reserved, and real devices need not set them), so every Ascend record of the right size is accepted.
 """
 import itertools
-from collections import defaultdict
+from operator import lshift, or_
 from typing import List, Optional
 
 from msprof.decode.base import Blocks, Decoder, Tally
 from msprof.decode.blocks import Checks, Layout, bad_records, index_before, valid_part
+from msprof.decode.occurrences import Occurrences
 
 RECORD_SIZE = 128
 MAGIC = 0x6BD3
@@ -64,7 +65,7 @@ class PmuDecoder(Decoder):
         self.fmt = fmt
         self.label = fmt.name
         self.looks_aligned = svp_looks_aligned if fmt.checks else None
-        self.executions = defaultdict(itertools.count)   # (stream, task) → its next exec_n
+        self.executions = Occurrences()   # stream << 16 | task → its executions so far
         self.damaged = 0
         self.first_damaged = 0
 
@@ -76,7 +77,7 @@ class PmuDecoder(Decoder):
             chunk, skipped, first = valid_part(chunk, RECORD_SIZE, fmt.checks, bad)
             tally.skip("bad magic or log type", skipped, first)
         layout = fmt.layout
-        width, executions = layout.width, self.executions.__getitem__
+        width, executions = layout.width, self.executions
         at_stream, at_task = fmt.stream_at, fmt.task_at
         blocks = []
         for n, block in enumerate(layout.blocks(chunk)):
@@ -84,8 +85,8 @@ class PmuDecoder(Decoder):
                 block = _masked(block, at_stream, width, fmt.stream_mask)
             if any(min(block[at::width]) < 0 for at in fmt.count_at):
                 block = self._without_damaged_counts(block, n * layout.block, tally.base, bad)
-            keys = zip(block[at_stream::width], block[at_task::width])
-            blocks.append(block + tuple(map(next, map(executions, keys))))
+            keys = map(or_, map(lshift, block[at_stream::width], itertools.repeat(16)), block[at_task::width])
+            blocks.append(block + tuple(executions.take(list(keys))))
         return [Blocks(layout, blocks)]
 
     def _without_damaged_counts(self, block: tuple, first: int, base: int, bad: List[int]) -> tuple:

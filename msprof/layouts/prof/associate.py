@@ -28,11 +28,13 @@ counted as ``occ`` is given out, not by a GROUP BY over the launches afterwards.
 import bisect
 import itertools
 from collections import defaultdict
-from operator import add, and_, le
-from typing import Dict, List, Optional, Tuple
+from itertools import repeat
+from operator import and_, le, lshift, or_, rshift
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from msprof.decode.api_event import LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME
 from msprof.decode.base import Rows
+from msprof.decode.occurrences import ID_MASK, Occurrences
 
 # the Model ID of a launch no model-level call encloses (the reference's: 0xFFFFFFFF)
 UNKNOWN_MODEL = 4294967295
@@ -184,6 +186,11 @@ class NodeContents(dict):
         return {i: content for content, i in self.items()}
 
 
+def _launch_key(key: int) -> tuple:
+    """(device, stream, task) of an ``occ`` key."""
+    return key >> 32, key >> 16 & ID_MASK, key & ID_MASK
+
+
 class Associator:
     """Turns decoded task_track blocks into ``launch`` rows (and new ``op`` rows); see the module docstring."""
 
@@ -192,7 +199,7 @@ class Associator:
         self.conn = conn
         self.contents = contents.by_id()
         self.ops = _Ops(names, {t: n for (level, t), n in type_names.items() if level == LEVEL_RUNTIME})
-        self.occ = defaultdict(itertools.count)      # (device, stream, task) → its next launch rank
+        self.occ = Occurrences()         # launches per device << 32 | stream << 16 | task
         self.has_tensors = conn.execute("SELECT 1 FROM tensor_info LIMIT 1").fetchone() is not None
 
     def rows(self, blocks) -> List[Rows]:
@@ -222,34 +229,28 @@ class Associator:
         # occ in the records' order (time order within a thread)
         devices = list(map(and_, columns[2], itertools.repeat(0xFFF)))
         columns[2] = devices
-        occ = list(map(next, map(self.occ.__getitem__, zip(devices, columns[3], columns[4]))))
+        occ = self.occ.take(list(map(or_, map(lshift, map(or_, map(lshift, devices, repeat(16)), columns[3]), repeat(16)),
+                                     columns[4])))          # keys device << 32 | stream << 16 | task
         launch = Rows("launch", LAUNCH_COLUMNS, list(zip(*columns[:6], occ, *extras)))
         return [self.ops.take_new(), launch]
 
-    def counted(self) -> Dict[tuple, int]:
-        """The launches of each (device, stream, task) so far."""
-        # (C-level maps: a per-launch run has 65536 task ids per stream)
-        counts = dict(zip(self.occ.keys(), map(next, self.occ.values())))
-        self.occ = defaultdict(itertools.count, zip(counts.keys(), map(itertools.count, counts.values())))
-        return counts
-
-    def absorb(self, ops: Dict[tuple, int], counts: Dict[tuple, int]) -> Tuple[List[tuple], Dict[tuple, int]]:
+    def absorb(self, ops: Dict[tuple, int], counts: Occurrences) -> Tuple[List[tuple], List[tuple]]:
         """Take in the records an Associator of the same import resolved after this one's (the later half of
         the task_track stream, in another process): its ``ops`` (key → its own op id) and launch ``counts``.
-        Returns (its op id → this one's, as pairs) and the launches of each key before its records (what its
-        ``occ`` values are offset by). Its ops new here get ids in the order it met them, as one Associator
-        reading every record would have given them."""
-        before = self.counted()
+        Returns (its op id → this one's, as pairs) and (device, stream, task, launches before its records) of
+        its keys launched here too (what its ``occ`` values are offset by). Its ops new here get ids in the
+        order it met them, as one Associator reading every record would have given them."""
         op_ids = [(local, self.ops[key]) for key, local in ops.items()]
-        later = counts.keys()
-        self.occ.update(zip(later, map(itertools.count, map(add, map(before.get, later, itertools.repeat(0)),
-                                                                counts.values()))))
-        return op_ids, before
+        before = self.occ.absorb(counts)
+        return op_ids, [_launch_key(key) + (n,) for key, n in before]
 
-    def launch_counts(self) -> Rows:
-        """``launch_count`` rows: the launches of each (device, stream, task), as counted by ``occ``."""
-        return Rows("launch_count", ("device_id", "stream_id", "task_id", "launches"),
-                    [key + (next(counter),) for key, counter in self.occ.items()])
+    def launch_counts(self) -> Iterator[Rows]:
+        """``launch_count`` rows: the launches of each (device, stream, task), as counted by ``occ``, a batch
+        at a time."""
+        for keys, counts in self.occ.items():
+            devices, streams = map(rshift, keys, repeat(32)), map(and_, map(rshift, keys, repeat(16)), repeat(ID_MASK))
+            yield Rows("launch_count", ("device_id", "stream_id", "task_id", "launches"),
+                       list(zip(devices, streams, map(and_, keys, repeat(ID_MASK)), counts)))
 
     def _own_node_infos(self, nodes: _Calls, thread: int) -> None:
         """Where node calls nest, a node_basic_info belongs to the innermost call open at its time (the

@@ -23,6 +23,7 @@ from msprof.decode.blocks import Layout, bad_records, index_before, record_struc
 from msprof.decode.compact import GRAPH_ID_MAP, NODE_BASIC_INFO, TASK_TRACK, TENSOR_INFO, CompactDecoder, aging_of
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder
 from msprof.decode.hwts import HwtsDecoder
+from msprof.decode.occurrences import Occurrences
 from msprof.decode.pmu import ASCEND, PmuDecoder
 from msprof.decode.slices import group_files
 from msprof.decode.stars import StarsDecoder
@@ -87,7 +88,8 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
                                             notices, counts, workers.attached())
         for table, columns in HOST_LATE_INDEXES:
             db[table].create_index(columns, if_not_exists=True)
-        associator.launch_counts().insert(conn)
+        for rows in associator.launch_counts():
+            rows.insert(conn)
         no_node, no_model, in_model, no_info = checks
         if no_node:
             notices.warn(f"{no_node} task(s) launched outside a node-level API: named by their kernel (op name and "
@@ -407,7 +409,7 @@ def _resolve_part(source: str, part: str, tracks: list, lookups: tuple, cut: int
         share = _Share(cut, False)
         associator, checks = _resolve(conn, tracks, lookups, share, Notices(echo=False), {})
         store.commit(conn)
-        return {"ops": dict(associator.ops), "counts": associator.counted(), "tallies": share.tallies,
+        return {"ops": dict(associator.ops), "counts": associator.occ, "tallies": share.tallies,
                 "checks": checks}
     finally:
         conn.close()
@@ -425,8 +427,7 @@ def _merge_parts(conn, associator: Associator, parts: List[Path], later: dict) -
     # (typed: a key of no affinity cannot be looked up by the launches' integers)
     conn.execute("CREATE TEMP TABLE msprof_before (device_id INTEGER, stream_id INTEGER, task_id INTEGER, n INTEGER,"
                  " PRIMARY KEY (device_id, stream_id, task_id)) WITHOUT ROWID")
-    Rows("msprof_before", ("device_id", "stream_id", "task_id", "n"),
-         [k + (before[k],) for k in later["counts"] if k in before]).insert(conn)
+    Rows("msprof_before", ("device_id", "stream_id", "task_id", "n"), before).insert(conn)
     ops = ", ".join(OP_COLUMNS)
     conn.execute(f"INSERT INTO main.op ({ops}) SELECT {ops} FROM part0.op ORDER BY op_id")
     associator.ops.take_new().insert(conn)
@@ -594,7 +595,7 @@ def _pair_stars(conn, notices: Notices) -> None:
     if not conn.execute("SELECT 1 FROM stars_log LIMIT 1").fetchone():
         return
     pending: Dict[tuple, tuple] = {}
-    executions: Dict[tuple, int] = {}
+    executions = Occurrences()
     orphan_starts = orphan_ends = 0
     first_start: Optional[tuple] = None      # (stream, task, counter) of the first of each kind: what to look for
     first_end: Optional[tuple] = None
@@ -614,8 +615,7 @@ def _pair_stars(conn, notices: Notices) -> None:
             orphan_ends += 1
             first_end = first_end or key + (syscnt,)
             continue
-        n = executions.get(key, 0)
-        executions[key] = n + 1
+        n = executions.next(stream_id << 16 | task_id)
         batch.append((stream_id, task_id, started[1], started[0], syscnt, n))
         if len(batch) >= 10000:
             Rows("task", TASK_COLUMNS, batch).insert(conn)

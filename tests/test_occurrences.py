@@ -1,0 +1,87 @@
+"""msprof.decode.occurrences against a plain dict of counts, over the shapes that take its three paths: groups
+with arrays, groups in the dict, keys met twice in one batch, batches mixing both kinds of group, and a later
+half's counts absorbed."""
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from msprof.decode.occurrences import Occurrences  # noqa: E402
+
+
+def _batches(seed: int, n: int):
+    """Batches of keys, each of one shape or mixed: dense streams cycling their 16-bit ids in order (wrapping),
+    sparse streams of few ids, damage-like keys spread over many groups, keys met again within the batch."""
+    rng = random.Random(seed)
+    dense_at = 0
+
+    def key(shape: str) -> int:
+        nonlocal dense_at
+        if shape == "dense":                     # 3 streams, ids in order
+            dense_at += 1
+            return dense_at % 3 << 16 | (dense_at // 3) % 65536
+        if shape == "sparse":                    # 40 streams, few ids each
+            return rng.randrange(100, 140) << 16 | rng.randrange(50)
+        return rng.randrange(1 << 20) << 16 | rng.randrange(65536)      # spread over many groups
+
+    made = 0
+    while made < n:
+        size = rng.choice([1, 7, 1000, 5000, 20000])
+        shape = rng.choice(["dense", "dense", "sparse", "spread", "mixed"])
+        batch = [key(rng.choice(["dense", "sparse", "spread"]) if shape == "mixed" else shape)
+                 for _ in range(size)]
+        if rng.random() < 0.2 and size > 1:      # a key twice in the batch
+            batch[rng.randrange(size)] = batch[0]
+        made += size
+        yield batch
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_ranks_and_counts_are_those_of_a_plain_counter(seed):
+    occurrences, plain = Occurrences(), Counter()
+    for batch in _batches(seed, 120_000):
+        expected = []
+        for key in batch:
+            expected.append(plain[key])
+            plain[key] += 1
+        assert occurrences.take(batch) == expected
+    assert occurrences.arrays, "no group got an array: the test misses the array path"
+    assert occurrences.sparse, "no key stayed in the dict: the test misses the dict path"
+    got = {}
+    for keys, counts in occurrences.items():
+        assert len(keys) == len(counts)
+        got.update(zip(keys, counts))
+    assert got == dict(plain)
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_absorbing_a_later_half_counts_as_one_would(seed):
+    batches = list(_batches(seed, 100_000))
+    half = len(batches) // 2
+    first, later, whole = Occurrences(), Occurrences(), Occurrences()
+    plain_first, plain_later = Counter(), Counter()
+    later_ranks, whole_ranks = [], []
+    for batch in batches[:half]:
+        first.take(batch)
+        whole_ranks += whole.take(batch)
+        plain_first.update(batch)
+    for batch in batches[half:]:
+        later_ranks.append((batch, later.take(batch)))
+        whole_ranks += whole.take(batch)
+        plain_later.update(batch)
+    before = first.absorb(later)
+    assert before == sorted((key, plain_first[key]) for key in plain_later if plain_first[key])
+    offset = dict(before)
+    shifted = [rank + offset.get(key, 0) for batch, ranks in later_ranks for key, rank in zip(batch, ranks)]
+    assert shifted == whole_ranks[sum(len(b) for b in batches[:half]):]
+    merged = {}
+    for keys, counts in first.items():
+        merged.update(zip(keys, counts))
+    assert merged == dict(plain_first + plain_later)
+    # and counting goes on from the sums
+    probe = sorted(plain_later)[:1000]
+    assert first.take(probe) == [plain_first[k] + plain_later[k] for k in probe]
