@@ -5,8 +5,9 @@ association), in one place.
 A key is ``group << 16 | id``, the id a 16-bit task id (every record family gives it 16 bits), the group what
 comes before it (a stream, a device and stream). A group met with many ids — a stream of a long run — keeps
 a count per id in an array: 256 KB, however many of its 65536 ids come. The other groups' keys sit in a dict
-(~75 B a key), so that damaged data with stream ids all over the place cannot make an array for each. A dict
-of (stream, task) tuples held ~160 MB per million keys, which a per-launch run on 16 streams has.
+(~110 B a key), so that damaged data with stream ids all over the place cannot make an array for each: a
+group gets one only when its keys would cost more in the dict. A dict of (stream, task) tuples held ~160 MB
+per million keys, which a per-launch run on 16 streams has.
 """
 import itertools
 from array import array
@@ -29,7 +30,7 @@ def _plus_repeats(counts: List[int], keys: List[int]) -> List[int]:
 class Occurrences:
     """Counts of keys met so far (see the module docstring)."""
 
-    # ids of a group counted before it gets its array: 4096 dict entries cost about what the array does
+    # ids of a group counted before it gets its array: 4096 keys cost ~450 KB in the dict, the array 256 KB
     DENSE = 1 << 12
 
     def __init__(self):
