@@ -51,6 +51,9 @@ INDEP_SHAPES = {
     "indep-streams": (["--mode", "launch", "--platform", "1", "--streams", "2"],
                       "the independent generator's per-launch run on two streams (chip 2; some tasks of the two "
                       "start at the same moment: ties)"),
+    "indep-many-streams": (["--mode", "launch", "--platform", "1", "--streams", "16"],
+                           "the independent generator's per-launch run on 16 streams (chip 2; as many (stream, "
+                           "task) keys as tasks, 1M at 1M tasks; some tasks start at the same moment: ties)"),
     "indep-stars": (["--mode", "launch", "--platform", "5"],
                     "the independent generator's per-launch run on a STARS chip (platform 5; its aicore.data "
                     "unread, as by the reference)"),

@@ -85,3 +85,15 @@ def test_absorbing_a_later_half_counts_as_one_would(seed):
     # and counting goes on from the sums
     probe = sorted(plain_later)[:1000]
     assert first.take(probe) == [plain_first[k] + plain_later[k] for k in probe]
+
+
+def test_a_long_run_on_many_streams_is_counted_in_arrays():
+    """16 streams cycling through their 65536 task ids (a per-launch run of 1M tasks): each stream ends with an
+    array of its own and nothing is left in the dict — memory no longer grows with the number of keys."""
+    occurrences = Occurrences()
+    keys = [stream << 16 | task for task in range(65536) for stream in range(16)]
+    for at in range(0, len(keys), 8192):
+        assert occurrences.take(keys[at:at + 8192]) == [0] * len(keys[at:at + 8192])
+    assert sorted(occurrences.arrays) == list(range(16))
+    assert not occurrences.sparse
+    assert occurrences.take([3 << 16 | 7, 3 << 16 | 7]) == [1, 2]

@@ -790,13 +790,18 @@ class _FirstAppearance(Ties):
 
 # the default context id of a task outside FFTS+ (the reference's keys carry it)
 _CONTEXT = 4294967295
+# one int object per 16-bit id (stream and task ids are 16 bits), shared by every key that holds it: 28 bytes
+# less per key of a million
+_IDS = list(range(1 << 16))
 
 
 def _key_batches(cursor, batched: bool) -> Iterator[Iterator[tuple]]:
     """The reference's task keys of rows (stream, task, batch), a batch of rows at a time: (stream, task, context)
-    or, ``batched``, (stream, task, context, batch) — tuples made at C speed, sharing one context int."""
+    or, ``batched``, (stream, task, context, batch) — tuples made at C speed, sharing their ints."""
+    ids = _IDS.__getitem__
     for rows in iter(functools.partial(cursor.fetchmany, 4096), []):
         streams, tasks, batches = zip(*rows)
+        streams, tasks = map(ids, streams), map(ids, tasks)
         yield (zip(streams, tasks, repeat(_CONTEXT), batches) if batched
                else zip(streams, tasks, repeat(_CONTEXT)))
 
