@@ -1,8 +1,10 @@
 """msprof.decode.occurrences against a plain dict of counts, over the shapes that take its three paths: groups
 with arrays, groups in the dict, keys met twice in one batch, batches mixing both kinds of group, and a later
 half's counts absorbed."""
+import pickle
 import random
 import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -97,3 +99,44 @@ def test_a_long_run_on_many_streams_is_counted_in_arrays():
     assert sorted(occurrences.arrays) == list(range(16))
     assert not occurrences.sparse
     assert occurrences.take([3 << 16 | 7, 3 << 16 | 7]) == [1, 2]
+
+
+@pytest.mark.parametrize("seed", range(6, 30))
+def test_absorbing_counts_that_overlap_in_part(seed):
+    """The later half meets ids the first half did not, below and among the ones both met (task ids wrapping
+    back to 0), with either side's group in an array or in the dict."""
+    rng = random.Random(seed)
+    first, later = Occurrences(), Occurrences()
+    plain_first, plain_later = Counter(), Counter()
+    for occurrences, plain in ((first, plain_first), (later, plain_later)):
+        for group in range(3):
+            low = rng.randrange(0, 3000)
+            ids = range(low, low + rng.choice([10, 5000]))          # a group in the dict, or in an array
+            keys = [group << 16 | i for i in ids if rng.random() < 0.9]
+            occurrences.take(keys)
+            plain.update(keys)
+    before = first.absorb(later)
+    assert before == sorted((key, plain_first[key]) for key in plain_later if plain_first[key])
+    merged = {}
+    for keys, counts in first.items():
+        merged.update(zip(keys, counts))
+    assert merged == dict(plain_first + plain_later)
+
+
+def test_the_wrapped_ids_of_a_later_half():
+    first, later = Occurrences(), Occurrences()
+    first.take([3 << 16 | t for t in range(1, 5001)])
+    later.take([3 << 16 | t for t in range(0, 5001)])
+    assert dict(first.absorb(later))[3 << 16 | 1] == 1
+
+
+def test_counts_pickle_as_ints():
+    """What a worker sends back: no itertools.count object is pickled (Python 3.14 cannot; 3.12 warns)."""
+    occurrences = Occurrences()
+    occurrences.take([1 << 16 | 5, 1 << 16 | 5, 2 << 16 | 9] + [4 << 16 | i for i in range(5000)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        copy = pickle.loads(pickle.dumps(occurrences))
+    assert b"itertools" not in pickle.dumps(occurrences)
+    assert copy.take([1 << 16 | 5, 2 << 16 | 9, 4 << 16 | 7, 7 << 16]) == [2, 1, 1, 0]
+    assert occurrences.take([1 << 16 | 5]) == [2]

@@ -960,13 +960,19 @@ def with_tensors(desc: dict) -> dict:
     return desc
 
 
-def test_two_processes_resolve_the_task_track_records_as_one_does(tmp_path, monkeypatch):
+@pytest.mark.parametrize("dense", [None, 2])
+def test_two_processes_resolve_the_task_track_records_as_one_does(tmp_path, monkeypatch, dense):
     """From SPLIT_TRACK_BYTES a worker resolves the later half of the task_track records into a part database
     that is merged in: the host database holds what one process makes of them — launches in record order, ops
     numbered as first met (some first met in the later half), launch ranks (occ) carried over the halves on
-    reused task ids, and a bad record in each half counted in one warning that names the first."""
+    reused task ids, and a bad record in each half counted in one warning that names the first. ``dense``:
+    launches counted in arrays from two task ids a stream on (a long run's streams), not in the dict."""
     from msprof.decode import slices
+    from msprof.decode.occurrences import Occurrences
     from msprof.layouts.prof import importer
+
+    if dense:
+        monkeypatch.setattr(Occurrences, "DENSE", dense)
 
     desc = with_tensors(dict(MULTI, iterations=30, task_id_wrap=5))    # (ops carry their tensors' id too)
     prof_dir = pg.write_prof(tmp_path, desc)

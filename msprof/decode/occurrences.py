@@ -40,6 +40,14 @@ class Occurrences:
         self.sparse: Dict[int, itertools.count] = defaultdict(itertools.count)
         self.ids: Counter = Counter()           # group → its keys in ``sparse``
 
+    def __getstate__(self):
+        # (counts as ints: itertools.count objects do not pickle from Python 3.14 on, and warn before)
+        return self.arrays, self._counts(), self.ids
+
+    def __setstate__(self, state) -> None:
+        self.arrays, counts, self.ids = state
+        self.sparse = defaultdict(itertools.count, zip(counts.keys(), map(itertools.count, counts.values())))
+
     def take(self, keys: List[int]) -> List[int]:
         """Each key's count so far (its rank among the keys met), counting these in — at C speed: a key met
         twice among them gets its two ranks, and the keys of groups with and without an array are each taken
@@ -129,8 +137,8 @@ class Occurrences:
             if own is None:            # its keys met here, if any, are in the dict
                 own = array("I", map(mine.pop, range(first, first + IDS), itertools.repeat(0)))
                 self.ids.pop(group, None)
-            before += zip(itertools.compress(range(first, first + IDS), map(mul, own, table)),
-                          itertools.compress(own, table))
+            both = list(map(mul, own, table))          # (non-zero where the id was met on both sides)
+            before += zip(itertools.compress(range(first, first + IDS), both), itertools.compress(own, both))
             self.arrays[group] = array("I", map(add, own, table))
         for key, n in later._counts().items():
             table = self.arrays.get(key >> 16)

@@ -730,11 +730,13 @@ class _FirstAppearance(Ties):
                    and report.platform not in ALL_EXPORT_EXCEPT)          # keys carry the batch id too
 
         # The reference's set of keys: host launches' keys by time (those of one moment in the GE task list's
-        # thread order), then the device tasks' keys by first start, joined by the same expression (| may size
-        # the set from a dict's length before adding its keys, and the set's order depends on that). Its order
-        # depends on every key; only the keys of tasks that tie keep a rank (a run where nothing ties keeps
-        # none). Memory is a key per distinct (stream, task) — up to 65536 a stream: the device's keys are
-        # added to the set as they come (adding a key again changes nothing), not gathered into a dict first.
+        # thread order), then the device tasks' keys by first start — its ``host.keys() | device.keys()``. Its
+        # order depends on every key, and on how the set was sized: ``host.keys() | ()`` makes the set from the
+        # same left operand (| sizes it from the dict's length on Python 3.10+, not on 3.9), and adding the
+        # device's keys one by one, as | does, is the same whatever their repeats (adding a key again changes
+        # nothing): they are streamed in, not gathered into a dict first. Memory is a key per distinct
+        # (stream, task[, batch]) — up to 65536 a stream. Only the keys of tasks that tie keep a rank (a run where
+        # nothing ties keeps none).
         host: Dict[tuple, None] = {}
         for keys in _key_batches(self._host_keys(batched), batched):
             host.update(zip(keys, repeat(None)))
@@ -790,15 +792,17 @@ class _FirstAppearance(Ties):
 
 # the default context id of a task outside FFTS+ (the reference's keys carry it)
 _CONTEXT = 4294967295
-# one int object per 16-bit id (stream and task ids are 16 bits), shared by every key that holds it: 28 bytes
-# less per key of a million
-_IDS = list(range(1 << 16))
+@functools.lru_cache(maxsize=1)
+def _ids() -> List[int]:
+    """One int object per 16-bit id (stream and task ids are 16 bits), shared by every key that holds it: 28
+    bytes less per key (2 MB, made when a run has ties)."""
+    return list(range(1 << 16))
 
 
 def _key_batches(cursor, batched: bool) -> Iterator[Iterator[tuple]]:
     """The reference's task keys of rows (stream, task, batch), a batch of rows at a time: (stream, task, context)
     or, ``batched``, (stream, task, context, batch) — tuples made at C speed, sharing their ints."""
-    ids = _IDS.__getitem__
+    ids = _ids().__getitem__
     for rows in iter(functools.partial(cursor.fetchmany, 4096), []):
         streams, tasks, batches = zip(*rows)
         streams, tasks = map(ids, streams), map(ids, tasks)
