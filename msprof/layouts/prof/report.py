@@ -792,6 +792,8 @@ class _FirstAppearance(Ties):
 
 # the default context id of a task outside FFTS+ (the reference's keys carry it)
 _CONTEXT = 4294967295
+
+
 @functools.lru_cache(maxsize=1)
 def _ids() -> List[int]:
     """One int object per 16-bit id (stream and task ids are 16 bits), shared by every key that holds it: 28
