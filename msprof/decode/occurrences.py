@@ -126,20 +126,25 @@ class Occurrences:
             batch = sparse[at:at + IDS]
             yield [key for key, _n in batch], [n for _key, n in batch]
 
-    def absorb(self, later: "Occurrences") -> List[Tuple[int, int]]:
-        """Add the counts of ``later`` (of the keys met after these); returns (key, count here before) of its
-        keys met here too: what the ranks it gave are offset by."""
-        before: List[Tuple[int, int]] = []
+    def absorb(self, later: "Occurrences") -> List[Tuple[List[int], List[int]]]:
+        """Add the counts of ``later`` (of the keys met after these). Returns its keys met here too, with their
+        counts here before (what the ranks it gave are offset by), as batches of (keys, counts) like ``items``:
+        lists of ints, not a tuple per key (a long run's halves share a key per task)."""
+        before: List[Tuple[List[int], List[int]]] = []
         mine = self._counts()
-        for group, table in later.arrays.items():
+        for group in sorted(later.arrays):
+            table = later.arrays[group]
             first = group << 16
             own = self.arrays.get(group)
             if own is None:            # its keys met here, if any, are in the dict
                 own = array("I", map(mine.pop, range(first, first + IDS), itertools.repeat(0)))
                 self.ids.pop(group, None)
             both = list(map(mul, own, table))          # (non-zero where the id was met on both sides)
-            before += zip(itertools.compress(range(first, first + IDS), both), itertools.compress(own, both))
+            if any(both):
+                before.append((list(itertools.compress(range(first, first + IDS), both)),
+                               list(itertools.compress(own, both))))
             self.arrays[group] = array("I", map(add, own, table))
+        shared: List[Tuple[int, int]] = []
         for key, n in later._counts().items():
             table = self.arrays.get(key >> 16)
             if table is not None:
@@ -151,9 +156,12 @@ class Occurrences:
                 if not was:
                     self.ids[key >> 16] += 1
             if was:
-                before.append((key, was))
+                shared.append((key, was))
         self.sparse = defaultdict(itertools.count, zip(mine.keys(), map(itertools.count, mine.values())))
         for group in [g for g, ids in self.ids.items() if ids >= self.DENSE]:
             self._dense(group)
-        before.sort()
+        shared.sort()
+        for at in range(0, len(shared), IDS):
+            batch = shared[at:at + IDS]
+            before.append(([key for key, _n in batch], [n for _key, n in batch]))
         return before

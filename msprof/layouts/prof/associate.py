@@ -186,9 +186,11 @@ class NodeContents(dict):
         return {i: content for content, i in self.items()}
 
 
-def _launch_key(key: int) -> tuple:
-    """(device, stream, task) of an ``occ`` key."""
-    return key >> 32, key >> 16 & ID_MASK, key & ID_MASK
+def _launch_rows(table: str, count: str, keys: List[int], counts: List[int]) -> Rows:
+    """Rows (device, stream, task, ``count``) of ``occ`` keys and their counts (C speed)."""
+    devices, streams = map(rshift, keys, repeat(32)), map(and_, map(rshift, keys, repeat(16)), repeat(ID_MASK))
+    return Rows(table, ("device_id", "stream_id", "task_id", count),
+                list(zip(devices, streams, map(and_, keys, repeat(ID_MASK)), counts)))
 
 
 class Associator:
@@ -234,23 +236,22 @@ class Associator:
         launch = Rows("launch", LAUNCH_COLUMNS, list(zip(*columns[:6], occ, *extras)))
         return [self.ops.take_new(), launch]
 
-    def absorb(self, ops: Dict[tuple, int], counts: Occurrences) -> Tuple[List[tuple], List[tuple]]:
+    def absorb(self, ops: Dict[tuple, int], counts: Occurrences) -> Tuple[List[tuple], Iterator[Rows]]:
         """Take in the records an Associator of the same import resolved after this one's (the later half of
         the task_track stream, in another process): its ``ops`` (key → its own op id) and launch ``counts``.
-        Returns (its op id → this one's, as pairs) and (device, stream, task, launches before its records) of
-        its keys launched here too (what its ``occ`` values are offset by). Its ops new here get ids in the
-        order it met them, as one Associator reading every record would have given them."""
+        Returns (its op id → this one's, as pairs) and ``msprof_before`` rows, a batch at a time: (device, stream,
+        task, launches before its records) of its keys launched here too (what its ``occ`` values are offset
+        by). Its ops new here get ids in the order it met them, as one Associator reading every record would
+        have given them."""
         op_ids = [(local, self.ops[key]) for key, local in ops.items()]
         before = self.occ.absorb(counts)
-        return op_ids, [_launch_key(key) + (n,) for key, n in before]
+        return op_ids, (_launch_rows("msprof_before", "n", keys, launches) for keys, launches in before)
 
     def launch_counts(self) -> Iterator[Rows]:
         """``launch_count`` rows: the launches of each (device, stream, task), as counted by ``occ``, a batch
         at a time."""
         for keys, counts in self.occ.items():
-            devices, streams = map(rshift, keys, repeat(32)), map(and_, map(rshift, keys, repeat(16)), repeat(ID_MASK))
-            yield Rows("launch_count", ("device_id", "stream_id", "task_id", "launches"),
-                       list(zip(devices, streams, map(and_, keys, repeat(ID_MASK)), counts)))
+            yield _launch_rows("launch_count", "launches", keys, counts)
 
     def _own_node_infos(self, nodes: _Calls, thread: int) -> None:
         """Where node calls nest, a node_basic_info belongs to the innermost call open at its time (the

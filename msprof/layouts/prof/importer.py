@@ -427,7 +427,8 @@ def _merge_parts(conn, associator: Associator, parts: List[Path], later: dict) -
     # (typed: a key of no affinity cannot be looked up by the launches' integers)
     conn.execute("CREATE TEMP TABLE msprof_before (device_id INTEGER, stream_id INTEGER, task_id INTEGER, n INTEGER,"
                  " PRIMARY KEY (device_id, stream_id, task_id)) WITHOUT ROWID")
-    Rows("msprof_before", ("device_id", "stream_id", "task_id", "n"), before).insert(conn)
+    for rows in before:
+        rows.insert(conn)
     ops = ", ".join(OP_COLUMNS)
     conn.execute(f"INSERT INTO main.op ({ops}) SELECT {ops} FROM part0.op ORDER BY op_id")
     associator.ops.take_new().insert(conn)
