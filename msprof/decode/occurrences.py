@@ -19,6 +19,18 @@ IDS = 1 << 16
 ID_MASK = IDS - 1
 
 
+def _counters(counts: Dict[int, int]) -> Dict[int, itertools.count]:
+    """The dict's form of counts: a counter per key, starting at its count."""
+    return defaultdict(itertools.count, zip(counts.keys(), map(itertools.count, counts.values())))
+
+
+def _batches(pairs: List[Tuple[int, int]]) -> Iterator[Tuple[List[int], List[int]]]:
+    """(keys, counts) of sorted (key, count) pairs, at most IDS a batch."""
+    for at in range(0, len(pairs), IDS):
+        batch = pairs[at:at + IDS]
+        yield [key for key, _n in batch], [n for _key, n in batch]
+
+
 def _plus_repeats(counts: List[int], keys: List[int]) -> List[int]:
     """``counts`` (each key's count before ``keys``) plus how many times its key came earlier among them."""
     if len(set(keys)) == len(keys):
@@ -46,7 +58,7 @@ class Occurrences:
 
     def __setstate__(self, state) -> None:
         self.arrays, counts, self.ids = state
-        self.sparse = defaultdict(itertools.count, zip(counts.keys(), map(itertools.count, counts.values())))
+        self.sparse = _counters(counts)
 
     def take(self, keys: List[int]) -> List[int]:
         """Each key's count so far (its rank among the keys met), counting these in — at C speed: a key met
@@ -111,7 +123,7 @@ class Occurrences:
     def _counts(self) -> Dict[int, int]:
         """The counts of the keys in the dict (read by advancing their counters, then given new ones)."""
         counts = dict(zip(self.sparse.keys(), map(next, self.sparse.values())))
-        self.sparse = defaultdict(itertools.count, zip(counts.keys(), map(itertools.count, counts.values())))
+        self.sparse = _counters(counts)
         return counts
 
     def items(self) -> Iterator[Tuple[List[int], List[int]]]:
@@ -121,10 +133,7 @@ class Occurrences:
             table = self.arrays[group]
             first = group << 16
             yield list(itertools.compress(range(first, first + IDS), table)), list(filter(None, table))
-        sparse = sorted(self._counts().items())
-        for at in range(0, len(sparse), IDS):
-            batch = sparse[at:at + IDS]
-            yield [key for key, _n in batch], [n for _key, n in batch]
+        yield from _batches(sorted(self._counts().items()))
 
     def absorb(self, later: "Occurrences") -> List[Tuple[List[int], List[int]]]:
         """Add the counts of ``later`` (of the keys met after these). Returns its keys met here too, with their
@@ -157,11 +166,7 @@ class Occurrences:
                     self.ids[key >> 16] += 1
             if was:
                 shared.append((key, was))
-        self.sparse = defaultdict(itertools.count, zip(mine.keys(), map(itertools.count, mine.values())))
+        self.sparse = _counters(mine)
         for group in [g for g, ids in self.ids.items() if ids >= self.DENSE]:
             self._dense(group)
-        shared.sort()
-        for at in range(0, len(shared), IDS):
-            batch = shared[at:at + IDS]
-            before.append(([key for key, _n in batch], [n for _key, n in batch]))
-        return before
+        return before + list(_batches(sorted(shared)))

@@ -229,7 +229,7 @@ class Associator:
                     for i, value in zip(indexes, values):
                         target[i] = value
         # occ in the records' order (time order within a thread)
-        devices = list(map(and_, columns[2], itertools.repeat(0xFFF)))
+        devices = list(map(and_, columns[2], repeat(0xFFF)))
         columns[2] = devices
         occ = self.occ.take(list(map(or_, map(lshift, map(or_, map(lshift, devices, repeat(16)), columns[3]), repeat(16)),
                                      columns[4])))          # keys device << 32 | stream << 16 | task
