@@ -121,7 +121,7 @@ def differences(old: Path, new: Path) -> list:
     for side in (old, new):
         for path in side.rglob("*"):
             rel = path.relative_to(side)
-            if path.is_file() and not IGNORED_DIRS & set(rel.parts) and rel.name != "stderr.txt":
+            if path.is_file() and not IGNORED_DIRS & set(rel.parts) and rel.name not in ("stderr.txt", "done"):
                 names.add(rel)
     codes = [[line for line in (side / "stderr.txt").read_text().splitlines() if line.startswith("$ ")]
              for side in (old, new)]
@@ -142,6 +142,8 @@ def main() -> int:
     parser.add_argument("--new", required=True, help="the msprof executable after it")
     parser.add_argument("--large", action="store_true", help="also the bench's 1M-task data")
     parser.add_argument("--keep", help="keep the outputs in this directory (default: a temporary one, removed)")
+    parser.add_argument("--reuse-old", action="store_true",
+                        help="with --keep: the old build's outputs of an earlier run are reused")
     parser.add_argument("--only", help="comma list of data set names")
     args = parser.parse_args()
     work = Path(args.keep or tempfile.mkdtemp(prefix="msprof-same-"))
@@ -154,8 +156,11 @@ def main() -> int:
         sides = {}
         for side, msprof in (("old", args.old), ("new", args.new)):
             sides[side] = work / "out" / name / side
+            if side == "old" and args.reuse_old and (sides[side] / "done").exists():
+                continue
             shutil.rmtree(sides[side], ignore_errors=True)
             exercise(msprof, data, sides[side])
+            (sides[side] / "done").write_text("")
         found = differences(sides["old"], sides["new"])
         files = sum(1 for p in sides["old"].rglob("*") if p.is_file())
         print(f"{name}: {'SAME' if not found else 'DIFFERENT'} ({files} files)", flush=True)
