@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from msprof.cli import cli
 from msprof.collect import acljson, config
-from msprof.collect.command import parse_nfs, resolve_remote_dir
+from msprof.collect.command import parse_nfs
+from msprof.collect.session import resolve_remote_dir
 from msprof.collect.project import walk
 from msprof.collect.pull import Manifest, RemoteFile, check_name, check_relpath, extract_tar, local_state, verify
 from msprof.errors import ConfigError, RemoteError, UsageError

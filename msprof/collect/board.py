@@ -94,6 +94,57 @@ class RunResult:
         return lines[-1].strip()[:300] if lines else ""
 
 
+class _Running:
+    """A running command's channel: its output passed to the callbacks, the ``@@PID`` line taken off stderr."""
+
+    def __init__(self, channel: paramiko.Channel, on_stdout, on_stderr, track_pid: bool):
+        self.channel = channel
+        self.on_stdout = on_stdout or (lambda data: None)
+        self.on_stderr = on_stderr or (lambda data: None)
+        self.header = b"" if track_pid else None  # bytes of stderr before the @@PID line is complete
+        self.pgid = None
+        self.tail = b""
+
+    def take_stderr(self, data: bytes) -> None:
+        if self.header is not None:
+            self.header += data
+            if b"\n" not in self.header and len(self.header) < 256:
+                return
+            first, _, rest = self.header.partition(b"\n")
+            self.header = None
+            if first.startswith(PID_MARK) and first[len(PID_MARK):].strip().isdigit():
+                self.pgid = int(first[len(PID_MARK):].strip())
+                data = rest
+            else:
+                data = first + b"\n" + rest
+        if data:
+            self.tail = (self.tail + data)[-4096:]
+            self.on_stderr(data)
+
+    def end_header(self) -> None:
+        """Output that ended before the header's newline is output all the same."""
+        if self.header:
+            data, self.header = self.header, None
+            self.take_stderr(data)
+
+    def drain(self) -> bool:
+        """Read a few chunks of each output: a command writing faster than the callbacks take its output still
+        meets its deadline, and its stderr is read while stdout flows."""
+        channel, got = self.channel, False
+        for _ in range(DRAIN_CHUNKS):
+            more = False
+            if channel.recv_ready():
+                self.on_stdout(channel.recv(65536))
+                more = True
+            if channel.recv_stderr_ready():
+                self.take_stderr(channel.recv_stderr(65536))
+                more = True
+            if not more:
+                break
+            got = True
+        return got
+
+
 class Board:
     """A connected board. Use :meth:`connect`; close with :meth:`close` (or as a context manager)."""
 
@@ -178,105 +229,68 @@ class Board:
         With ``track_pid`` the shell first reports its pid (the session's process group: sshd runs each
         session in a new session), so a timeout or Ctrl-C can kill the whole group.
         """
-        on_stdout = on_stdout or (lambda data: None)
-        on_stderr = on_stderr or (lambda data: None)
         channel = self._session()
         full = (f'echo "@@PID $$" >&2; {command}') if track_pid else command
         channel.exec_command(self.wrap(full))
         if stdin:
             channel.sendall(stdin)
         channel.shutdown_write()
+        running = _Running(channel, on_stdout, on_stderr, track_pid)
         deadline = time.monotonic() + timeout if timeout else None
-        header = b"" if track_pid else None  # bytes of stderr before the @@PID line is complete
-        pgid = None
-        tail = b""
-        timed_out = False
-
-        def take_stderr(data):
-            nonlocal header, pgid, tail
-            if header is not None:
-                header += data
-                if b"\n" not in header and len(header) < 256:
-                    return
-                first, _, rest = header.partition(b"\n")
-                header = None
-                if first.startswith(PID_MARK) and first[len(PID_MARK):].strip().isdigit():
-                    pgid = int(first[len(PID_MARK):].strip())
-                    data = rest
-                else:
-                    data = first + b"\n" + rest
-            if data:
-                tail = (tail + data)[-4096:]
-                on_stderr(data)
-
-        def drain() -> bool:
-            # a few chunks of each a pass, so that a command writing faster than the callbacks take its output
-            # still meets its deadline, and its stderr is read while stdout flows
-            got = False
-            for _ in range(DRAIN_CHUNKS):
-                more = False
-                if channel.recv_ready():
-                    on_stdout(channel.recv(65536))
-                    more = True
-                if channel.recv_stderr_ready():
-                    take_stderr(channel.recv_stderr(65536))
-                    more = True
-                if not more:
-                    break
-                got = True
-            return got
-
-        # Polled, never select()ed: select() makes paramiko give the channel a pipe, which close() closes while
-        # the transport thread may still be writing to it for data arriving late; the EBADF that thread gets
-        # kills the whole connection (the SFTP session with it).
-        pause = POLL_MIN
-        exited = None
-        ended = False
         try:
-            while True:
-                got = drain()
-                if channel.closed or (channel.eof_received and channel.exit_status_ready()):
-                    ended = True        # nothing more will come: what is buffered is read below
-                    break
-                if not self.is_active():
-                    break
-                now = time.monotonic()
-                if channel.exit_status_ready():
-                    # sshd reports the exit when the command ends and sends what its pipes still hold after
-                    # it: wait for that rest (EOF), but not forever, as a daemon the command started may keep
-                    # the pipes open
-                    exited = exited or now
-                    if now - exited > EXIT_GRACE:
-                        break
-                if deadline is not None and now > deadline:
-                    timed_out = True
-                    self.kill_group(pgid)
-                    break
-                if got:
-                    pause = POLL_MIN
-                    continue
-                # status_event wakes us at once for the exit; output is picked up within ``pause``
-                if exited is None:
-                    channel.status_event.wait(pause)
-                else:
-                    time.sleep(pause)
-                pause = min(pause * 2, POLL_MAX)
-            while drain() and ended:    # (what the last pass left; all of it once the channel has ended)
-                pass
+            timed_out = self._follow(running, deadline)
         except KeyboardInterrupt:
-            self.kill_group(pgid)
+            self.kill_group(running.pgid)
             raise
         finally:
-            if header:  # output ended before a newline
-                data, header = header, None
-                take_stderr(data)
+            running.end_header()
         if timed_out:
             channel.close()
-            return RunResult(-1, timed_out=True, stderr_tail=tail)
+            return RunResult(-1, timed_out=True, stderr_tail=running.tail)
         status = channel.recv_exit_status() if channel.exit_status_ready() else -1
         lost = status == -1 and not self.is_active()
         channel.close()
-        return RunResult(status, connection_lost=lost, stderr_tail=tail)
+        return RunResult(status, connection_lost=lost, stderr_tail=running.tail)
+
+    def _follow(self, running: "_Running", deadline: Optional[float]) -> bool:
+        """Pass on the command's output until it ends (True: its deadline passed, and its group was killed).
+
+        The channel is polled, never select()ed: select() makes paramiko give the channel a pipe, which close()
+        closes while the transport thread may still be writing to it for data arriving late; the EBADF that
+        thread gets kills the whole connection (the SFTP session with it).
+        """
+        channel = running.channel
+        pause, exited, ended = POLL_MIN, None, False
+        while True:
+            got = running.drain()
+            if channel.closed or (channel.eof_received and channel.exit_status_ready()):
+                ended = True        # nothing more will come: what is buffered is read below
+                break
+            if not self.is_active():
+                break
+            now = time.monotonic()
+            if channel.exit_status_ready():
+                # sshd reports the exit when the command ends and sends what its pipes still hold after it:
+                # wait for that rest (EOF), but not forever, as a daemon the command started may keep the
+                # pipes open
+                exited = exited or now
+                if now - exited > EXIT_GRACE:
+                    break
+            if deadline is not None and now > deadline:
+                self.kill_group(running.pgid)
+                return True
+            if got:
+                pause = POLL_MIN
+                continue
+            # status_event wakes us at once for the exit; output is picked up within ``pause``
+            if exited is None:
+                channel.status_event.wait(pause)
+            else:
+                time.sleep(pause)
+            pause = min(pause * 2, POLL_MAX)
+        while running.drain() and ended:    # (what the last pass left; all of it once the channel has ended)
+            pass
+        return False
 
     def kill_group(self, pgid: Optional[int]) -> None:
         if not pgid or not self.is_active():
@@ -410,19 +424,7 @@ def _open_client(cfg: BoardConfig, creds: Credentials, accept_new_host_key: bool
     target = cfg.known_hosts if cfg.known_hosts is not None else user_known_hosts()
     client.set_missing_host_key_policy(_HostKeyPolicy(lines, accept_new_host_key, target))
     where = f"{cfg.host}:{cfg.port}"
-    try:
-        sock = socket.create_connection((cfg.host, cfg.port), timeout=cfg.timeout)
-    except socket.gaierror as exc:
-        raise SshError(f"cannot connect to {where}: cannot resolve the address ({exc.strerror})") from None
-    except socket.timeout:
-        raise SshError(f"cannot connect to {where}: no answer within {cfg.timeout:g} s "
-                       "(board off, wrong address or a firewall?)") from None
-    except ConnectionRefusedError:
-        raise SshError(f"cannot connect to {where}: connection refused (is sshd running on the board, "
-                       "is the port right?)") from None
-    except OSError as exc:
-        raise SshError(f"cannot connect to {where}: {exc.strerror or exc} (board unreachable?)") from None
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock = _tcp_connect(cfg)
     try:
         client.connect(cfg.host, port=cfg.port, username=cfg.username, password=creds.password,
                        passphrase=creds.passphrase, key_filename=creds.key_files or None, allow_agent=creds.allow_agent,
@@ -440,25 +442,46 @@ def _open_client(cfg: BoardConfig, creds: Credentials, accept_new_host_key: bool
         raise SshError(f"SSH handshake with {where} timed out after {cfg.timeout:g} s") from None
     except paramiko.SSHException as exc:
         _close(client, sock)
-        text = str(exc)
-        if "No existing session" in text or "banner" in text.lower():
-            text = (f"no SSH server answered on {where} within {cfg.timeout:g} s (wrong port, or the board's "
-                    "sshd is stuck?)")
-            if "reset" in str(exc).lower() or "EOF" in str(exc):
-                text = f"{where} closed the connection before the SSH banner (not an SSH server, or overloaded)"
-        elif "No authentication methods available" in text:
+        if "No authentication methods available" in str(exc):
             # nothing to offer (no pwd, key_file or agent key): an authentication failure, which a terminal may
             # still answer with a password
-            raise paramiko.AuthenticationException(text) from None
-        else:
-            text = f"SSH handshake with {where} failed: {_cause(exc)}"
-        raise SshError(text) from None
+            raise paramiko.AuthenticationException(str(exc)) from None
+        raise SshError(_handshake_message(exc, where, cfg.timeout)) from None
     except (OSError, EOFError) as exc:
         _close(client, sock)
         raise SshError(f"connection to {where} failed: {_cause(exc)}") from None
     transport = client.get_transport()
     transport.set_keepalive(15)
     return client
+
+
+def _tcp_connect(cfg: BoardConfig) -> socket.socket:
+    """The TCP connection to the board, with TCP_NODELAY: without it about one small SFTP exchange in ten
+    stalls on Nagle's algorithm and the peer's delayed ACK."""
+    where = f"{cfg.host}:{cfg.port}"
+    try:
+        sock = socket.create_connection((cfg.host, cfg.port), timeout=cfg.timeout)
+    except socket.gaierror as exc:
+        raise SshError(f"cannot connect to {where}: cannot resolve the address ({exc.strerror})") from None
+    except socket.timeout:
+        raise SshError(f"cannot connect to {where}: no answer within {cfg.timeout:g} s "
+                       "(board off, wrong address or a firewall?)") from None
+    except ConnectionRefusedError:
+        raise SshError(f"cannot connect to {where}: connection refused (is sshd running on the board, "
+                       "is the port right?)") from None
+    except OSError as exc:
+        raise SshError(f"cannot connect to {where}: {exc.strerror or exc} (board unreachable?)") from None
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _handshake_message(exc: paramiko.SSHException, where: str, timeout: float) -> str:
+    text = str(exc)
+    if "No existing session" in text or "banner" in text.lower():
+        if "reset" in text.lower() or "EOF" in text:
+            return f"{where} closed the connection before the SSH banner (not an SSH server, or overloaded)"
+        return f"no SSH server answered on {where} within {timeout:g} s (wrong port, or the board's sshd is stuck?)"
+    return f"SSH handshake with {where} failed: {_cause(exc)}"
 
 
 def _host_key_message(exc: _HostKeyRefused, target: Path) -> str:
