@@ -1,84 +1,26 @@
-"""One SSH session to the board (paramiko): connect with host-key checking, run commands, move files.
-
-Every failure to reach or log in to the board becomes an :class:`SshError` (exit 3) with a one-line cause.
+"""One SSH session to the board (paramiko): run commands, move files. Connecting (host keys, the login) is
+:mod:`msprof.collect.connect`'s; every failure to reach or log in to the board is an :class:`SshError` (exit 3)
+with a one-line cause.
 """
 import contextlib
 import errno
-import logging
-import os
-import shlex
-import socket
 import stat
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import paramiko
 
-from msprof.collect import knownhosts
-from msprof.collect.config import (BoardConfig, Credentials, FileRefused, can_prompt, credentials, encrypted_key,
-                                   prompt_password)
-from msprof.console import log, notice
+from msprof.collect.config import BoardConfig, can_prompt, credentials, prompt_password
+from msprof.collect.connect import auth_message, cause, open_client, q
+from msprof.console import log
 from msprof.errors import RemoteError, SshError
-
-# paramiko's transport thread logs errors ("Exception (client): Error reading SSH protocol banner") that
-# would reach stderr through logging's last-resort handler; our one-line errors say it better.
-logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 SFTP_TIMEOUT = 30.0  # seconds without progress on an SFTP or transfer channel before giving up
 PID_MARK = b"@@PID "
 POLL_MIN, POLL_MAX = 0.001, 0.05  # seconds between looks at a running command's channel
 EXIT_GRACE = 2.0  # seconds to wait for the rest of a command's output after its exit status
 DRAIN_CHUNKS = 8  # chunks read from each of a command's outputs between two looks at the clock
-
-
-def q(text: str) -> str:
-    return shlex.quote(str(text))
-
-
-def fingerprint(key: paramiko.PKey) -> str:
-    """SHA256 fingerprint as OpenSSH prints it (``SHA256:base64-without-padding``)."""
-    return knownhosts.fingerprint_blob(key.asbytes())
-
-
-def user_known_hosts() -> Path:
-    return Path(os.path.expanduser("~")) / ".ssh" / "known_hosts"
-
-
-def known_hosts_files(cfg: BoardConfig) -> List[Path]:
-    files = [user_known_hosts()]
-    if cfg.known_hosts is not None and cfg.known_hosts not in files:
-        files.append(cfg.known_hosts)
-    return files
-
-
-class _HostKeyRefused(Exception):
-    def __init__(self, verdict: knownhosts.Verdict, name: str, key: paramiko.PKey):
-        super().__init__(name)
-        self.verdict, self.name, self.key = verdict, name, key
-
-
-class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
-    """Every host key is judged here, against our own reading of the known_hosts files (paramiko's HostKeys
-    keeps one key per type and host and does not know patterns or markers, so it is left empty and paramiko
-    asks this policy each time). An unknown host is refused, or with ``--accept-new-host-key`` its key is
-    appended, like OpenSSH's StrictHostKeyChecking=accept-new; a changed or revoked key is always refused."""
-
-    def __init__(self, lines: List[knownhosts.HostLine], accept_new: bool, target: Path):
-        self.lines, self.accept_new, self.target = lines, accept_new, target
-
-    def missing_host_key(self, client, hostname, key):
-        verdict = knownhosts.check(self.lines, hostname, key.get_name(), key.asbytes())
-        if verdict.status == "known":
-            log.info("host key of %s: %s %s (%s)", hostname, key.get_name(), fingerprint(key),
-                     knownhosts.describe(verdict.lines))
-            return
-        if verdict.status != "unknown" or not self.accept_new:
-            raise _HostKeyRefused(verdict, hostname, key)
-        knownhosts.append(self.target, hostname, key.get_name(), key.get_base64())
-        notice("msprof: added the host key of %s (%s %s) to %s", hostname, key.get_name(), fingerprint(key),
-               self.target)
 
 
 @dataclass
@@ -159,16 +101,16 @@ class Board:
     def connect(cls, cfg: BoardConfig, accept_new_host_key: bool = False) -> "Board":
         creds = credentials(cfg)
         try:
-            return cls(cfg, _open_client(cfg, creds, accept_new_host_key), creds.describe())
+            return cls(cfg, open_client(cfg, creds, accept_new_host_key), creds.describe())
         except paramiko.AuthenticationException as exc:
             if creds.password is None and can_prompt():
                 log.info("authentication with %s failed; asking for the password", creds.describe())
                 creds = prompt_password(cfg, creds)
                 try:
-                    return cls(cfg, _open_client(cfg, creds, accept_new_host_key), creds.describe())
+                    return cls(cfg, open_client(cfg, creds, accept_new_host_key), creds.describe())
                 except paramiko.AuthenticationException as again:
                     exc = again
-            raise SshError(_auth_message(cfg, creds, exc)) from None
+            raise SshError(auth_message(cfg, creds, exc)) from None
 
     @property
     def transport(self) -> paramiko.Transport:
@@ -211,7 +153,7 @@ class Board:
         try:
             return self.transport.open_session(timeout=self.cfg.timeout)
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise RemoteError(f"cannot open a channel to {self.cfg.host}: {_cause(exc)}") from None
+            raise RemoteError(f"cannot open a channel to {self.cfg.host}: {cause(exc)}") from None
 
     def exec(self, command: str, timeout: Optional[float] = None, stdin: bytes = b"") -> Tuple[int, bytes, bytes]:
         """Run a short shell command; return (status, stdout, stderr)."""
@@ -314,7 +256,7 @@ class Board:
             try:
                 self._sftp = self.client.open_sftp()
             except (paramiko.SSHException, OSError, EOFError) as exc:
-                raise RemoteError(f"cannot start SFTP on {self.cfg.host}: {_cause(exc)}") from None
+                raise RemoteError(f"cannot start SFTP on {self.cfg.host}: {cause(exc)}") from None
             self._sftp.get_channel().settimeout(max(SFTP_TIMEOUT, self.cfg.timeout))
         return self._sftp
 
@@ -329,7 +271,7 @@ class Board:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise RemoteError(f"cannot look at {path} on the board: {_cause(exc)}") from None
+            raise RemoteError(f"cannot look at {path} on the board: {cause(exc)}") from None
 
     def makedirs(self, path: str, mode: int = 0o755) -> bool:
         """mkdir -p over SFTP; return True when ``path`` itself was created."""
@@ -345,7 +287,7 @@ class Board:
             self.sftp.mkdir(path, mode)
         except OSError as exc:
             if self.stat(path) is None:
-                raise RemoteError(f"cannot create {path} on the board: {_cause(exc)}") from None
+                raise RemoteError(f"cannot create {path} on the board: {cause(exc)}") from None
             return False
         return True
 
@@ -401,140 +343,3 @@ class Board:
         if size != len(data):
             raise OSError(errno.EIO, f"size mismatch writing {path}: {size} != {len(data)}")
         self.sftp.chmod(path, mode)
-
-
-# -- connect helpers ---------------------------------------------------------------------------------------
-def _open_client(cfg: BoardConfig, creds: Credentials, accept_new_host_key: bool) -> paramiko.SSHClient:
-    files = known_hosts_files(cfg)
-    lines = []
-    for path in files:
-        try:
-            lines.extend(knownhosts.read_lines(path))
-        except (OSError, FileRefused) as exc:
-            raise SshError(f"cannot read known_hosts file {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    name = knownhosts.host_entry_name(cfg.host, cfg.port)
-
-    def transport_factory(sock, **kwargs):
-        transport = paramiko.Transport(sock, **kwargs)
-        options = transport.get_security_options()
-        options.key_types = knownhosts.preferred_key_types(lines, name, options.key_types)
-        return transport
-
-    client = paramiko.SSHClient()
-    target = cfg.known_hosts if cfg.known_hosts is not None else user_known_hosts()
-    client.set_missing_host_key_policy(_HostKeyPolicy(lines, accept_new_host_key, target))
-    where = f"{cfg.host}:{cfg.port}"
-    sock = _tcp_connect(cfg)
-    try:
-        client.connect(cfg.host, port=cfg.port, username=cfg.username, password=creds.password,
-                       passphrase=creds.passphrase, key_filename=creds.key_files or None, allow_agent=creds.allow_agent,
-                       look_for_keys=creds.look_for_keys, sock=sock, timeout=cfg.timeout,
-                       banner_timeout=cfg.timeout, auth_timeout=cfg.timeout, channel_timeout=cfg.timeout,
-                       transport_factory=transport_factory)
-    except paramiko.AuthenticationException:
-        _close(client, sock)
-        raise
-    except _HostKeyRefused as exc:
-        _close(client, sock)
-        raise SshError(_host_key_message(exc, target)) from None
-    except (socket.timeout, TimeoutError):
-        _close(client, sock)
-        raise SshError(f"SSH handshake with {where} timed out after {cfg.timeout:g} s") from None
-    except paramiko.SSHException as exc:
-        _close(client, sock)
-        if "No authentication methods available" in str(exc):
-            # nothing to offer (no pwd, key_file or agent key): an authentication failure, which a terminal may
-            # still answer with a password
-            raise paramiko.AuthenticationException(str(exc)) from None
-        raise SshError(_handshake_message(exc, where, cfg.timeout)) from None
-    except (OSError, EOFError) as exc:
-        _close(client, sock)
-        raise SshError(f"connection to {where} failed: {_cause(exc)}") from None
-    transport = client.get_transport()
-    transport.set_keepalive(15)
-    return client
-
-
-def _tcp_connect(cfg: BoardConfig) -> socket.socket:
-    """The TCP connection to the board, with TCP_NODELAY: without it about one small SFTP exchange in ten
-    stalls on Nagle's algorithm and the peer's delayed ACK."""
-    where = f"{cfg.host}:{cfg.port}"
-    try:
-        sock = socket.create_connection((cfg.host, cfg.port), timeout=cfg.timeout)
-    except socket.gaierror as exc:
-        raise SshError(f"cannot connect to {where}: cannot resolve the address ({exc.strerror})") from None
-    except socket.timeout:
-        raise SshError(f"cannot connect to {where}: no answer within {cfg.timeout:g} s "
-                       "(board off, wrong address or a firewall?)") from None
-    except ConnectionRefusedError:
-        raise SshError(f"cannot connect to {where}: connection refused (is sshd running on the board, "
-                       "is the port right?)") from None
-    except OSError as exc:
-        raise SshError(f"cannot connect to {where}: {exc.strerror or exc} (board unreachable?)") from None
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
-def _handshake_message(exc: paramiko.SSHException, where: str, timeout: float) -> str:
-    text = str(exc)
-    if "No existing session" in text or "banner" in text.lower():
-        if "reset" in text.lower() or "EOF" in text:
-            return f"{where} closed the connection before the SSH banner (not an SSH server, or overloaded)"
-        return f"no SSH server answered on {where} within {timeout:g} s (wrong port, or the board's sshd is stuck?)"
-    return f"SSH handshake with {where} failed: {_cause(exc)}"
-
-
-def _host_key_message(exc: _HostKeyRefused, target: Path) -> str:
-    name, key, verdict = exc.name, exc.key, exc.verdict
-    now = f"{key.get_name()} {fingerprint(key)}"
-    where = knownhosts.describe(verdict.lines)
-    if verdict.status == "revoked":
-        return (f"the host key of {name} ({now}) is marked @revoked in {where}: it must never be accepted "
-                f"(its private key may have been stolen). Not connecting.")
-    if verdict.status == "changed":
-        old_type, old_print = knownhosts.first_type(verdict.lines)
-        # (-f: the file that holds the old line, which need not be ~/.ssh/known_hosts, ssh-keygen's default)
-        remove = "; ".join(f"ssh-keygen -R {q(name)} -f {q(str(path))}"
-                           for path in dict.fromkeys(line.path for line in verdict.lines))
-        return (f"the host key of {name} has CHANGED (now {now}, known {old_type} {old_print}). If the board "
-                f"was reflashed or replaced this is expected: remove the old line from {where} (or run "
-                f"{remove}), then rerun with --accept-new-host-key. Otherwise someone may be "
-                f"intercepting the connection. Not connecting.")
-    return (f"the host key of {name} is not known: {now}; check it on the board (ssh-keygen -lf "
-            f"/etc/ssh/ssh_host_{_short_type(key)}_key.pub; on a dropbear board: dropbearkey -y -f "
-            f"/etc/dropbear/dropbear_{_short_type(key)}_host_key) and rerun with --accept-new-host-key to add it "
-            f"to {target}")
-
-
-def _short_type(key) -> str:
-    name = key.get_name()
-    return {"ssh-ed25519": "ed25519", "ssh-rsa": "rsa"}.get(name, "ecdsa" if "ecdsa" in name else name)
-
-
-def _close(client, sock) -> None:
-    with contextlib.suppress(Exception):
-        client.close()
-    with contextlib.suppress(Exception):
-        sock.close()
-
-
-def _auth_message(cfg: BoardConfig, creds: Credentials, exc: Exception) -> str:
-    text = f"authentication failed for {cfg.username}@{cfg.host}:{cfg.port} (tried: {creds.describe()})"
-    allowed = getattr(exc, "allowed_types", None)
-    if isinstance(exc, paramiko.BadAuthenticationType) and allowed:
-        text += f"; the board accepts only: {', '.join(allowed)}"
-    elif creds.password is None and not creds.key_files:
-        text += "; set pwd or key_file in [ssh_config], or MSPROF_SSH_PASSWORD"
-    elif creds.password is None and creds.passphrase is None:
-        key = encrypted_key(creds)
-        if key is not None:
-            text += (f"; the key_file {key} is encrypted: run on a terminal to be asked its passphrase, or load it "
-                     "into an SSH agent")
-    return text
-
-
-def _cause(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    if isinstance(exc, OSError) and exc.strerror:
-        text = exc.strerror
-    return text.splitlines()[0][:300]

@@ -11,8 +11,9 @@ from msprof import __version__, progress
 from msprof.collect import state as record
 from msprof.collect.board import Board, q
 from msprof.collect.config import BoardConfig, FileRefused, read_small_file
-from msprof.collect.pull import (Manifest, Unpullable, check_local_space, kib, list_jobs, local_state, manifest,
-                                 pull_job, remove_tree, same_contents)
+from msprof.collect.listing import Manifest, list_jobs, local_state, manifest, same_contents
+from msprof.collect.names import Unpullable
+from msprof.collect.pull import check_local_space, kib, pull_job, remove_tree
 from msprof.console import log, notice
 from msprof.errors import UsageError
 from msprof.outputs import atomic_open
@@ -28,8 +29,8 @@ def finish_pull(board: Board, cfg: BoardConfig, state: dict, output: Path, confi
     try:
         found, unpulled = _listings(board, state)
         todo, ready, conflicts = _sort_out(found, output, state)
-        check_local_space(output, sum(item.total for item in todo))
-        _download(board, cfg, state, todo, output, ready, conflicts)
+        check_local_space(output, todo)
+        _download(board, cfg, state, todo, output, ready, conflicts, unpulled)
     except BaseException as exc:
         if not isinstance(exc, UsageError):
             notice("msprof: the download is unfinished; the data stays on the board. %s",
@@ -76,7 +77,7 @@ def _sort_out(found: List[Manifest], output: Path, state: dict):
 
 
 def _download(board: Board, cfg: BoardConfig, state: dict, todo: List[Manifest], output: Path,
-              ready: List[Path], conflicts: List[str]) -> None:
+              ready: List[Path], conflicts: List[str], unpulled: List[str]) -> None:
     method = cfg.transfer
     if method == "auto":
         method = "tar" if todo and board.has_command("tar") else "sftp"
@@ -87,8 +88,13 @@ def _download(board: Board, cfg: BoardConfig, state: dict, todo: List[Manifest],
         with progress.step("download", total or None, "bytes") as shown:
             for item in todo:
                 log.info("pulling %s (%d files, %s) with %s", item.job, len(item.files), kib(item.total), method)
-                staged = pull_job(board, state["profiling_dir"], item, record.partial_dir(output), method,
-                                  shown.advance)
+                try:
+                    staged = pull_job(board, state["profiling_dir"], item, record.partial_dir(output), method,
+                                      shown.advance)
+                except Unpullable as exc:     # (a stream its listing does not hold: nothing of it was kept)
+                    log.error("%s", exc.message)
+                    unpulled.append(item.job)
+                    continue
                 final = output / item.job
                 if os.path.lexists(final):  # never overwritten: the same JOB, or a conflict
                     same = same_contents(record.partial_dir(output), output, item)

@@ -23,8 +23,9 @@ from msprof.collect.board import Board, q
 from msprof.collect.config import BoardConfig, load_config
 from msprof.collect.download import finish_pull, remove_remote
 from msprof.collect.project import walk
-from msprof.collect.pull import kib, list_jobs
-from msprof.console import log, notice
+from msprof.collect.listing import list_jobs
+from msprof.collect.pull import kib
+from msprof.console import Passthrough, log, notice
 from msprof.errors import DiskSpaceError, MsprofError, OutputError, RemoteError, SeveralFailed, UsageError
 from msprof.outputs import elsewhere, output_dir
 from msprof.paths import inside
@@ -55,6 +56,13 @@ class Collector:
         cfg = load_config(self.config_path)
         existing_acl = _project_acl(project)
         self._check_output()
+        with record.exclusive(self.output):
+            record.warn_pending(self.partial, self.config_path)
+            state, jobs, unpulled, failure = self._collect(cfg, project, existing_acl)
+        self._conclude(jobs, unpulled, failure, state["profiling_dir"])
+
+    def _collect(self, cfg: BoardConfig, project: Path, existing_acl):
+        """Connect, prepare the work dir, run main, pull: (record, JOBs pulled, JOBs left, main's failure)."""
         started = record.now()
         # Connect before looking at the project: a wrong address or password is reported at once, not after
         # walking a large tree.
@@ -73,7 +81,7 @@ class Collector:
                 if failure:         # (main's failure first: it is why the run failed, and exit 4)
                     raise RemoteError(f"{failure}; then: {exc.message}") from None
                 raise
-        self._conclude(jobs, unpulled, failure, state["profiling_dir"])
+        return state, jobs, unpulled, failure
 
     def _project(self) -> Path:
         main = self.main
@@ -89,7 +97,6 @@ class Collector:
         output_dir(self.output)
         if not os.access(self.output, os.W_OK | os.X_OK):
             raise OutputError(f"cannot write {self.output}: Permission denied ({elsewhere()})")
-        record.warn_pending(self.partial, self.config_path)
 
     def _prepare(self, board: Board, cfg: BoardConfig, project: Path, existing_acl, started: str) -> dict:
         """The work dir made and filled (the project, acl.json), the profiling dir ready: the run's record."""
@@ -171,21 +178,17 @@ class Collector:
         return True
 
     def _run_main(self, board: Board, workdir: str, name: str):
-        stdout = click.get_binary_stream("stdout")
-        stderr = click.get_binary_stream("stderr")
-
-        def out(data):
-            stdout.write(data)
-            stdout.flush()
-
-        def err(data):
-            stderr.write(data)
-            stderr.flush()
-
+        # main's output as it is into a pipe or a file, and made harmless on a terminal
+        out = Passthrough(click.get_binary_stream("stdout"))
+        err = Passthrough(click.get_binary_stream("stderr"))
         command = f"cd {q(workdir)} && exec ./{q(name)}"
         notice("msprof: running ./%s on %s", name, board.cfg.host)
         began = time.monotonic()
-        result = board.run(command, timeout=self.timeout or None, on_stdout=out, on_stderr=err)
+        try:
+            result = board.run(command, timeout=self.timeout or None, on_stdout=out.write, on_stderr=err.write)
+        finally:
+            out.close()
+            err.close()
         log.info("./%s ended with status %d after %.2f s", name, result.status, time.monotonic() - began)
         return result
 
@@ -230,6 +233,12 @@ def _main_failure(result, name: str, timeout: float) -> Optional[str]:
 def resume(config_path: Path, output: Path, remote_dir: Optional[str], accept_new: bool, run_all: bool,
            keep_remote: bool, options: dict) -> None:
     cfg = load_config(Path(config_path))
+    with record.exclusive(output):
+        _resume(cfg, config_path, output, remote_dir, accept_new, run_all, keep_remote, options)
+
+
+def _resume(cfg: BoardConfig, config_path: Path, output: Path, remote_dir: Optional[str], accept_new: bool,
+            run_all: bool, keep_remote: bool, options: dict) -> None:
     state = _recorded(cfg, output, remote_dir)
     board = Board.connect(cfg, accept_new)
     with board:

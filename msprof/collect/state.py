@@ -1,8 +1,11 @@
-"""The record of an unfinished pull, ``<output>/.partial/collect-state.json``, and the command that finishes it.
+"""The record of an unfinished pull, ``<output>/.partial/collect-state.json``, the command that finishes it,
+and the lock that lets one collect at a time use them.
 
 The record holds where the data is on the board (host, port, user, work dir, the JOB directories that existed
 before the run), the options of the run and the acl.json it wrote: never a secret. It is written before main
-runs and removed once every new JOB is local; ``msprof collect --resume`` reads it.
+runs and removed once every new JOB is local; ``msprof collect --resume`` reads it. A run holds
+:func:`exclusive` on its ``--output`` from before it reads the record until its pull has ended, so two runs
+into one directory never share ``.partial`` or the record: the second waits, and says so.
 """
 import contextlib
 import datetime
@@ -12,8 +15,13 @@ import shlex
 from pathlib import Path
 from typing import List, Optional
 
+try:
+    import fcntl
+except ImportError:         # (not on Windows: collect runs there without the lock)
+    fcntl = None
+
 from msprof.collect.config import BoardConfig
-from msprof.console import log
+from msprof.console import log, notice
 from msprof.outputs import atomic_open
 
 PARTIAL = ".partial"
@@ -85,3 +93,32 @@ def resume_command(config_path: Path, output: Path, options: Optional[dict] = No
 
 def resume_hint(config_path: Path, output: Path, options: Optional[dict] = None) -> str:
     return f"Finish with: {resume_command(config_path, output, options)}"
+
+
+@contextlib.contextmanager
+def exclusive(output: Path):
+    """Hold an flock on the directory ``output`` (the kernel releases it if this process dies); wait, saying
+    so, while another collect holds it. Where no lock can be had (no such directory yet, a file system
+    without locks) the block runs without one."""
+    try:
+        fd = os.open(output, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        yield
+        return
+    try:
+        if fcntl is not None:
+            _lock(fd, output)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _lock(fd: int, output: Path) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        notice("msprof: another msprof collect is pulling into %s; waiting for it to finish (Ctrl-C to stop)",
+               output)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        pass
