@@ -4,6 +4,7 @@ Every module logs through ``log`` (the "msprof" logger). The CLI sets the stderr
 ``result_log`` additionally appends everything said while working on a result directory to
 ``<result dir>/log/msprof.log`` (outputs.md §5).
 """
+import codecs
 import contextlib
 import errno
 import logging
@@ -70,8 +71,14 @@ class _StderrFormatter(logging.Formatter):
         return text
 
 
-# what a terminal would act on (not a tab or a line break)
-_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What a terminal would act on (not a tab or a line break): C0 and C1 controls, DEL, and the bidirectional
+# controls, which reorder what is shown (U+202E makes "exe.txt" of "txt.exe").
+_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with what a terminal would act on escaped (``\\x1b``, ``\\u202e``); tabs and line breaks kept."""
+    return _TERMINAL_UNSAFE.sub(_escaped, text)
 
 
 def emit(text: str, nl: bool = True, file=None) -> None:
@@ -82,8 +89,31 @@ def emit(text: str, nl: bool = True, file=None) -> None:
 
     out = file or sys.stdout
     if getattr(out, "isatty", lambda: False)():
-        text = _TERMINAL_UNSAFE.sub(_escaped, text)
+        text = terminal_safe(text)
     click.echo(text, nl=nl, file=file, color=True)
+
+
+class Passthrough:
+    """Another program's output (a board's app) passed on to ``stream``, a binary stream, as it arrives: byte
+    for byte into a pipe or a file, and on a terminal read as UTF-8 (other bytes as ``\\xff``) with
+    :func:`terminal_safe`, so that it cannot drive the terminal (clear it, set its title, move the cursor,
+    reorder text)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        terminal = getattr(stream, "isatty", lambda: False)()
+        # (incremental: a character split between two chunks is decoded whole)
+        self.decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace") if terminal else None
+
+    def write(self, data: bytes, final: bool = False) -> None:
+        if self.decoder is not None:
+            data = terminal_safe(self.decoder.decode(data, final)).encode("utf-8")
+        if data:
+            self.stream.write(data)
+            self.stream.flush()
+
+    def close(self) -> None:
+        self.write(b"", final=True)
 
 
 def _escaped(match) -> str:

@@ -1,17 +1,21 @@
 """A real OpenSSH sshd on 127.0.0.1 for the collect tests (see ../shared/notes/ssh-testing.md).
 
 Own config and host key in a temp dir, a free port, ready when the port answers with an OpenSSH banner.
-Teardown kills the per-connection children first, then the listener. A throw-away local user (useradd) gives
-password and key logins as a non-root "board" user. Needs root (useradd, /run/sshd).
+Teardown kills the per-connection children first, then the listener. A throw-away local user (useradd), one
+per suite run (tests/conftest.py ``system_user``), gives password and key logins as a non-root "board" user.
+Needs root (useradd, /run/sshd).
 """
+import contextlib
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
@@ -168,16 +172,46 @@ class SshdServer:
         self.proc = None
 
 
-# -- the throw-away board user --------------------------------------------------------------------------
+# -- the throw-away system user ------------------------------------------------------------------------
+# One user per suite run, named PREFIX-PID: two suites on one machine (two checkouts, two Pythons) never
+# share one, and a run killed before its teardown leaves a name whose pid is gone, which the next run removes.
+@dataclass(frozen=True)
+class SystemUser:
+    name: str
+    password: str
+    entry: pwd.struct_passwd
+
+
 def random_password() -> str:
     return "T3st-" + secrets.token_urlsafe(12)
+
+
+def user_prefix() -> str:
+    return os.environ.get("MSPROF_TEST_USER") or "msproft"
+
+
+def unique_user_name(prefix: str) -> str:
+    return f"{prefix}-{os.getpid()}"
+
+
+def remove_stale_users(prefix: str) -> List[str]:
+    """Remove the users PREFIX-PID whose pid no longer runs (left by a suite that was killed); return them."""
+    pattern = re.compile(re.escape(prefix) + r"-([0-9]+)")
+    removed = []
+    for entry in pwd.getpwall():
+        match = pattern.fullmatch(entry.pw_name)
+        if match and not os.path.exists(f"/proc/{match.group(1)}"):
+            remove_user(entry.pw_name)
+            removed.append(entry.pw_name)
+    return removed
 
 
 def ensure_user(name: str, password: str) -> pwd.struct_passwd:
     try:
         pwd.getpwnam(name)
     except KeyError:
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", name], check=True)
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", name], check=True,
+                       stdout=subprocess.DEVNULL)
     subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True)
     return pwd.getpwnam(name)
 
@@ -188,6 +222,25 @@ def remove_user(name: str) -> None:
     except KeyError:
         return
     subprocess.run(["userdel", "-r", "-f", name], check=False, stderr=subprocess.DEVNULL)
+
+
+@contextlib.contextmanager
+def removed_on_termination():
+    """SIGTERM and SIGHUP raise KeyboardInterrupt inside the block, so that pytest tears its fixtures down
+    (the user is removed) as it does for Ctrl-C; handlers someone else installed are left alone."""
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            previous[sig] = signal.signal(sig, _interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def install_user_key(name: str, public_key: str) -> None:

@@ -17,9 +17,12 @@ from click.testing import CliRunner
 
 from msprof.cli import cli
 from msprof.collect import acljson, config
-from msprof.collect.command import parse_nfs, resolve_remote_dir
+from msprof.collect.command import parse_nfs
+from msprof.collect.session import resolve_remote_dir
 from msprof.collect.project import walk
-from msprof.collect.pull import Manifest, RemoteFile, check_name, check_relpath, extract_tar, local_state, verify
+from msprof.collect.listing import Manifest, RemoteFile, local_state
+from msprof.collect.names import check_name, check_relpath
+from msprof.collect.pull import extract_tar, verify
 from msprof.errors import ConfigError, RemoteError, UsageError
 
 SECRET = "s3cret-%pass;word"
@@ -317,10 +320,15 @@ def _file(name, data=b"abc", mode=0o644):
     return info, data
 
 
-def _manifest(*files):
-    m = Manifest("JOBA", dirs=["JOBA"])
+def _manifest(*files, others=()):
+    """The listing of JOBA with these files, their directories and ``others`` (symlinks, devices)."""
+    m = Manifest("JOBA", dirs=["JOBA"], others=list(others))
     for rel, size in files:
         m.files[rel] = RemoteFile(rel, size, 0o644, 0)
+        parent = rel.rsplit("/", 1)[0]
+        while parent not in m.dirs:
+            m.dirs.append(parent)
+            parent = parent.rsplit("/", 1)[0]
     return m
 
 
@@ -374,7 +382,10 @@ def test_extract_tar_refuses_symlink_trick(tmp_path, captured):
     (tmp_path / "outside").mkdir()
     root = tmp_path / "root"
     root.mkdir()
-    extract_tar(_tar([(sym, None)]), _manifest(), root)  # skipped with a warning
+    extract_tar(_tar([(sym, None)]), _manifest(others=["JOBA/link"]), root)  # listed: skipped with a warning
+    assert not os.path.lexists(root / "JOBA/link")
+    with pytest.raises(RemoteError, match="'JOBA/link', which its listing of JOBA shows as not there at all"):
+        extract_tar(_tar([(sym, None)]), _manifest(), root)
     assert not os.path.lexists(root / "JOBA/link")
     hard = tarfile.TarInfo("JOBA/h")
     hard.type, hard.linkname = tarfile.LNKTYPE, "/etc/passwd"
@@ -608,7 +619,7 @@ def test_sizes_in_messages_are_readable():
     assert (kib(45 * 1024), kib(10 * 1048576 - 1), kib(20 * 1048576)) == ("45 KiB", "10240 KiB", "20.0 MiB")
     # (more than any disk holds: the free space, which other processes change meanwhile, is only read)
     with pytest.raises(DiskSpaceError, match=rf"need {re.escape(kib(1 << 60))}, [0-9.]+ (KiB|MiB) free$"):
-        check_local_space(Path("/tmp"), 1 << 60)
+        check_local_space(Path("/tmp"), [_manifest(("JOBA/big", 1 << 60))])
 
 
 

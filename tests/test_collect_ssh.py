@@ -26,8 +26,6 @@ import sshd_harness  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_BOARD = REPO / "fixtures" / "board"
 STUB_BOARD = Path(__file__).resolve().parent / "board_stub"
-# Another engineer may run the suite at the same time: each run its own throw-away board user.
-TEST_USER = os.environ.get("MSPROF_TEST_USER", "msproft")
 
 pytestmark = pytest.mark.ssh
 _REASON = sshd_harness.skip_reason()
@@ -46,12 +44,12 @@ def sshd(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def board_user(sshd):
-    password = sshd_harness.random_password()
-    entry = sshd_harness.ensure_user(TEST_USER, password)
-    sshd_harness.install_user_key(TEST_USER, (sshd.client_key.with_suffix(".pub")).read_text())
-    yield {"name": TEST_USER, "password": password, "home": Path(entry.pw_dir), "uid": entry.pw_uid}
-    sshd_harness.remove_user(TEST_USER)
+def board_user(sshd, system_user):
+    """The suite's throw-away user (tests/conftest.py) as the board login, by password or this sshd's key."""
+    sshd_harness.install_user_key(system_user.name, (sshd.client_key.with_suffix(".pub")).read_text())
+    entry = system_user.entry
+    return {"name": system_user.name, "password": system_user.password, "home": Path(entry.pw_dir),
+            "uid": entry.pw_uid}
 
 
 class Env:
@@ -168,7 +166,7 @@ def test_happy_path_byte_identical(env):
         assert job.name == board_job.name
         assert tree_digest(job) == tree_digest(board_job)
         record = json.loads((job / "collect.json").read_text())
-        assert record["board"] == {"host": "127.0.0.1", "port": env.sshd.port, "username": TEST_USER}
+        assert record["board"] == {"host": "127.0.0.1", "port": env.sshd.port, "username": env.user["name"]}
         assert record["acl_json"]["profiler"]["aac_metrics"] == "ArithmeticUtilization"
         assert record["main_exit_status"] == 0 and record["transfer"] == "tar"
         assert str(job) in proc.out
@@ -200,7 +198,7 @@ def test_a_given_work_dir_keeps_the_jobs_an_earlier_run_left(env):
     old = remote / "msprof_output" / "JOBOLDXXXX"
     old.mkdir(parents=True)
     (old / "f").write_text("earlier\n")
-    subprocess.run(["chown", "-R", f"{TEST_USER}:{TEST_USER}", str(remote)], check=True)
+    subprocess.run(["chown", "-R", f"{env.user['name']}:{env.user['name']}", str(remote)], check=True)
     try:
         proc = env.collect("-m", main, "--remote-dir", "msprof-reused")
         assert proc.returncode == 0, proc.err

@@ -285,22 +285,10 @@ def test_workers_start_after_the_database_directory_exists(tmp_path, monkeypatch
 
 
 # --- permissions and read-only collections, as a real unprivileged user ---------------------------------------
-USER = os.environ.get("MSPROF_TEST_USER", "msproft") + "u"
-
-
-@pytest.fixture(scope="module")
-def user():
-    """A throw-away local user (root only: useradd); removed afterwards."""
-    import pwd
-
-    if os.geteuid() != 0 or not Path("/usr/sbin/useradd").exists():
-        pytest.skip("an unprivileged user needs root and useradd; .ci/run runs as root")
-    subprocess.run(["userdel", "-r", "-f", USER], capture_output=True)
-    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", USER], check=True, capture_output=True)
-    try:
-        yield pwd.getpwnam(USER)
-    finally:
-        subprocess.run(["userdel", "-r", "-f", USER], capture_output=True)
+@pytest.fixture
+def user(system_user):
+    """The suite's throw-away local user (tests/conftest.py): its pwd entry."""
+    return system_user.entry
 
 
 # This Python (pyenv's, under /root) is not one another user may run: the process starts as root, loads

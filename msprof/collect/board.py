@@ -1,84 +1,26 @@
-"""One SSH session to the board (paramiko): connect with host-key checking, run commands, move files.
-
-Every failure to reach or log in to the board becomes an :class:`SshError` (exit 3) with a one-line cause.
+"""One SSH session to the board (paramiko): run commands, move files. Connecting (host keys, the login) is
+:mod:`msprof.collect.connect`'s; every failure to reach or log in to the board is an :class:`SshError` (exit 3)
+with a one-line cause.
 """
 import contextlib
 import errno
-import logging
-import os
-import shlex
-import socket
 import stat
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import paramiko
 
-from msprof.collect import knownhosts
-from msprof.collect.config import (BoardConfig, Credentials, FileRefused, can_prompt, credentials, encrypted_key,
-                                   prompt_password)
-from msprof.console import log, notice
+from msprof.collect.config import BoardConfig, can_prompt, credentials, prompt_password
+from msprof.collect.connect import auth_message, cause, open_client, q
+from msprof.console import log
 from msprof.errors import RemoteError, SshError
-
-# paramiko's transport thread logs errors ("Exception (client): Error reading SSH protocol banner") that
-# would reach stderr through logging's last-resort handler; our one-line errors say it better.
-logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 SFTP_TIMEOUT = 30.0  # seconds without progress on an SFTP or transfer channel before giving up
 PID_MARK = b"@@PID "
 POLL_MIN, POLL_MAX = 0.001, 0.05  # seconds between looks at a running command's channel
 EXIT_GRACE = 2.0  # seconds to wait for the rest of a command's output after its exit status
 DRAIN_CHUNKS = 8  # chunks read from each of a command's outputs between two looks at the clock
-
-
-def q(text: str) -> str:
-    return shlex.quote(str(text))
-
-
-def fingerprint(key: paramiko.PKey) -> str:
-    """SHA256 fingerprint as OpenSSH prints it (``SHA256:base64-without-padding``)."""
-    return knownhosts.fingerprint_blob(key.asbytes())
-
-
-def user_known_hosts() -> Path:
-    return Path(os.path.expanduser("~")) / ".ssh" / "known_hosts"
-
-
-def known_hosts_files(cfg: BoardConfig) -> List[Path]:
-    files = [user_known_hosts()]
-    if cfg.known_hosts is not None and cfg.known_hosts not in files:
-        files.append(cfg.known_hosts)
-    return files
-
-
-class _HostKeyRefused(Exception):
-    def __init__(self, verdict: knownhosts.Verdict, name: str, key: paramiko.PKey):
-        super().__init__(name)
-        self.verdict, self.name, self.key = verdict, name, key
-
-
-class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
-    """Every host key is judged here, against our own reading of the known_hosts files (paramiko's HostKeys
-    keeps one key per type and host and does not know patterns or markers, so it is left empty and paramiko
-    asks this policy each time). An unknown host is refused, or with ``--accept-new-host-key`` its key is
-    appended, like OpenSSH's StrictHostKeyChecking=accept-new; a changed or revoked key is always refused."""
-
-    def __init__(self, lines: List[knownhosts.HostLine], accept_new: bool, target: Path):
-        self.lines, self.accept_new, self.target = lines, accept_new, target
-
-    def missing_host_key(self, client, hostname, key):
-        verdict = knownhosts.check(self.lines, hostname, key.get_name(), key.asbytes())
-        if verdict.status == "known":
-            log.info("host key of %s: %s %s (%s)", hostname, key.get_name(), fingerprint(key),
-                     knownhosts.describe(verdict.lines))
-            return
-        if verdict.status != "unknown" or not self.accept_new:
-            raise _HostKeyRefused(verdict, hostname, key)
-        knownhosts.append(self.target, hostname, key.get_name(), key.get_base64())
-        notice("msprof: added the host key of %s (%s %s) to %s", hostname, key.get_name(), fingerprint(key),
-               self.target)
 
 
 @dataclass
@@ -92,6 +34,57 @@ class RunResult:
     def last_stderr_line(self) -> str:
         lines = [ln for ln in self.stderr_tail.decode("utf-8", "replace").splitlines() if ln.strip()]
         return lines[-1].strip()[:300] if lines else ""
+
+
+class _Running:
+    """A running command's channel: its output passed to the callbacks, the ``@@PID`` line taken off stderr."""
+
+    def __init__(self, channel: paramiko.Channel, on_stdout, on_stderr, track_pid: bool):
+        self.channel = channel
+        self.on_stdout = on_stdout or (lambda data: None)
+        self.on_stderr = on_stderr or (lambda data: None)
+        self.header = b"" if track_pid else None  # bytes of stderr before the @@PID line is complete
+        self.pgid = None
+        self.tail = b""
+
+    def take_stderr(self, data: bytes) -> None:
+        if self.header is not None:
+            self.header += data
+            if b"\n" not in self.header and len(self.header) < 256:
+                return
+            first, _, rest = self.header.partition(b"\n")
+            self.header = None
+            if first.startswith(PID_MARK) and first[len(PID_MARK):].strip().isdigit():
+                self.pgid = int(first[len(PID_MARK):].strip())
+                data = rest
+            else:
+                data = first + b"\n" + rest
+        if data:
+            self.tail = (self.tail + data)[-4096:]
+            self.on_stderr(data)
+
+    def end_header(self) -> None:
+        """Output that ended before the header's newline is output all the same."""
+        if self.header:
+            data, self.header = self.header, None
+            self.take_stderr(data)
+
+    def drain(self) -> bool:
+        """Read a few chunks of each output: a command writing faster than the callbacks take its output still
+        meets its deadline, and its stderr is read while stdout flows."""
+        channel, got = self.channel, False
+        for _ in range(DRAIN_CHUNKS):
+            more = False
+            if channel.recv_ready():
+                self.on_stdout(channel.recv(65536))
+                more = True
+            if channel.recv_stderr_ready():
+                self.take_stderr(channel.recv_stderr(65536))
+                more = True
+            if not more:
+                break
+            got = True
+        return got
 
 
 class Board:
@@ -108,16 +101,16 @@ class Board:
     def connect(cls, cfg: BoardConfig, accept_new_host_key: bool = False) -> "Board":
         creds = credentials(cfg)
         try:
-            return cls(cfg, _open_client(cfg, creds, accept_new_host_key), creds.describe())
+            return cls(cfg, open_client(cfg, creds, accept_new_host_key), creds.describe())
         except paramiko.AuthenticationException as exc:
             if creds.password is None and can_prompt():
                 log.info("authentication with %s failed; asking for the password", creds.describe())
                 creds = prompt_password(cfg, creds)
                 try:
-                    return cls(cfg, _open_client(cfg, creds, accept_new_host_key), creds.describe())
+                    return cls(cfg, open_client(cfg, creds, accept_new_host_key), creds.describe())
                 except paramiko.AuthenticationException as again:
                     exc = again
-            raise SshError(_auth_message(cfg, creds, exc)) from None
+            raise SshError(auth_message(cfg, creds, exc)) from None
 
     @property
     def transport(self) -> paramiko.Transport:
@@ -160,7 +153,7 @@ class Board:
         try:
             return self.transport.open_session(timeout=self.cfg.timeout)
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise RemoteError(f"cannot open a channel to {self.cfg.host}: {_cause(exc)}") from None
+            raise RemoteError(f"cannot open a channel to {self.cfg.host}: {cause(exc)}") from None
 
     def exec(self, command: str, timeout: Optional[float] = None, stdin: bytes = b"") -> Tuple[int, bytes, bytes]:
         """Run a short shell command; return (status, stdout, stderr)."""
@@ -178,105 +171,68 @@ class Board:
         With ``track_pid`` the shell first reports its pid (the session's process group: sshd runs each
         session in a new session), so a timeout or Ctrl-C can kill the whole group.
         """
-        on_stdout = on_stdout or (lambda data: None)
-        on_stderr = on_stderr or (lambda data: None)
         channel = self._session()
         full = (f'echo "@@PID $$" >&2; {command}') if track_pid else command
         channel.exec_command(self.wrap(full))
         if stdin:
             channel.sendall(stdin)
         channel.shutdown_write()
+        running = _Running(channel, on_stdout, on_stderr, track_pid)
         deadline = time.monotonic() + timeout if timeout else None
-        header = b"" if track_pid else None  # bytes of stderr before the @@PID line is complete
-        pgid = None
-        tail = b""
-        timed_out = False
-
-        def take_stderr(data):
-            nonlocal header, pgid, tail
-            if header is not None:
-                header += data
-                if b"\n" not in header and len(header) < 256:
-                    return
-                first, _, rest = header.partition(b"\n")
-                header = None
-                if first.startswith(PID_MARK) and first[len(PID_MARK):].strip().isdigit():
-                    pgid = int(first[len(PID_MARK):].strip())
-                    data = rest
-                else:
-                    data = first + b"\n" + rest
-            if data:
-                tail = (tail + data)[-4096:]
-                on_stderr(data)
-
-        def drain() -> bool:
-            # a few chunks of each a pass, so that a command writing faster than the callbacks take its output
-            # still meets its deadline, and its stderr is read while stdout flows
-            got = False
-            for _ in range(DRAIN_CHUNKS):
-                more = False
-                if channel.recv_ready():
-                    on_stdout(channel.recv(65536))
-                    more = True
-                if channel.recv_stderr_ready():
-                    take_stderr(channel.recv_stderr(65536))
-                    more = True
-                if not more:
-                    break
-                got = True
-            return got
-
-        # Polled, never select()ed: select() makes paramiko give the channel a pipe, which close() closes while
-        # the transport thread may still be writing to it for data arriving late; the EBADF that thread gets
-        # kills the whole connection (the SFTP session with it).
-        pause = POLL_MIN
-        exited = None
-        ended = False
         try:
-            while True:
-                got = drain()
-                if channel.closed or (channel.eof_received and channel.exit_status_ready()):
-                    ended = True        # nothing more will come: what is buffered is read below
-                    break
-                if not self.is_active():
-                    break
-                now = time.monotonic()
-                if channel.exit_status_ready():
-                    # sshd reports the exit when the command ends and sends what its pipes still hold after
-                    # it: wait for that rest (EOF), but not forever, as a daemon the command started may keep
-                    # the pipes open
-                    exited = exited or now
-                    if now - exited > EXIT_GRACE:
-                        break
-                if deadline is not None and now > deadline:
-                    timed_out = True
-                    self.kill_group(pgid)
-                    break
-                if got:
-                    pause = POLL_MIN
-                    continue
-                # status_event wakes us at once for the exit; output is picked up within ``pause``
-                if exited is None:
-                    channel.status_event.wait(pause)
-                else:
-                    time.sleep(pause)
-                pause = min(pause * 2, POLL_MAX)
-            while drain() and ended:    # (what the last pass left; all of it once the channel has ended)
-                pass
+            timed_out = self._follow(running, deadline)
         except KeyboardInterrupt:
-            self.kill_group(pgid)
+            self.kill_group(running.pgid)
             raise
         finally:
-            if header:  # output ended before a newline
-                data, header = header, None
-                take_stderr(data)
+            running.end_header()
         if timed_out:
             channel.close()
-            return RunResult(-1, timed_out=True, stderr_tail=tail)
+            return RunResult(-1, timed_out=True, stderr_tail=running.tail)
         status = channel.recv_exit_status() if channel.exit_status_ready() else -1
         lost = status == -1 and not self.is_active()
         channel.close()
-        return RunResult(status, connection_lost=lost, stderr_tail=tail)
+        return RunResult(status, connection_lost=lost, stderr_tail=running.tail)
+
+    def _follow(self, running: "_Running", deadline: Optional[float]) -> bool:
+        """Pass on the command's output until it ends (True: its deadline passed, and its group was killed).
+
+        The channel is polled, never select()ed: select() makes paramiko give the channel a pipe, which close()
+        closes while the transport thread may still be writing to it for data arriving late; the EBADF that
+        thread gets kills the whole connection (the SFTP session with it).
+        """
+        channel = running.channel
+        pause, exited, ended = POLL_MIN, None, False
+        while True:
+            got = running.drain()
+            if channel.closed or (channel.eof_received and channel.exit_status_ready()):
+                ended = True        # nothing more will come: what is buffered is read below
+                break
+            if not self.is_active():
+                break
+            now = time.monotonic()
+            if channel.exit_status_ready():
+                # sshd reports the exit when the command ends and sends what its pipes still hold after it:
+                # wait for that rest (EOF), but not forever, as a daemon the command started may keep the
+                # pipes open
+                exited = exited or now
+                if now - exited > EXIT_GRACE:
+                    break
+            if deadline is not None and now > deadline:
+                self.kill_group(running.pgid)
+                return True
+            if got:
+                pause = POLL_MIN
+                continue
+            # status_event wakes us at once for the exit; output is picked up within ``pause``
+            if exited is None:
+                channel.status_event.wait(pause)
+            else:
+                time.sleep(pause)
+            pause = min(pause * 2, POLL_MAX)
+        while running.drain() and ended:    # (what the last pass left; all of it once the channel has ended)
+            pass
+        return False
 
     def kill_group(self, pgid: Optional[int]) -> None:
         if not pgid or not self.is_active():
@@ -300,7 +256,7 @@ class Board:
             try:
                 self._sftp = self.client.open_sftp()
             except (paramiko.SSHException, OSError, EOFError) as exc:
-                raise RemoteError(f"cannot start SFTP on {self.cfg.host}: {_cause(exc)}") from None
+                raise RemoteError(f"cannot start SFTP on {self.cfg.host}: {cause(exc)}") from None
             self._sftp.get_channel().settimeout(max(SFTP_TIMEOUT, self.cfg.timeout))
         return self._sftp
 
@@ -315,7 +271,7 @@ class Board:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise RemoteError(f"cannot look at {path} on the board: {_cause(exc)}") from None
+            raise RemoteError(f"cannot look at {path} on the board: {cause(exc)}") from None
 
     def makedirs(self, path: str, mode: int = 0o755) -> bool:
         """mkdir -p over SFTP; return True when ``path`` itself was created."""
@@ -331,7 +287,7 @@ class Board:
             self.sftp.mkdir(path, mode)
         except OSError as exc:
             if self.stat(path) is None:
-                raise RemoteError(f"cannot create {path} on the board: {_cause(exc)}") from None
+                raise RemoteError(f"cannot create {path} on the board: {cause(exc)}") from None
             return False
         return True
 
@@ -387,131 +343,3 @@ class Board:
         if size != len(data):
             raise OSError(errno.EIO, f"size mismatch writing {path}: {size} != {len(data)}")
         self.sftp.chmod(path, mode)
-
-
-# -- connect helpers ---------------------------------------------------------------------------------------
-def _open_client(cfg: BoardConfig, creds: Credentials, accept_new_host_key: bool) -> paramiko.SSHClient:
-    files = known_hosts_files(cfg)
-    lines = []
-    for path in files:
-        try:
-            lines.extend(knownhosts.read_lines(path))
-        except (OSError, FileRefused) as exc:
-            raise SshError(f"cannot read known_hosts file {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    name = knownhosts.host_entry_name(cfg.host, cfg.port)
-
-    def transport_factory(sock, **kwargs):
-        transport = paramiko.Transport(sock, **kwargs)
-        options = transport.get_security_options()
-        options.key_types = knownhosts.preferred_key_types(lines, name, options.key_types)
-        return transport
-
-    client = paramiko.SSHClient()
-    target = cfg.known_hosts if cfg.known_hosts is not None else user_known_hosts()
-    client.set_missing_host_key_policy(_HostKeyPolicy(lines, accept_new_host_key, target))
-    where = f"{cfg.host}:{cfg.port}"
-    try:
-        sock = socket.create_connection((cfg.host, cfg.port), timeout=cfg.timeout)
-    except socket.gaierror as exc:
-        raise SshError(f"cannot connect to {where}: cannot resolve the address ({exc.strerror})") from None
-    except socket.timeout:
-        raise SshError(f"cannot connect to {where}: no answer within {cfg.timeout:g} s "
-                       "(board off, wrong address or a firewall?)") from None
-    except ConnectionRefusedError:
-        raise SshError(f"cannot connect to {where}: connection refused (is sshd running on the board, "
-                       "is the port right?)") from None
-    except OSError as exc:
-        raise SshError(f"cannot connect to {where}: {exc.strerror or exc} (board unreachable?)") from None
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    try:
-        client.connect(cfg.host, port=cfg.port, username=cfg.username, password=creds.password,
-                       passphrase=creds.passphrase, key_filename=creds.key_files or None, allow_agent=creds.allow_agent,
-                       look_for_keys=creds.look_for_keys, sock=sock, timeout=cfg.timeout,
-                       banner_timeout=cfg.timeout, auth_timeout=cfg.timeout, channel_timeout=cfg.timeout,
-                       transport_factory=transport_factory)
-    except paramiko.AuthenticationException:
-        _close(client, sock)
-        raise
-    except _HostKeyRefused as exc:
-        _close(client, sock)
-        raise SshError(_host_key_message(exc, target)) from None
-    except (socket.timeout, TimeoutError):
-        _close(client, sock)
-        raise SshError(f"SSH handshake with {where} timed out after {cfg.timeout:g} s") from None
-    except paramiko.SSHException as exc:
-        _close(client, sock)
-        text = str(exc)
-        if "No existing session" in text or "banner" in text.lower():
-            text = (f"no SSH server answered on {where} within {cfg.timeout:g} s (wrong port, or the board's "
-                    "sshd is stuck?)")
-            if "reset" in str(exc).lower() or "EOF" in str(exc):
-                text = f"{where} closed the connection before the SSH banner (not an SSH server, or overloaded)"
-        elif "No authentication methods available" in text:
-            # nothing to offer (no pwd, key_file or agent key): an authentication failure, which a terminal may
-            # still answer with a password
-            raise paramiko.AuthenticationException(text) from None
-        else:
-            text = f"SSH handshake with {where} failed: {_cause(exc)}"
-        raise SshError(text) from None
-    except (OSError, EOFError) as exc:
-        _close(client, sock)
-        raise SshError(f"connection to {where} failed: {_cause(exc)}") from None
-    transport = client.get_transport()
-    transport.set_keepalive(15)
-    return client
-
-
-def _host_key_message(exc: _HostKeyRefused, target: Path) -> str:
-    name, key, verdict = exc.name, exc.key, exc.verdict
-    now = f"{key.get_name()} {fingerprint(key)}"
-    where = knownhosts.describe(verdict.lines)
-    if verdict.status == "revoked":
-        return (f"the host key of {name} ({now}) is marked @revoked in {where}: it must never be accepted "
-                f"(its private key may have been stolen). Not connecting.")
-    if verdict.status == "changed":
-        old_type, old_print = knownhosts.first_type(verdict.lines)
-        # (-f: the file that holds the old line, which need not be ~/.ssh/known_hosts, ssh-keygen's default)
-        remove = "; ".join(f"ssh-keygen -R {q(name)} -f {q(str(path))}"
-                           for path in dict.fromkeys(line.path for line in verdict.lines))
-        return (f"the host key of {name} has CHANGED (now {now}, known {old_type} {old_print}). If the board "
-                f"was reflashed or replaced this is expected: remove the old line from {where} (or run "
-                f"{remove}), then rerun with --accept-new-host-key. Otherwise someone may be "
-                f"intercepting the connection. Not connecting.")
-    return (f"the host key of {name} is not known: {now}; check it on the board (ssh-keygen -lf "
-            f"/etc/ssh/ssh_host_{_short_type(key)}_key.pub; on a dropbear board: dropbearkey -y -f "
-            f"/etc/dropbear/dropbear_{_short_type(key)}_host_key) and rerun with --accept-new-host-key to add it "
-            f"to {target}")
-
-
-def _short_type(key) -> str:
-    name = key.get_name()
-    return {"ssh-ed25519": "ed25519", "ssh-rsa": "rsa"}.get(name, "ecdsa" if "ecdsa" in name else name)
-
-
-def _close(client, sock) -> None:
-    with contextlib.suppress(Exception):
-        client.close()
-    with contextlib.suppress(Exception):
-        sock.close()
-
-
-def _auth_message(cfg: BoardConfig, creds: Credentials, exc: Exception) -> str:
-    text = f"authentication failed for {cfg.username}@{cfg.host}:{cfg.port} (tried: {creds.describe()})"
-    allowed = getattr(exc, "allowed_types", None)
-    if isinstance(exc, paramiko.BadAuthenticationType) and allowed:
-        text += f"; the board accepts only: {', '.join(allowed)}"
-    elif creds.password is None and not creds.key_files:
-        text += "; set pwd or key_file in [ssh_config], or MSPROF_SSH_PASSWORD"
-    elif creds.password is None and creds.passphrase is None:
-        key = encrypted_key(creds)
-        if key is not None:
-            text += (f"; the key_file {key} is encrypted: run on a terminal to be asked its passphrase, or load it "
-                     "into an SSH agent")
-    return text
-
-
-def _cause(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    if isinstance(exc, OSError) and exc.strerror:
-        text = exc.strerror
-    return text.splitlines()[0][:300]

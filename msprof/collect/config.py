@@ -120,6 +120,35 @@ def _is_public_key(path: Path) -> bool:
 def load_config(path: Path) -> BoardConfig:
     """Read and validate the ini; raise ConfigError (exit 5) naming the file and key on any problem."""
     path = Path(path)
+    values = _read_section(path)
+
+    def fail(key, what):        # (``what`` begins with its own space or colon)
+        raise ConfigError(f"config file {path}: [{SECTION}] key '{key}'{what}")
+
+    host = _required(values, "ip", fail)
+    if any(c.isspace() or ord(c) < 32 for c in host) or host.startswith("-"):
+        fail("ip", f" is not a valid address: {host!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    username = _required(values, "username", fail)
+    if any(c.isspace() or ord(c) < 32 for c in username) or username.startswith("-"):
+        fail("username", " is not a valid user name")
+    port, timeout = _port(values, fail), _timeout(values, fail)
+    key_file, known_hosts = _key_file(values, path, fail), _known_hosts(values, path, fail)
+    transfer = (values.get("transfer") or "auto").lower()
+    if transfer not in ("auto", "tar", "sftp"):
+        fail("transfer", f" must be auto, tar or sftp, not {transfer!r}")
+    remote_path = _remote_path(values, fail)
+    password = values.get("pwd") or None
+    if password is not None:
+        _warn_if_readable(path)
+    return BoardConfig(host=host, username=username, port=port, password=password, key_file=key_file,
+                       known_hosts=known_hosts, timeout=timeout, remote_path=remote_path, transfer=transfer,
+                       source=path)
+
+
+def _read_section(path: Path) -> dict:
+    """The keys of [ssh_config], stripped; a file that cannot be read or parsed is a ConfigError naming it."""
     # raw: a '%' in a password is not interpolation. Inline comments need whitespace before ';' or '#', so a
     # password such as 'a;b' is kept whole (docs/collect.md uses '; comments' after values).
     parser = configparser.RawConfigParser(inline_comment_prefixes=(";", "#"))
@@ -139,21 +168,7 @@ def load_config(path: Path) -> BoardConfig:
     except UnicodeDecodeError:
         raise ConfigError(f"config file {path} is not UTF-8 text") from None
     except configparser.Error as exc:
-        # configparser messages can quote the offending line, which may hold the password: say less (a key's
-        # name, never a value or a line)
-        line = getattr(exc, "lineno", None) or next((n for n, _ in getattr(exc, "errors", None) or ()), None)
-        where = f" (line {line})" if line else ""
-        if isinstance(exc, configparser.DuplicateOptionError):
-            what = f"key '{exc.option}' is given twice"
-        elif isinstance(exc, configparser.DuplicateSectionError):
-            what = f"section [{exc.section}] is given twice"
-        elif isinstance(exc, configparser.MissingSectionHeaderError):
-            what = f"a key before the first [section] (expected [{SECTION}] first)"
-        elif isinstance(exc, configparser.ParsingError):
-            what = "a line that is neither [section], key = value nor a comment"
-        else:
-            what = type(exc).__name__.replace("Error", " error")
-        raise ConfigError(f"config file {path} is not a valid ini file{where}: {what}") from None
+        raise ConfigError(_parse_error(path, exc)) from None
     if not parser.has_section(SECTION):
         raise ConfigError(f"config file {path} has no [{SECTION}] section")
     values = {k.lower(): v.strip() for k, v in parser.items(SECTION)}
@@ -166,69 +181,81 @@ def load_config(path: Path) -> BoardConfig:
     for key in values:
         if key not in KNOWN_KEYS:
             log.warning("%s: unknown key %r in [%s] ignored (known: %s)", path, key, SECTION, ", ".join(KNOWN_KEYS))
+    return values
 
-    def required(key):
-        value = values.get(key, "")
-        if not value:
-            raise ConfigError(f"config file {path}: [{SECTION}] key '{key}' is missing or empty")
-        return value
 
-    host = required("ip")
-    if any(c.isspace() or ord(c) < 32 for c in host) or host.startswith("-"):
-        raise ConfigError(f"config file {path}: [{SECTION}] key 'ip' is not a valid address: {host!r}")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    username = required("username")
-    if any(c.isspace() or ord(c) < 32 for c in username) or username.startswith("-"):
-        raise ConfigError(f"config file {path}: [{SECTION}] key 'username' is not a valid user name")
-    port_text = values.get("port") or "22"
-    if not _PORT.fullmatch(port_text) or not 1 <= int(port_text) <= 65535:
-        raise ConfigError(f"config file {path}: [{SECTION}] key 'port' must be a number 1-65535, "
-                          f"not {port_text!r}")
-    port = int(port_text)
-    timeout_text = values.get("timeout") or str(DEFAULT_TIMEOUT)
-    try:
-        if not _SECONDS.fullmatch(timeout_text):
-            raise ValueError
-        timeout = float(timeout_text)
-        if not 0 < timeout <= 3600:
-            raise ValueError
-    except ValueError:
-        raise ConfigError(f"config file {path}: [{SECTION}] key 'timeout' must be seconds (0-3600], "
-                          f"not {timeout_text!r}") from None
-    key_file = None
-    if values.get("key_file"):
-        key_file = Path(os.path.expanduser(values["key_file"]))
-        if not key_file.is_absolute():
-            key_file = (path.parent / key_file)
-        if not key_file.is_file():
-            raise ConfigError(f"config file {path}: [{SECTION}] key 'key_file': {key_file} is not a file")
-        if _is_public_key(key_file):
-            raise ConfigError(f"config file {path}: [{SECTION}] key 'key_file': {key_file} is a public key; "
-                              "give its private key (the file without .pub)")
-    known_hosts = None
-    if values.get("known_hosts"):
-        known_hosts = Path(os.path.expanduser(values["known_hosts"]))
-        if not known_hosts.is_absolute():
-            known_hosts = path.parent / known_hosts
-        if known_hosts.exists() and not known_hosts.is_file():
-            raise ConfigError(f"config file {path}: [{SECTION}] key 'known_hosts': {known_hosts} is not a file")
-    transfer = (values.get("transfer") or "auto").lower()
-    if transfer not in ("auto", "tar", "sftp"):
-        raise ConfigError(f"config file {path}: [{SECTION}] key 'transfer' must be auto, tar or sftp, "
-                          f"not {transfer!r}")
+def _parse_error(path: Path, exc: configparser.Error) -> str:
+    """configparser's messages can quote the offending line, which may hold the password: say less (a key's
+    name, never a value or a line)."""
+    line = getattr(exc, "lineno", None) or next((n for n, _ in getattr(exc, "errors", None) or ()), None)
+    where = f" (line {line})" if line else ""
+    if isinstance(exc, configparser.DuplicateOptionError):
+        what = f"key '{exc.option}' is given twice"
+    elif isinstance(exc, configparser.DuplicateSectionError):
+        what = f"section [{exc.section}] is given twice"
+    elif isinstance(exc, configparser.MissingSectionHeaderError):
+        what = f"a key before the first [section] (expected [{SECTION}] first)"
+    elif isinstance(exc, configparser.ParsingError):
+        what = "a line that is neither [section], key = value nor a comment"
+    else:
+        what = type(exc).__name__.replace("Error", " error")
+    return f"config file {path} is not a valid ini file{where}: {what}"
+
+
+def _required(values: dict, key: str, fail) -> str:
+    value = values.get(key, "")
+    if not value:
+        fail(key, " is missing or empty")
+    return value
+
+
+def _port(values: dict, fail) -> int:
+    text = values.get("port") or "22"
+    if not _PORT.fullmatch(text) or not 1 <= int(text) <= 65535:
+        fail("port", f" must be a number 1-65535, not {text!r}")
+    return int(text)
+
+
+def _timeout(values: dict, fail) -> float:
+    text = values.get("timeout") or str(DEFAULT_TIMEOUT)
+    if not _SECONDS.fullmatch(text) or not 0 < float(text) <= 3600:
+        fail("timeout", f" must be seconds (0-3600], not {text!r}")
+    return float(text)
+
+
+def _local_path(value: str, ini: Path) -> Path:
+    """A path from the ini: ``~`` expanded, relative to the ini's directory."""
+    path = Path(os.path.expanduser(value))
+    return path if path.is_absolute() else ini.parent / path
+
+
+def _key_file(values: dict, ini: Path, fail) -> Optional[Path]:
+    if not values.get("key_file"):
+        return None
+    key_file = _local_path(values["key_file"], ini)
+    if not key_file.is_file():
+        fail("key_file", f": {key_file} is not a file")
+    if _is_public_key(key_file):
+        fail("key_file", f": {key_file} is a public key; give its private key (the file without .pub)")
+    return key_file
+
+
+def _known_hosts(values: dict, ini: Path, fail) -> Optional[Path]:
+    if not values.get("known_hosts"):
+        return None
+    known_hosts = _local_path(values["known_hosts"], ini)
+    if known_hosts.exists() and not known_hosts.is_file():
+        fail("known_hosts", f": {known_hosts} is not a file")
+    return known_hosts
+
+
+def _remote_path(values: dict, fail) -> Optional[str]:
     remote_path = values.get("remote_path") or None
     if remote_path and any(ord(c) < 32 for c in remote_path):
-        raise ConfigError(f"config file {path}: [{SECTION}] key 'remote_path' contains a control character")
+        fail("remote_path", " contains a control character")
     if remote_path and not all(part.startswith("/") for part in remote_path.split(":")):
-        raise ConfigError(f"config file {path}: [{SECTION}] key 'remote_path' must be absolute directories "
-                          f"joined by ':', not {remote_path!r}")
-    password = values.get("pwd") or None
-    if password is not None:
-        _warn_if_readable(path)
-    return BoardConfig(host=host, username=username, port=port, password=password, key_file=key_file,
-                       known_hosts=known_hosts, timeout=timeout, remote_path=remote_path, transfer=transfer,
-                       source=path)
+        fail("remote_path", f" must be absolute directories joined by ':', not {remote_path!r}")
+    return remote_path
 
 
 def _warn_if_readable(path: Path) -> None:

@@ -1,205 +1,43 @@
-"""Download JOB directories from the board: into ``<output>/.partial/JOB…``, verified, then renamed.
+"""Download one JOB directory from the board into ``<output>/.partial/JOB…``, verified, then renamed.
 
-Names coming from the board are validated before they touch the local disk: no ``/`` or ``\\``, no ``.`` or
-``..``, no control characters, valid UTF-8 (a JOB directory name also only ``[A-Za-z0-9_.-]``, see
-:mod:`msprof.collect.names`). The SFTP listing is checked against the board's own ``find``: an SFTP server
-silently leaves out what it cannot stat (OpenSSH's does for paths longer than PATH_MAX). The tar stream is
-extracted member by member by this module (Python 3.9 has no ``tarfile`` extraction filters): only
-directories and regular files (plus hard links to files already extracted) inside the one expected JOB
-directory are written, with files created ``O_EXCL|O_NOFOLLOW``.
+The board's listing (:mod:`msprof.collect.listing`) is the contract: nothing is written locally that it does
+not hold. Every tar member is checked before any of it is written: its name (validated component by
+component, inside the one expected JOB), its type (directories, regular files and hard links to files
+already extracted; symlinks and devices the listing showed are skipped, others refused) and its size (the
+listing's). A name may come once. The stream as a whole may not be larger than the listing's data and
+headers, so a header cannot make us read without end either. Over SFTP no file is read past its listed size.
+So a pull writes at most the listing's bytes and files, which the local free space (bytes and inodes) is
+checked against before it starts; whatever stops a pull, what it wrote in ``.partial`` is removed.
+The tar stream is extracted by this module (Python 3.9 has no ``tarfile`` extraction filters), with files
+created ``O_EXCL|O_NOFOLLOW``.
 """
 import contextlib
-import filecmp
 import os
-import re
 import shutil
 import socket
-import stat
 import tarfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Iterable, Optional
 
 import paramiko
 
 from msprof.collect.board import SFTP_TIMEOUT, Board, q
-from msprof.collect.names import is_job_name
-from msprof.paths import printable
+from msprof.collect.connect import cause
+from msprof.collect.listing import Manifest
+from msprof.collect.names import Unpullable, check_relpath
 from msprof.console import log
 from msprof.errors import DiskSpaceError, RemoteError
 from msprof.outputs import effective_umask
+from msprof.paths import printable
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 SMALL_FILE = 64 * 1024
 CHUNK = 1 << 20
-
-
-class Unpullable(RemoteError):
-    """This JOB directory cannot be pulled safely or completely (a name, a listing); the others can."""
-
-
-def check_name(name: str, where: str = "") -> str:
-    """Refuse a remote file name that could escape or confuse the local tree."""
-    bad = None
-    if not name or name in (".", ".."):
-        bad = "empty, '.' or '..'"
-    elif "/" in name or "\\" in name:
-        bad = "a path separator"
-    elif _CONTROL.search(name):
-        bad = "a control character"
-    elif any(0xDC80 <= ord(c) <= 0xDCFF for c in name):
-        bad = "bytes that are not UTF-8"
-    elif len(name.encode("utf-8", "surrogateescape")) > 255:
-        bad = "more than 255 bytes"
-    if bad:
-        raise Unpullable(f"the board sent an unsafe file name '{printable(name)}'"
-                         f"{' in ' + printable(where) if where else ''} ({bad}); refused")
-    return name
-
-
-def check_job_name(name: str) -> str:
-    if not is_job_name(name):
-        raise Unpullable(f"the board wrote a JOB directory named '{printable(name)}': only letters, digits and "
-                         "_ . - are accepted in a JOB name; not pulled")
-    return name
-
-
-def check_relpath(path: str) -> List[str]:
-    """Split a relative posix path from the board into validated components."""
-    text = path
-    while text.startswith("./"):
-        text = text[2:]
-    text = text.rstrip("/")
-    if not text or text.startswith("/"):
-        raise Unpullable(f"the board sent an unsafe path '{printable(path)}' (absolute or empty); refused")
-    parts = text.split("/")
-    for part in parts:
-        check_name(part, path)
-    return parts
-
-
-@dataclass
-class RemoteFile:
-    rel: str  # posix path relative to the profiling dir, starting with the JOB name
-    size: int
-    mode: int
-    mtime: int
-
-
-@dataclass
-class Manifest:
-    job: str
-    dirs: List[str] = field(default_factory=list)
-    files: Dict[str, RemoteFile] = field(default_factory=dict)
-    others: List[str] = field(default_factory=list)  # symlinks, devices…: listed, not pulled
-
-    @property
-    def total(self) -> int:
-        return sum(f.size for f in self.files.values())
-
-
-def _listdir(board: Board, path: str):
-    try:
-        return board.sftp.listdir_attr(path)
-    except UnicodeDecodeError as exc:  # paramiko decodes names as UTF-8; exc.object holds the raw name
-        raise Unpullable(f"the board has a file name that is not UTF-8 in {printable(path)}: "
-                         f"'{printable(exc.object)}'; refused") from None
-    except (OSError, paramiko.SSHException, EOFError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise RemoteError(f"cannot list {printable(path)} on the board: {_why(exc)}") from None
-
-
-def list_jobs(board: Board, profiling_dir: str) -> List[str]:
-    """Names of the JOB* directories directly under ``profiling_dir`` (not yet checked: see check_job_name)."""
-    try:
-        entries = _listdir(board, profiling_dir)
-    except FileNotFoundError:
-        return []
-    return sorted(e.filename for e in entries if e.filename.startswith("JOB") and stat.S_ISDIR(e.st_mode or 0))
-
-
-def manifest(board: Board, profiling_dir: str, job: str) -> Manifest:
-    """Walk one JOB directory over SFTP (lstat semantics): its directories and regular files with sizes,
-    checked against the board's own listing (:func:`cross_check`)."""
-    check_job_name(job)
-    result = Manifest(job, dirs=[job])
-    pending = [job]
-    while pending:
-        rel_dir = pending.pop()
-        try:
-            entries = _listdir(board, f"{profiling_dir}/{rel_dir}")
-        except FileNotFoundError:
-            raise RemoteError(f"{printable(profiling_dir)}/{printable(rel_dir)} disappeared from the board "
-                              "while it was listed") from None
-        for entry in entries:
-            name = check_name(entry.filename, f"{profiling_dir}/{rel_dir}")
-            rel = f"{rel_dir}/{name}"
-            mode = entry.st_mode or 0
-            if stat.S_ISDIR(mode):
-                result.dirs.append(rel)
-                pending.append(rel)
-            elif stat.S_ISREG(mode):
-                result.files[rel] = RemoteFile(rel, entry.st_size or 0, stat.S_IMODE(mode), int(entry.st_mtime or 0))
-            else:
-                result.others.append(rel)
-                log.warning("skipping %s on the board: not a regular file or directory", rel)
-    cross_check(board, profiling_dir, result)
-    return result
-
-
-def cross_check(board: Board, profiling_dir: str, found: Manifest) -> None:
-    """Compare the SFTP walk with ``find`` run on the board. OpenSSH's sftp-server leaves out, without an
-    error, every entry whose path is too long to stat (deeper than PATH_MAX), so a whole subtree could
-    otherwise be missing from a pull that reports success."""
-    # Plain POSIX find (no -print0, which small busybox builds lack): one path per line is exact here, as a
-    # name with a newline that the SFTP walk saw was refused already, and one it did not see is missing anyway.
-    status, out, err = board.exec(f"cd {q(profiling_dir)} && find {q(found.job)}")
-    if status == 127:
-        log.info("no find on the board: the SFTP listing of %s is not cross-checked", found.job)
-        return
-    if status != 0:
-        lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
-        raise Unpullable(f"the board cannot list all of {found.job} (find exit {status}"
-                         f"{': ' + printable(lines[-1].strip()[:300]) if lines else ''}); not pulled")
-    listed = {name.decode("utf-8", "surrogateescape") for name in out.split(b"\n") if name}
-    missing = sorted(listed - set(found.dirs) - set(found.files) - set(found.others), key=lambda p: (len(p), p))
-    if missing:
-        first = missing[0]
-        shown = printable(first if len(first) <= 160 else first[:70] + " … " + first[-70:])
-        raise Unpullable(f"{found.job} is incomplete over SFTP: {len(missing)} of the {len(listed)} entries "
-                         f"find lists on the board were not listed by its SFTP server, e.g. {shown} "
-                         f"(a path of {len(profiling_dir.encode()) + 1 + len(first.encode('utf-8', 'surrogateescape'))}"
-                         " bytes on the board: deeper than its PATH_MAX?); not pulled")
-
-
-def same_contents(staged_root: Path, output: Path, found: Manifest) -> bool:
-    """Whether every file of the manifest, just pulled under ``staged_root``, has the same bytes under
-    ``output`` (names and sizes alone say nothing: a second run of a simulator or a board whose clock was
-    reset writes a JOB of the same name, with files of the same sizes and other records)."""
-    try:
-        return all(filecmp.cmp(staged_root / rel, output / rel, shallow=False) for rel in found.files)
-    except OSError:         # a local file that cannot be read: not known to be the same, so not replaced
-        return False
-
-
-def local_state(output: Path, found: Manifest) -> str:
-    """'absent', 'same sizes' (every remote file present with its size: maybe the same JOB, to be compared once
-    pulled) or 'different'."""
-    local = output / found.job
-    if not os.path.lexists(local):
-        return "absent"
-    if local.is_symlink() or not local.is_dir():
-        return "different"
-    for rel, remote in found.files.items():
-        path = output / rel
-        try:
-            st = os.lstat(path)
-        except OSError:
-            return "different"
-        if not stat.S_ISREG(st.st_mode) or st.st_size != remote.size:
-            return "different"
-    return "same sizes"
+BLOCK = tarfile.BLOCKSIZE
+# What an honest tar adds to the listing's data: per member a header, maybe a long-name or pax header and
+# the name itself twice; at the end two zero blocks and the padding to a whole record. tarfile also reads a
+# chunk ahead.
+HEADER_ROOM = 4 * BLOCK
+END_ROOM = (1 << 20) + CHUNK
 
 
 def kib(size: int) -> str:
@@ -207,20 +45,46 @@ def kib(size: int) -> str:
     return f"{size / 1024:.0f} KiB" if size < 10 * 1024 * 1024 else f"{size / 1048576:.1f} MiB"
 
 
-def check_local_space(output: Path, needed: int) -> None:
-    free = shutil.disk_usage(output).free
+def check_local_space(output: Path, found: Iterable[Manifest]) -> None:
+    """Refuse (exit 6) before anything is written when the JOBs' listings do not fit: their bytes, each file
+    rounded up to the file system's block, and their files and directories against the free inodes."""
+    st = os.statvfs(output)
+    block = st.f_frsize or 4096
+    needed, entries = 0, 0
+    for item in found:
+        needed += sum(-(-f.size // block) * block for f in item.files.values()) + len(item.dirs) * block
+        entries += len(item.dirs) + len(item.files) + 1      # (+1: its collect.json)
+    free = st.f_bavail * block
     if needed > free:
         raise DiskSpaceError(f"not enough local disk space in {output}: the JOB directories need {kib(needed)}, "
                              f"{kib(free)} free")
+    if st.f_files and entries > st.f_favail:    # (f_files 0: a file system without an inode limit)
+        raise DiskSpaceError(f"not enough free inodes in {output}: the JOB directories need {entries:,} files and "
+                             f"directories, {st.f_favail:,} can still be made")
 
 
 def pull_job(board: Board, profiling_dir: str, found: Manifest, partial_root: Path, method: str,
              progress: Optional[Callable[[int], None]] = None) -> Path:
-    """Download one JOB into ``partial_root/JOB`` (replacing an earlier partial copy) and verify it."""
+    """Download one JOB into ``partial_root/JOB`` (replacing an earlier partial copy) and verify it. When the
+    pull fails or is interrupted, what it wrote is removed: a partial copy is fetched again from the start
+    anyway, and must not keep a full disk full."""
     target = partial_root / found.job
     if os.path.lexists(target):
         remove_tree(target)
     partial_root.mkdir(parents=True, exist_ok=True)
+    try:
+        _pull(board, profiling_dir, found, partial_root, method, progress)
+        verify(partial_root, found)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            if os.path.lexists(target):
+                remove_tree(target)
+        raise
+    return target
+
+
+def _pull(board: Board, profiling_dir: str, found: Manifest, partial_root: Path, method: str, progress) -> None:
+    target = partial_root / found.job
     try:
         if method == "tar":
             _pull_tar(board, profiling_dir, found, partial_root, progress)
@@ -230,15 +94,11 @@ def pull_job(board: Board, profiling_dir: str, found: Manifest, partial_root: Pa
         if exc.errno in (28, 122):  # ENOSPC, EDQUOT on the local side
             raise DiskSpaceError(f"local disk full while writing {target}: {exc.strerror}") from None
         if isinstance(exc, (socket.timeout, TimeoutError)) or not board.is_active():
-            raise RemoteError(f"connection to the board lost while pulling {found.job}: {_why(exc)}") from None
-        if exc.filename and not str(exc.filename).startswith(str(partial_root)):
-            raise RemoteError(f"pulling {found.job} failed: {_why(exc)}") from None
-        raise RemoteError(f"pulling {found.job} failed: {_why(exc)}") from None
+            raise RemoteError(f"connection to the board lost while pulling {found.job}: {cause(exc)}") from None
+        raise RemoteError(f"pulling {found.job} failed: {cause(exc)}") from None
     except (paramiko.SSHException, EOFError, tarfile.TarError) as exc:
         lost = "" if board.is_active() else "connection to the board lost; "
-        raise RemoteError(f"{lost}pulling {found.job} failed: {_why(exc)}") from None
-    verify(partial_root, found)
-    return target
+        raise RemoteError(f"{lost}pulling {found.job} failed: {cause(exc)}") from None
 
 
 def verify(root: Path, found: Manifest) -> None:
@@ -267,24 +127,21 @@ def _pull_sftp(board, profiling_dir, found, root, progress):
         (root / rel).mkdir(parents=True, exist_ok=True)
     for rel, remote in found.files.items():
         local = root / rel
-        source = f"{profiling_dir}/{rel}"
-        if remote.size <= SMALL_FILE:  # one open/read/close: about twice as fast as get() for small files
-            with sftp.open(source, "rb") as handle:
-                data = handle.read(remote.size) + handle.read()
-            with _create(local) as out:
-                out.write(data)
-            if progress:
-                progress(len(data))
-        else:
-            done = [0]
-
-            def callback(got, total, done=done):
+        with sftp.open(f"{profiling_dir}/{rel}", "rb") as handle, _create(local) as out:
+            if remote.size > SMALL_FILE:     # (small files: one read, about twice as fast as a prefetch)
+                handle.prefetch(remote.size)
+            left = remote.size
+            while True:         # (one byte more than listed is asked for: a file that grew is noticed)
+                block = handle.read(min(left + 1, CHUNK))
+                if not block:
+                    break
+                if len(block) > left:
+                        raise RemoteError(f"{printable(rel)} grew on the board while it was pulled (listed with "
+                                      f"{remote.size} bytes); pull {found.job} again when the app has finished")
+                out.write(block)
+                left -= len(block)
                 if progress:
-                    progress(got - done[0])
-                done[0] = got
-
-            with _create(local) as out:
-                sftp.getfo(source, out, callback=callback)
+                    progress(len(block))
         _finish(local, remote.mode, remote.mtime)
 
 
@@ -311,58 +168,108 @@ def _pull_tar(board, profiling_dir, found, root, progress):
     channel.close()
     if status != 0:
         lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
-        cause = lines[-1] if lines else ("connection lost" if status == -1 else f"exit status {status}")
-        raise RemoteError(f"tar on the board failed while sending {found.job}: {cause}")
+        why = lines[-1] if lines else ("connection lost" if status == -1 else f"exit status {status}")
+        raise RemoteError(f"tar on the board failed while sending {found.job}: {why}")
+
+
+class _Bounded:
+    """The tar stream, read no further than an honest tar of the listing would go."""
+
+    def __init__(self, raw, found: Manifest):
+        self.raw, self.job = raw, found.job
+        names = found.dirs + list(found.files) + found.others
+        self.left = (sum(-(-f.size // BLOCK) * BLOCK for f in found.files.values()) + END_ROOM
+                     + sum(HEADER_ROOM + 2 * len(name.encode("utf-8", "surrogateescape")) for name in names))
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self.left -= len(data)
+        if self.left < 0:
+            raise Unpullable(f"the board's tar stream of {self.job} is larger than its listing allows; refused")
+        return data
 
 
 def extract_tar(fileobj, found: Manifest, root: Path, progress=None) -> None:
-    """Extract a tar stream of one JOB under ``root`` safely (works on Python 3.9: no ``filter=``).
-
-    Only directories, regular files and hard links to files already extracted, all inside ``found.job``;
-    names validated component by component; files created O_EXCL|O_NOFOLLOW; no setuid bits.
-    """
-    dir_modes = {}
-    written = {}
-    with tarfile.open(fileobj=fileobj, mode="r|", bufsize=CHUNK) as archive:
+    """Extract a tar stream of one JOB under ``root``, each member checked against the listing before any of
+    it is written (:func:`_admit`); files created O_EXCL|O_NOFOLLOW; no setuid bits."""
+    dir_modes, written, seen = {}, {}, set()
+    listed = _Listed(found)
+    with tarfile.open(fileobj=_Bounded(fileobj, found), mode="r|", bufsize=CHUNK) as archive:
         for member in archive:
-            parts = check_relpath(member.name)
-            if parts[0] != found.job:
-                raise RemoteError(f"the board's tar stream holds '{printable(member.name)}' outside {found.job}; "
-                                  "refused")
-            rel = "/".join(parts)
-            local = root.joinpath(*parts)
+            parts = _admit(member, listed, seen, written)
+            if parts is None:
+                continue
+            rel, local = "/".join(parts), root.joinpath(*parts)
+            _mkdirs(root, parts if member.isdir() else parts[:-1])
             if member.isdir():
-                _mkdirs(root, parts)
                 dir_modes[local] = (member.mode, member.mtime)
-            elif member.isreg():
-                _mkdirs(root, parts[:-1])
-                source = archive.extractfile(member)
-                with _create(local) as out:
-                    while True:
-                        block = source.read(CHUNK)
-                        if not block:
-                            break
-                        out.write(block)
-                        if progress:
-                            progress(len(block))
-                _finish(local, member.mode, member.mtime)
-                written[rel] = local
-            elif member.islnk():
-                link_rel = "/".join(check_relpath(member.linkname))
-                if link_rel not in written:
-                    raise RemoteError(f"the board's tar stream has a hard link '{printable(rel)}' to "
-                                      f"'{printable(member.linkname)}', which is not a file of this JOB; refused")
-                _mkdirs(root, parts[:-1])
-                with open(written[link_rel], "rb") as src, _create(local) as out:
-                    shutil.copyfileobj(src, out, CHUNK)
-                _finish(local, member.mode, member.mtime)
-                written[rel] = local
-            else:
-                log.warning("skipping %s from the board: not a regular file or directory", rel)
+                continue
+            if member.isreg():
+                _copy(archive.extractfile(member), local, progress)
+            else:           # a hard link to a file of this JOB: a copy of it
+                with open(written["/".join(check_relpath(member.linkname))], "rb") as source:
+                    _copy(source, local, None)
+            _finish(local, member.mode, member.mtime)
+            written[rel] = local
     for path, (mode, mtime) in dir_modes.items():
         with contextlib.suppress(OSError):
             os.chmod(path, ((mode & 0o777) | 0o700) & ~effective_umask())
             os.utime(path, (mtime, mtime))
+
+
+class _Listed:
+    """A listing's entries by kind, for a look-up per tar member."""
+
+    def __init__(self, found: Manifest):
+        self.job, self.files = found.job, found.files
+        self.dirs, self.others = set(found.dirs), set(found.others)
+
+    def described(self, rel: str) -> str:
+        if rel in self.files:
+            return f"a file of {self.files[rel].size} bytes"
+        if rel in self.dirs:
+            return "a directory"
+        return "neither a file nor a directory" if rel in self.others else "not there at all"
+
+
+def _admit(member: tarfile.TarInfo, listed: _Listed, seen: set, written: dict):
+    """The path of a member to write, None for one the listing showed as neither file nor directory (skipped);
+    anything the listing does not hold as it is (name, type, size), or a name given twice, is refused."""
+    parts = check_relpath(member.name)
+    rel, shown, job = "/".join(parts), printable(member.name), listed.job
+    if parts[0] != job:
+        raise Unpullable(f"the board's tar stream holds '{shown}' outside {job}; refused")
+    if rel in seen:
+        raise Unpullable(f"the board's tar stream holds '{shown}' twice; refused")
+    seen.add(rel)
+    file = listed.files.get(rel)
+    if member.isdir() and rel in listed.dirs:
+        return parts
+    if member.isreg() and file is not None and member.size == file.size:
+        return parts
+    if member.islnk() and file is not None:
+        target = "/".join(check_relpath(member.linkname))
+        if target in written and listed.files[target].size == file.size:
+            return parts
+        raise Unpullable(f"the board's tar stream has a hard link '{shown}' to '{printable(member.linkname)}', "
+                         "which is not a file of this JOB of the same size; refused")
+    if not (member.isdir() or member.isreg() or member.islnk()) and rel in listed.others:
+        log.warning("skipping %s from the board: not a regular file or directory", rel)
+        return None
+    size = f" of {member.size} bytes" if member.isreg() else ""
+    raise Unpullable(f"the board's tar stream holds '{shown}'{size}, which its listing of {job} shows as "
+                     f"{listed.described(rel)}; refused")
+
+
+def _copy(source, local: Path, progress) -> None:
+    with _create(local) as out:
+        while True:
+            block = source.read(CHUNK)
+            if not block:
+                break
+            out.write(block)
+            if progress:
+                progress(len(block))
 
 
 def _mkdirs(root: Path, parts) -> None:
@@ -397,10 +304,3 @@ def remove_tree(path: Path) -> None:
         path.unlink()
     else:
         shutil.rmtree(path)
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:300]
