@@ -57,7 +57,6 @@ class _ByteStream(Decoder):
         self._carry = b""
         self._seen = 0                  # stream bytes before the current chunk
         self._dead_at: Optional[int] = None  # stream offset of a damaged header: the rest is lost
-        self._notes: List[str] = []
 
     def decode(self, chunk: bytes, tally: Tally):
         data = self._carry + chunk if self._carry else chunk
@@ -76,7 +75,7 @@ class _ByteStream(Decoder):
         return []
 
     def messages(self, where) -> List[str]:
-        notes = list(self._notes)
+        notes = []
         if self._dead_at is not None:
             notes.append(f"{where(self._dead_at)}: a {self.label} record longer than {MAX_RECORD} bytes (a damaged"
                          f" header): the {self.tail_lost} bytes from there are lost")
