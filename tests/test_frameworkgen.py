@@ -67,7 +67,7 @@ def test_every_op_nests_and_holds_its_launches(name):
 
 def test_each_step_launches_the_model_and_the_tasks_follow_their_launches():
     fw = frameworkgen.build({"steps": 2})
-    kernels = [k["name"] for k in frameworkgen._kernels({"children": frameworkgen.DEFAULT_MODEL})]
+    kernels = [k["name"] for k in frameworkgen.kernels_of({"children": frameworkgen.DEFAULT_MODEL})]
     for step in fw.steps:
         spans = [s for op in step.walk() for s in op.spans]
         assert [s.kernel["name"] for s in spans] == kernels
