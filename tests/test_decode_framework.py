@@ -54,6 +54,13 @@ def test_op_range_records_decode_to_exact_rows_and_shared_strings():
     assert any("1 torch.op_range string(s) not UTF-8: kept as N/A" in m for m in decoder.messages(str))
 
 
+def test_a_repeated_record_is_counted_each_time_it_has_a_bad_string():
+    decoder = torch.OpRangeDecoder()
+    out, _ = decode_all(decoder, SECOND * 3)
+    assert decoder.undecodable == 3 and len(out["torch_op"]) == 3
+    assert [r[0] for r in out["torch_op"]] == [0, 1, 2] and len(out["fw_string"]) == 2
+
+
 @pytest.mark.parametrize("cut", range(1, len(FIRST) + len(SECOND)))
 def test_a_record_cut_by_a_chunk_boundary_anywhere_decodes_the_same(cut):
     whole, _ = decode_all(torch.OpRangeDecoder(), FIRST + SECOND)

@@ -8,8 +8,6 @@
   active (bytes)`` per line; a line that does not read as four integers is skipped and counted.
 """
 import struct
-from typing import Dict
-
 from msprof.decode.base import LineDecoder, Rows, Tally
 from msprof.decode.framework.stream import TlvDecoder
 from msprof.decode.framework.torch import END_BEFORE_START
@@ -24,14 +22,13 @@ INT64 = (-(1 << 63), (1 << 63) - 1)
 class MsOpRangeDecoder(TlvDecoder):
     kind, label = "ms_op_range", "MindSpore op_range"
     fixed = struct.Struct("<5qi3Hb3?")        # 54 B
+    field_types = MS_FIELDS
 
-    def row(self, values: tuple, fields: Dict[int, str], tally: Tally, index: int):
+    def row(self, values: tuple, fields: tuple, tally: Tally, index: int):
         if values[4] < values[3]:
             tally.skip(END_BEFORE_START, 1, index)
             return None
-        ids = self.strings.id
-        flags = tuple(int(v) for v in values[10:])
-        return (self.records - 1,) + values[:10] + flags + tuple(ids(fields.get(k)) for k in MS_FIELDS)
+        return (self.records - 1,) + values[:10] + tuple(int(v) for v in values[10:]) + fields
 
     def output(self, rows: list) -> list:
         return [Rows("ms_op", MS_COLUMNS, rows)]

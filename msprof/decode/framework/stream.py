@@ -94,14 +94,20 @@ class _ByteStream(Decoder):
 
 
 class TlvDecoder(_ByteStream):
-    """A TLV family: ``row(fixed values, fields, tally, index)`` makes a record's row (or None: skipped)."""
+    """A TLV family: ``row(fixed values, field values, tally, index)`` makes a record's row (or None:
+    skipped); the field values are those of ``field_types``, in that order (None: absent), as ``fw_string``
+    ids (``intern``) or as text."""
 
     fixed: struct.Struct
+    field_types: tuple = ()
+    intern = True
+    MEMO = 1 << 16          # distinct field blocks remembered (an op's name, shapes and stack repeat each step)
 
     def __init__(self, strings: Optional[Strings] = None):
         super().__init__(strings)
         self.undecodable = 0
         self.cut_fields = 0
+        self._memo: Dict[bytes, tuple] = {}
 
     def split(self, data: bytes, tally: Tally, base: int):
         rows, at, end = [], 0, len(data)
@@ -119,32 +125,27 @@ class TlvDecoder(_ByteStream):
                 tally.skip(f"value shorter than its {size}-byte struct: data lost", 1, base + at)
             else:
                 value_at = at + HEADER.size
-                row = self.row(self.fixed.unpack_from(data, value_at), self.fields(data, value_at + size, stop),
+                row = self.row(self.fixed.unpack_from(data, value_at), self.field_values(data[value_at + size:stop]),
                                tally, base + at)
                 if row is not None:
                     rows.append(row)
             at = stop
         return rows, at
 
-    def fields(self, data: bytes, at: int, stop: int) -> Dict[int, str]:
-        """The inner TLVs of a value as {type: text}; a later field of a type replaces an earlier one."""
-        out = {}
-        while at < stop:
-            if at + HEADER.size > stop:
-                self.cut_fields += 1
-                break
-            kind, length = HEADER.unpack_from(data, at)
-            at += HEADER.size
-            if at + length > stop:
-                self.cut_fields += 1
-                break
-            try:
-                out[kind] = data[at:at + length].decode("utf-8")
-            except UnicodeDecodeError:
-                self.undecodable += 1
-                out[kind] = NA
-            at += length
-        return out
+    def field_values(self, block: bytes) -> tuple:
+        """The values of ``field_types`` in a record's field block, and its problems counted (per record)."""
+        known = self._memo.get(block)
+        if known is None:
+            fields, undecodable, cut = parse_fields(block)
+            get = self.strings.id if self.intern else (lambda text: text)
+            known = (tuple(get(fields.get(k)) for k in self.field_types), undecodable, cut)
+            if len(self._memo) >= self.MEMO:
+                self._memo.clear()
+            self._memo[block] = known
+        values, undecodable, cut = known
+        self.undecodable += undecodable
+        self.cut_fields += cut
+        return values
 
     def messages(self, where) -> List[str]:
         notes = super().messages(where)
@@ -155,8 +156,28 @@ class TlvDecoder(_ByteStream):
                          f"the fields from there are lost")
         return notes
 
-    def row(self, values: tuple, fields: Dict[int, str], tally: Tally, index: int):
+    def row(self, values: tuple, fields: tuple, tally: Tally, index: int):
         raise NotImplementedError
+
+
+def parse_fields(block: bytes):
+    """The inner TLVs of a field block as ({type: text}, strings not UTF-8, 1 when a field runs past the
+    block); a later field of a type replaces an earlier one."""
+    out, undecodable, at, stop = {}, 0, 0, len(block)
+    while at < stop:
+        if at + HEADER.size > stop:
+            return out, undecodable, 1
+        kind, length = HEADER.unpack_from(block, at)
+        at += HEADER.size
+        if at + length > stop:
+            return out, undecodable, 1
+        try:
+            out[kind] = block[at:at + length].decode("utf-8")
+        except UnicodeDecodeError:
+            undecodable += 1
+            out[kind] = NA
+        at += length
+    return out, undecodable, 0
 
 
 class FixedDecoder(_ByteStream):

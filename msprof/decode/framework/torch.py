@@ -5,7 +5,7 @@ when profiler_info's ``syscnt_enable``); 64-bit unsigned fields are kept as the 
 zeros, or whose op mark names no category of the format, is skipped and counted.
 """
 import struct
-from typing import Dict, List
+from typing import List
 
 from msprof.decode.base import Rows, Tally
 from msprof.decode.framework.stream import FixedDecoder, TlvDecoder
@@ -26,8 +26,9 @@ END_BEFORE_START = "an end before its start"
 class OpRangeDecoder(TlvDecoder):
     kind, label = "torch_op_range", "torch.op_range"
     fixed = struct.Struct("<3q4qB?")          # 58 B: start, end, sequence number; pid, tids ×3; scope; async
+    field_types = OP_FIELDS
 
-    def row(self, values: tuple, fields: Dict[int, str], tally: Tally, index: int):
+    def row(self, values: tuple, fields: tuple, tally: Tally, index: int):
         start, end = values[0], values[1]
         if not any(values):
             tally.skip(ZERO_TIMES, 1, index)
@@ -35,8 +36,7 @@ class OpRangeDecoder(TlvDecoder):
         if end < start:
             tally.skip(END_BEFORE_START, 1, index)
             return None
-        ids = self.strings.id
-        return (self.records - 1,) + values[:8] + (int(values[8]),) + tuple(ids(fields.get(k)) for k in OP_FIELDS)
+        return (self.records - 1,) + values[:8] + (int(values[8]),) + fields
 
     def output(self, rows: list) -> list:
         return [Rows("torch_op", OP_COLUMNS, rows)]
@@ -45,12 +45,13 @@ class OpRangeDecoder(TlvDecoder):
 class OpMarkDecoder(TlvDecoder):
     kind, label = "torch_op_mark", "torch.op_mark"
     fixed = struct.Struct("<q4q")             # 40 B: time; category, correlation id, tid, pid
+    field_types = (1,)                        # name
 
-    def row(self, values: tuple, fields: Dict[int, str], tally: Tally, index: int):
+    def row(self, values: tuple, fields: tuple, tally: Tally, index: int):
         if values[1] not in MARK_CATEGORIES:
             tally.skip("a category the format does not have", 1, index)
             return None
-        return (self.records - 1,) + values + (self.strings.id(fields.get(1)),)
+        return (self.records - 1,) + values + fields
 
     def output(self, rows: list) -> list:
         return [Rows("op_mark", ("seq", "time", "category", "corr_id", "tid", "pid", "name"), rows)]
@@ -60,7 +61,7 @@ class MemoryDecoder(TlvDecoder):
     kind, label = "torch_memory", "torch.memory_usage"
     fixed = struct.Struct("<7q2b3B2q")        # 77 B (field order: MEMORY_COLUMNS after seq)
 
-    def row(self, values: tuple, fields: Dict[int, str], tally: Tally, index: int):
+    def row(self, values: tuple, fields: tuple, tally: Tally, index: int):
         if not any(values):
             tally.skip(ZERO_TIMES, 1, index)
             return None
@@ -75,14 +76,15 @@ class KeyTextDecoder(TlvDecoder):
     optimizer parameter text)."""
 
     fixed = struct.Struct("<q")
+    intern = False
 
     def __init__(self, table: str, kind: str, label: str, columns: tuple, field_types: tuple, strings=None):
         super().__init__(strings)
         self.table, self.kind, self.label = table, kind, label
         self.columns, self.field_types = columns, field_types
 
-    def row(self, values: tuple, fields: Dict[int, str], tally: Tally, index: int):
-        return (self.records - 1, values[0]) + tuple(fields.get(k) for k in self.field_types)
+    def row(self, values: tuple, fields: tuple, tally: Tally, index: int):
+        return (self.records - 1, values[0]) + fields
 
     def output(self, rows: list) -> list:
         return [Rows(self.table, self.columns, rows)]
