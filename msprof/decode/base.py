@@ -84,6 +84,10 @@ class Decoder:
     kind = ""               # data kind of its files (msprof.decode.slices.KINDS)
     label = ""              # how messages name the data ("HWTS", "aicore PMU", ...)
     record_size = 0
+    # A family of records of varying length (record_size 1: chunks of bytes cut anywhere) counts its records
+    # itself, and the bytes of a record cut off at the end of the stream: set by the decoder, else None / 0.
+    records: Optional[int] = None
+    tail_lost = 0
 
     # A record boundary test for streams that lost bytes at the head (ring buffer): a documented magic. None:
     # the family has no magic, and the spec's rule (drop total % size bytes at the head) applies.
@@ -190,7 +194,9 @@ def _load_stream(conn, item: StreamFiles, make: Callable[[StreamFiles], Decoder]
             notices.warn(f"{stream.where(tally.first[reason])}: {n} {decoder.label} record(s) skipped ({reason})")
     for message in decoder.messages(stream.where):
         notices.warn(message)
+    if decoder.records is not None:
+        records = decoder.records
     counts[stream_name(item)] = StreamCount(stream_name(item), item.kind, len(stream.files), stream.total_bytes,
-                                            records, tally.total, stream.head_lost, stream.tail_lost,
-                                            stream.digests)
+                                            records, tally.total, stream.head_lost,
+                                            stream.tail_lost + decoder.tail_lost, stream.digests)
     return decoder
