@@ -159,29 +159,45 @@ def test_a_disk_filled_during_the_pull_leaves_no_partial_and_resume_works(env, s
             shutil.rmtree(remote, ignore_errors=True)
 
 
-def test_two_collects_into_one_output_take_turns(env):
-    """Two collects into one --output, pulling a JOB of the same name: the second waits for the first (and
-    says so) instead of sharing its .partial and record; the first pulls its JOB whole, the second then finds
-    a different JOB of that name there and says so plainly (exit 2), its data kept for a resume."""
-    main = env.project(sim={"job_name": "JOBSAME1", "sleep": 4})
+def test_a_collect_waits_while_another_holds_its_output(env):
+    """Two collects into one --output take turns: while one holds the directory's lock (here the test holds it,
+    as a collect would), the other says so and waits; once it is released, the other runs to its end."""
+    import fcntl
+
+    main = env.project(sim={"job_name": "JOBWAIT1"})
+    env.output.mkdir(parents=True, exist_ok=True)
+    fd = os.open(env.output, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
     cmd = [sys.executable, "-m", "msprof", "collect", "--config", str(env.ini), "--output", str(env.output),
-           "-m", str(main), "--keep-remote"]
-    first = subprocess.Popen(cmd + ["--remote-dir", "msprof-first"], cwd=env.tmp, env=env.env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    record = env.output / ".partial" / "collect-state.json"
-    deadline = time.monotonic() + 60
-    while not record.exists() and first.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    second = subprocess.Popen(cmd + ["--remote-dir", "msprof-second"], cwd=env.tmp, env=env.env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out1, err1 = first.communicate(timeout=120)
-    out2, err2 = second.communicate(timeout=120)
-    err1, err2 = err1.decode(), err2.decode()
+           "-m", str(main)]
+    proc = subprocess.Popen(cmd, cwd=env.tmp, env=env.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert first.returncode == 0, err1
-        assert f"another msprof collect is pulling into {env.output}; waiting for it to finish" in err2
-        assert second.returncode == 2, err2
-        assert f"{env.output}/JOBSAME1 already exists and differs from the board's JOBSAME1" in err2
+        said = b""
+        deadline = time.monotonic() + 120
+        while b"waiting for it to finish" not in said and proc.poll() is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([proc.stderr], [], [], 1)
+            if ready:
+                said += os.read(proc.stderr.fileno(), 4096)
+        assert f"another msprof collect is pulling into {env.output}; waiting for it to finish".encode() in said
+        assert proc.poll() is None and not local_jobs(env.output)       # nothing pulled while it waits
+    finally:
+        os.close(fd)                                                    # the lock goes with it
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, (said + err).decode("utf-8", "replace")
+    assert local_jobs(env.output) == ["JOBWAIT1"]
+
+
+def test_a_second_collect_of_a_job_of_the_same_name_keeps_both(env):
+    """A second collect into the same --output pulling a JOB of a name already there (another board's) does
+    not mix the two: it says plainly that the local one differs (exit 2), keeps the first whole and its own
+    data on the board, recorded for a resume."""
+    main = env.project(sim={"job_name": "JOBSAME1"})
+    try:
+        first = env.collect("-m", main, "--keep-remote", "--remote-dir", "msprof-first")
+        assert first.returncode == 0, first.err
+        second = env.collect("-m", main, "--keep-remote", "--remote-dir", "msprof-second")
+        assert second.returncode == 2, second.err
+        assert f"{env.output}/JOBSAME1 already exists and differs from the board's JOBSAME1" in second.err
         assert tree_digest(env.output / "JOBSAME1") == tree_digest(env.remote_dir("msprof-first") /
                                                                   "msprof_output" / "JOBSAME1")
         assert _partial_jobs(env.output) == []
