@@ -1,0 +1,90 @@
+"""What a PROF_ data family is, as data: the raw files it reads (name patterns), the decoders of their
+streams, the tables they fill and what is derived from them after the load, and the reports that print its
+outputs as the reference analyser writes them (docs/families-plan.md says how they join the layout).
+
+``load(conn, family, files, context, notices, counts)`` is the one loop: the family's files grouped into
+streams (msprof.decode.slices.group_files with the family's patterns), each stream decoded by
+msprof.decode.base.load_streams, then the family's ``derive``.
+"""
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from msprof.collection import ResultDir
+from msprof.decode.base import Decoder, StreamCount, load_streams
+from msprof.decode.slices import StreamFiles, group_files
+from msprof.store import TableDef
+
+
+@dataclass
+class Family:
+    """One data family of a host/ or device_N/ directory."""
+
+    name: str
+    role: str                                                  # "host" or "device": which database
+    kinds: List[Tuple[re.Pattern, str]]                        # stem pattern (lower case) → stream kind
+    tables: Dict[str, TableDef]
+    decoders: Dict[str, Callable[[StreamFiles], Decoder]]      # stream kind → a new decoder for the stream
+    derive: Optional[Callable[["object", "Context"], None]] = None
+    indexes: List[tuple] = field(default_factory=list)
+
+    def streams(self, files: Sequence[Path]) -> Dict[str, List[StreamFiles]]:
+        return group_files(list(files), self.kinds)[0]
+
+
+def kinds(*pairs: Tuple[str, str]) -> List[Tuple[re.Pattern, str]]:
+    return [(re.compile(pattern), kind) for pattern, kind in pairs]
+
+
+def load(conn, family: Family, files: Sequence[Path], context: "Context", notices,
+         counts: Dict[str, StreamCount]) -> Dict[str, list]:
+    """Decode the family's streams among ``files`` into ``conn`` (its tables exist), then derive; returns the
+    decoders of each kind (their state, for the caller's notices)."""
+    decoders = {}
+    for kind, streams in family.streams(files).items():
+        make = family.decoders.get(kind)
+        if make is not None:
+            decoders[kind] = load_streams(conn, streams, make, notices, counts)
+    if family.derive is not None:
+        family.derive(conn, context)
+    return decoders
+
+
+class Context:
+    """The clock of a result directory as the reference converts with it (docs/prof-format.md §4), for a
+    family's derived tables and reports: device counters to host-monotonic µs in its float operations, and
+    µs to the printed time since the epoch."""
+
+    def __init__(self, result: ResultDir):
+        clock = result.clock
+        self.result = result
+        self.device_id = result.device_id
+        self.hz = (clock.hwts_mhz or 0) * 1e6
+        self.cnt_s = clock.dev_cntvct / 1e9
+        self.mono_s = (clock.host_mono_ns + clock.host_diff_ns) / 1e9
+        self.offset_us = clock.offset_us
+        self.begin_text = _begin_text(result)
+
+    def device_us(self, syscnt: int) -> float:
+        """Host-monotonic µs of a device counter, as the reference's time_from_syscnt(…, µs) computes it."""
+        return float(syscnt - self.cnt_s * 1e9) / self.hz * 1e6 + self.mono_s * 1e6
+
+    def duration_us(self, delta: int) -> float:
+        """Counter ticks as µs, as the reference's step trace prints them (not rounded)."""
+        return delta * 1000000 / self.hz
+
+    def local_text(self, us: float) -> str:
+        """µs since the epoch with 3 decimals: the reference's Decimal(str(us)) + Decimal(str(offset)),
+        quantized half to even."""
+        return str((Decimal(repr(us)) + Decimal(repr(self.offset_us))).quantize(Decimal("0.000")))
+
+    def device_text(self, syscnt: int) -> str:
+        return self.local_text(self.device_us(syscnt))
+
+
+def _begin_text(result: ResultDir) -> str:
+    """start_info's collectionTimeBegin as written: the reference compares printed times with this text."""
+    begin = result.clock.collection_begin_us
+    return str(int(begin)) if float(begin).is_integer() else repr(begin)

@@ -1,0 +1,43 @@
+"""The families of issue 37 against the reference analyser (marker ``reference``): each scenario is generated
+by fixtures/families (alone and together, HWTS and STARS chips, per launch, static graph and single ops), run
+through the reference, and its tables compared row for row, cell for cell, with what msprof's standalone
+family reports print from a database its decoders built (msprof.layouts.prof.families)."""
+from __future__ import annotations
+
+import pytest
+
+from famtest import assert_same, generate, msprof_db, need_reference, reference, with_device
+
+from msprof.layouts.prof.families import step_trace
+
+ALL_EXPORT = 0x072211
+
+STEP_TRACE = {
+    "hwts_per_launch_reduce": {"platform_version": "1", "iterations": 3, "model_as_events": True,
+                               "drv_version": ALL_EXPORT, "families": {"step_trace": {"all_reduce": 2}}},
+    "hwts_graph_export_noise_sliced": {"platform_version": "2", "iterations": 4, "model_as_events": True,
+                                       "families": {"step_trace": {"noise": 5, "slices": 3}}},
+    "stars_static_graph": {"platform_version": "5", "iterations": 4, "static_graph": True, "load_as_events": True,
+                           "model_as_events": True, "drv_version": ALL_EXPORT,
+                           "families": {"step_trace": {"all_reduce": 1}}},
+    "loop_two_models": {"platform_version": "1", "iterations": 3, "model_as_events": True, "drv_version": ALL_EXPORT,
+                        "models": [{"id": 1, "name": "a"}, {"id": 7, "name": "b"}],
+                        "threads": [{"ops": [{"name": "x", "dur_us": 6}]},
+                                    {"model": 7, "start_us": 40, "ops": [{"name": "y", "dur_us": 3}]}],
+                        "families": {"step_trace": {"shape": "loop"}}},
+    "inference": {"platform_version": "5", "iterations": 2, "model_as_events": True, "drv_version": ALL_EXPORT,
+                  "families": {"step_trace": {"shape": "inference"}}},
+}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", sorted(STEP_TRACE))
+def test_step_trace(tmp_path, name):
+    need_reference()
+    written = generate(tmp_path, STEP_TRACE[name])
+    ref = reference(written, tmp_path, ["step_trace"])
+    conn, context = msprof_db(written, tmp_path)
+    ours = with_device("0", *step_trace.summary(conn, context))
+    matched = assert_same(ours, ref["headers"]["step_trace"], ref["rows"]["step_trace"])
+    assert matched == len(written.truth["step_trace"]["iterations"])
+    print("step_trace %s: %d reference rows matched" % (name, matched))
