@@ -43,7 +43,7 @@ def reference(written: famgen.Written, tmp_path: Path, tables, **kwargs) -> dict
 def _rows(path: Path) -> List[List[str]]:
     with open(path, newline="") as handle:
         lines = list(csv.reader(handle))
-    return [[cell.strip("\t").strip() for cell in line] for line in lines[1:] if line]
+    return [[cell[:-1] if cell.endswith("\t") else cell for cell in line] for line in lines[1:] if line]
 
 
 def msprof_db(written: famgen.Written, tmp_path: Path, role: str = "device") -> Tuple[sqlite3.Connection, object]:

@@ -8,7 +8,7 @@ import pytest
 
 from famtest import assert_same, generate, msprof_db, need_reference, reference, with_device
 
-from msprof.layouts.prof.families import step_trace
+from msprof.layouts.prof.families import msproftx, step_trace
 
 ALL_EXPORT = 0x072211
 
@@ -41,3 +41,35 @@ def test_step_trace(tmp_path, name):
     matched = assert_same(ours, ref["headers"]["step_trace"], ref["rows"]["step_trace"])
     assert matched == len(written.truth["step_trace"]["iterations"])
     print("step_trace %s: %d reference rows matched" % (name, matched))
+
+
+MSTX = {
+    "hwts_per_launch": {"platform_version": "1", "iterations": 2, "drv_version": ALL_EXPORT, "families": {"mstx": {}}},
+    "stars_static_ranges_old_cann": {
+        "platform_version": "5", "iterations": 2, "static_graph": True, "drv_version": ALL_EXPORT,
+        "families": {"mstx": {"cann_version": "8.0.RC1", "device": [
+            {"mark_id": 6, "start_tick": 5, "end_tick": 40}, {"mark_id": 5, "start_tick": 1, "end_tick": None},
+            {"mark_id": 6, "start_tick": 60, "end_tick": 90}]}}},
+    "segments_and_unmatched": {
+        "platform_version": "5", "single_op": True, "acl_api": "aclopCompileAndExecute", "drv_version": ALL_EXPORT,
+        "families": {"mstx": {
+            "ex": [{"mark_id": 9, "event": "start/end", "start_us": 12, "end_us": 19, "domain": "d9",
+                    "message": "long " * 70},
+                   {"mark_id": 4, "event": "marker", "start_us": 11, "end_us": 11, "domain": "d4", "message": "lone"}],
+            "device": [{"mark_id": 9, "start_tick": 3, "end_tick": 20}, {"mark_id": 9, "start_tick": 30,
+                                                                          "end_tick": 33}],
+            "slices": {"count": 2, "aligned": True}}}},
+}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", sorted(MSTX))
+def test_msprof_tx(tmp_path, name):
+    need_reference()
+    written = generate(tmp_path, MSTX[name])
+    ref = reference(written, tmp_path, ["msprof_tx"])
+    host, host_context = msprof_db(written, tmp_path, "host")
+    device, device_context = msprof_db(written, tmp_path)
+    ours = msproftx.summary(host, host_context, [("0", device, device_context)])
+    matched = assert_same(ours, ref["headers"]["msprof_tx"], ref["rows"]["msprof_tx"])
+    print("msprof_tx %s: %d reference rows matched" % (name, matched))

@@ -66,10 +66,27 @@ class Context:
         self.mono_s = (clock.host_mono_ns + clock.host_diff_ns) / 1e9
         self.offset_us = clock.offset_us
         self.begin_text = _begin_text(result)
+        # the host clock (the host's own sync log): ticks at CPU[0].Frequency, or ns without one
+        self.host_hz = (clock.cpu_mhz or 0) * 1e6
+        self.host_cnt_s = clock.host_cntvct / 1e9
 
     def device_us(self, syscnt: int) -> float:
         """Host-monotonic µs of a device counter, as the reference's time_from_syscnt(…, µs) computes it."""
         return float(syscnt - self.cnt_s * 1e9) / self.hz * 1e6 + self.mono_s * 1e6
+
+    def host_us(self, ts: int) -> float:
+        """Host-monotonic µs of a host time stamp, as the reference's time_from_host_syscnt(…, µs) computes it
+        (a negative result is 0)."""
+        if not self.host_hz:
+            return ts * 1000000 / 1000000000
+        us = float(ts - self.host_cnt_s * 1e9) / self.host_hz * 1e6 + self.mono_s * 1e6
+        return us if us >= 0.0 else 0
+
+    def host_duration_us(self, delta: int) -> float:
+        return delta / self.host_hz * 1000000 if self.host_hz else delta * 1000000 / 1000000000
+
+    def host_text(self, ts: int) -> str:
+        return self.local_text(self.host_us(ts))
 
     def duration_us(self, delta: int) -> float:
         """Counter ticks as µs, as the reference's step trace prints them (not rounded)."""
