@@ -67,3 +67,20 @@ def assert_same(ours: Tuple[List[str], List[List[str]]], ref_header: List[str], 
     for i, (a, b) in enumerate(zip(rows, ref_rows)):
         assert a == b, "row %d: msprof %r, reference %r" % (i, a, b)
     return len(rows)
+
+
+def msprof_databases(written: famgen.Written, tmp_path: Path) -> Tuple[sqlite3.Connection, object]:
+    """msprof's own PROF databases of the directory (import), the device's opened with the host's attached as
+    ``host`` and the host's families database as ``fam``; and the device's clock context."""
+    from msprof import api
+    from msprof.collection import read_result_dir
+    from msprof.layouts.prof.families.base import Context
+
+    api.import_collection(written.path)
+    device = written.path / ("device_%d" % written.prof.desc["device_id"])
+    conn = sqlite3.connect(str(device / "sqlite" / "msprof.db"))
+    conn.execute("ATTACH DATABASE ? AS host", (str(written.path / "host" / "sqlite" / "msprof.db"),))
+    target = tmp_path / "host_families.db"
+    families.build(written.path / "host", "host", target)
+    conn.execute("ATTACH DATABASE ? AS fam", (str(target),))
+    return conn, Context(read_result_dir(device))

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from famtest import assert_same, generate, msprof_db, need_reference, reference, with_device
+from famtest import assert_same, generate, msprof_databases, msprof_db, need_reference, reference, with_device
 
-from msprof.layouts.prof.families import msproftx, step_trace
+from msprof.layouts.prof.families import hccl, msproftx, step_trace
 
 ALL_EXPORT = 0x072211
 
@@ -73,3 +73,48 @@ def test_msprof_tx(tmp_path, name):
     ours = msproftx.summary(host, host_context, [("0", device, device_context)])
     matched = assert_same(ours, ref["headers"]["msprof_tx"], ref["rows"]["msprof_tx"])
     print("msprof_tx %s: %d reference rows matched" % (name, matched))
+
+
+HCCL = {
+    "stars_per_launch": {"platform_version": "5", "iterations": 2, "drv_version": ALL_EXPORT, "families": {"hccl": {}}},
+    "hwts_static_two_ops": {
+        "platform_version": "2", "iterations": 3, "static_graph": True, "drv_version": ALL_EXPORT,
+        "families": {"hccl": {"ops": [
+            {"name": "hcom_broadcast_", "type": "HcomBroadcast", "tasks": [
+                {"name": "Memcpy", "kind": "MEMCPY_ASYNC", "stream": 30, "dur_us": 3.5, "size": 4096}]},
+            {"name": "hcom_allGather_", "type": "HcomAllGather", "tasks": [
+                {"name": "Notify_Wait", "kind": "NOTIFY_WAIT", "stream": 31, "dur_us": 1, "transport": "LOCAL"},
+                {"name": "Memcpy", "kind": "MEMCPY_ASYNC", "stream": 31, "dur_us": 7, "size": 65536},
+                {"name": "Memcpy", "kind": "MEMCPY_ASYNC", "stream": 32, "dur_us": 9, "size": 65536,
+                 "master": False}]}]}}},
+}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", sorted(HCCL))
+def test_communication_statistic(tmp_path, name):
+    need_reference()
+    written = generate(tmp_path, HCCL[name])
+    ref = reference(written, tmp_path, ["communication_statistic"])
+    conn, context = msprof_databases(written, tmp_path)
+    ours = with_device("0", *hccl.statistic(conn, context))
+    matched = assert_same(ours, ref["headers"]["communication_statistic"], ref["rows"]["communication_statistic"])
+    print("communication_statistic %s: %d reference rows matched" % (name, matched))
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", sorted(HCCL))
+def test_communication_op_rows(tmp_path, name):
+    """op_summary's COMMUNICATION rows: op name, type, task type, start and duration."""
+    need_reference()
+    written = generate(tmp_path, HCCL[name])
+    ref = reference(written, tmp_path, ["op_summary"])
+    header = ref["headers"]["op_summary"]
+    at = [header.index(c) for c in ("Op Name", "OP Type", "Task Type", "Task Start Time(us)", "Task Duration(us)")]
+    theirs = [[row[i] for i in at] for row in ref["rows"]["op_summary"] if row[header.index("Task Type")]
+              == "COMMUNICATION"]
+    conn, context = msprof_databases(written, tmp_path)
+    ours = [[name_, op_type, "COMMUNICATION", context.ns_text(start), repr(round(duration / 1000, 3))]
+            for name_, op_type, start, duration in sorted(hccl.op_rows(conn, context), key=lambda r: r[2])]
+    assert ours == theirs
+    print("op_summary COMMUNICATION %s: %d reference rows matched" % (name, len(ours)))

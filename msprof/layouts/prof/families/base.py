@@ -66,9 +66,15 @@ class Context:
         self.mono_s = (clock.host_mono_ns + clock.host_diff_ns) / 1e9
         self.offset_us = clock.offset_us
         self.begin_text = _begin_text(result)
+        # the collection's beginning as device-side raw ns (the reference's trans_from_local_time_into_dev_raw_time)
+        self.begin_raw_ns = int((Decimal(self.begin_text) - Decimal(repr(self.offset_us))) * 1000)
         # the host clock (the host's own sync log): ticks at CPU[0].Frequency, or ns without one
         self.host_hz = (clock.cpu_mhz or 0) * 1e6
         self.host_cnt_s = clock.host_cntvct / 1e9
+
+    def device_ns(self, syscnt: int) -> float:
+        """Host-monotonic ns of a device counter, as the reference's time_from_syscnt computes it."""
+        return float(syscnt - self.cnt_s * 1e9) / self.hz * 1e9 + self.mono_s * 1e9
 
     def device_us(self, syscnt: int) -> float:
         """Host-monotonic µs of a device counter, as the reference's time_from_syscnt(…, µs) computes it."""
@@ -96,6 +102,10 @@ class Context:
         """µs since the epoch with 3 decimals: the reference's Decimal(str(us)) + Decimal(str(offset)),
         quantized half to even."""
         return str((Decimal(repr(us)) + Decimal(repr(self.offset_us))).quantize(Decimal("0.000")))
+
+    def ns_text(self, ns) -> str:
+        """µs since the epoch of host-monotonic ns, as the reference's trans_into_local_time(ns) prints it."""
+        return str((Decimal(repr(ns)) / 1000 + Decimal(repr(self.offset_us))).quantize(Decimal("0.000")))
 
     def device_text(self, syscnt: int) -> str:
         return self.local_text(self.device_us(syscnt))
