@@ -69,9 +69,10 @@ def assert_same(ours: Tuple[List[str], List[List[str]]], ref_header: List[str], 
     return len(rows)
 
 
-def msprof_databases(written: famgen.Written, tmp_path: Path) -> Tuple[sqlite3.Connection, object]:
+def msprof_databases(written: famgen.Written, tmp_path: Path, role: str = "host") -> Tuple[sqlite3.Connection, object]:
     """msprof's own PROF databases of the directory (import), the device's opened with the host's attached as
-    ``host`` and the host's families database as ``fam``; and the device's clock context."""
+    ``host`` and the families database of ``role`` (host or device) as ``fam``; and the device's clock
+    context."""
     from msprof import api
     from msprof.collection import read_result_dir
     from msprof.layouts.prof.families.base import Context
@@ -80,7 +81,7 @@ def msprof_databases(written: famgen.Written, tmp_path: Path) -> Tuple[sqlite3.C
     device = written.path / ("device_%d" % written.prof.desc["device_id"])
     conn = sqlite3.connect(str(device / "sqlite" / "msprof.db"))
     conn.execute("ATTACH DATABASE ? AS host", (str(written.path / "host" / "sqlite" / "msprof.db"),))
-    target = tmp_path / "host_families.db"
-    families.build(written.path / "host", "host", target)
+    target = tmp_path / ("%s_families.db" % role)
+    families.build(written.path / "host" if role == "host" else device, role, target)
     conn.execute("ATTACH DATABASE ? AS fam", (str(target),))
     return conn, Context(read_result_dir(device))

@@ -8,7 +8,7 @@ import pytest
 
 from famtest import assert_same, generate, msprof_databases, msprof_db, need_reference, reference, with_device
 
-from msprof.layouts.prof.families import hccl, msproftx, step_trace
+from msprof.layouts.prof.families import aicpu, hccl, msproftx, step_trace
 
 ALL_EXPORT = 0x072211
 
@@ -118,3 +118,30 @@ def test_communication_op_rows(tmp_path, name):
             for name_, op_type, start, duration in sorted(hccl.op_rows(conn, context), key=lambda r: r[2])]
     assert ours == theirs
     print("op_summary COMMUNICATION %s: %d reference rows matched" % (name, len(ours)))
+
+
+AICPU_OPS = [{"name": "conv1", "type": "Conv2D", "dur_us": 20}, {"name": "cast", "type": "Cast", "task_type": "AI_CPU",
+                                                                  "dur_us": 3},
+             {"name": "topk", "type": "TopK", "task_type": "AI_CPU", "dur_us": 7.5, "stream": 5}]
+AICPU = {
+    "stars_per_launch": {"platform_version": "5", "iterations": 2, "drv_version": ALL_EXPORT,
+                         "threads": [{"ops": AICPU_OPS}], "families": {"aicpu": {"other_type": 2}}},
+    "hwts_static_sliced": {"platform_version": "1", "iterations": 3, "static_graph": True, "drv_version": ALL_EXPORT,
+                           "threads": [{"ops": AICPU_OPS}],
+                           "families": {"aicpu": {"compute_us": 3, "memcpy_us": 0, "dispatch_us": 7, "slices": 2}}},
+    "single_op": {"platform_version": "5", "single_op": True, "acl_api": "aclopCompileAndExecute",
+                  "drv_version": ALL_EXPORT, "threads": [{"ops": AICPU_OPS}], "families": {"aicpu": {}}},
+}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", sorted(AICPU))
+def test_aicpu_and_dp(tmp_path, name):
+    need_reference()
+    written = generate(tmp_path, AICPU[name])
+    ref = reference(written, tmp_path, ["aicpu", "dp"])
+    conn, context = msprof_databases(written, tmp_path, "device")
+    matched = assert_same(with_device("0", *aicpu.aicpu_rows(conn, context)), ref["headers"]["aicpu"],
+                          ref["rows"]["aicpu"])
+    dp = assert_same(with_device("0", *aicpu.dp_rows(conn, context)), ref["headers"]["dp"], ref["rows"]["dp"])
+    print("aicpu %s: %d reference rows matched; dp: %d" % (name, matched, dp))

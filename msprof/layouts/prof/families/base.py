@@ -34,6 +34,16 @@ class Family:
         return group_files(list(files), self.kinds)[0]
 
 
+def run_launch(task: str, launch: str) -> str:
+    """The JOIN condition of a device run (``task`` alias) and its launch (``launch`` alias) in msprof's PROF
+    databases, for the device ``:device``: the n-th launch of a (stream, task) runs n-th; an id launched once
+    (a static graph) names every run (host.launch_count)."""
+    return (f"{launch}.device_id = :device AND {launch}.stream_id = {task}.stream_id AND {launch}.task_id ="
+            f" {task}.task_id AND {launch}.occ = (CASE WHEN (SELECT c.launches FROM host.launch_count c WHERE"
+            f" c.device_id = :device AND c.stream_id = {task}.stream_id AND c.task_id = {task}.task_id) = 1 THEN 0"
+            f" ELSE {task}.exec_n END)")
+
+
 def kinds(*pairs: Tuple[str, str]) -> List[Tuple[re.Pattern, str]]:
     return [(re.compile(pattern), kind) for pattern, kind in pairs]
 

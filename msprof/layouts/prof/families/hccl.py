@@ -17,7 +17,7 @@ from typing import Dict, List, Tuple
 
 from msprof.decode.compact import CompactDecoder, aging_of
 from msprof.decode.hccl import HCCL_INFO, HCCL_OP_INFO, LEVEL_HCCL
-from msprof.layouts.prof.families.base import Context, Family, kinds
+from msprof.layouts.prof.families.base import Context, Family, kinds, run_launch
 from msprof.store import TableDef
 
 STATISTIC_COLUMNS = ["OP Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
@@ -52,7 +52,7 @@ FROM host.launch l
 JOIN host.api h ON h.level = {LEVEL_HCCL} AND h.thread = l.thread AND l.ts BETWEEN h.begin AND h.end
 LEFT JOIN host.api o ON o.rowid = (SELECT a.rowid FROM host.api a WHERE a.level = 10000 AND a.thread = l.thread
                                    AND l.ts BETWEEN a.begin AND a.end ORDER BY a.begin DESC LIMIT 1)
-JOIN main.task t ON t.stream_id = l.stream_id AND t.task_id = l.task_id AND t.exec_n = l.occ
+JOIN main.task t ON {run_launch("t", "l")}
 ORDER BY l.ts, t.start_syscnt
 """
 
@@ -63,7 +63,7 @@ def communication_tasks(conn, context: Context) -> List[dict]:
     names = dict(conn.execute("SELECT hash, text FROM host.hash_string"))
     tasks = []
     for (seq, thread, ts, stream, task, batch, start, end, role, size, plane, group, op_begin, op_item, op_end,
-         op_type) in conn.execute(TASKS_SQL):
+         op_type) in conn.execute(TASKS_SQL, {"device": int(context.device_id)}):
         start_ns = context.device_ns(start)
         tasks.append({"thread": thread, "host_ts": ts, "stream": stream, "task": task, "start": start_ns,
                       "duration": context.device_ns(end) - start_ns, "master": role == "master", "size": size,
