@@ -8,7 +8,7 @@ import pytest
 
 from famtest import assert_same, generate, msprof_databases, msprof_db, need_reference, reference, with_device
 
-from msprof.layouts.prof.families import aicpu, hccl, msproftx, step_trace
+from msprof.layouts.prof.families import aicpu, hccl, memory, msproftx, step_trace
 
 ALL_EXPORT = 0x072211
 
@@ -145,3 +145,36 @@ def test_aicpu_and_dp(tmp_path, name):
                           ref["rows"]["aicpu"])
     dp = assert_same(with_device("0", *aicpu.dp_rows(conn, context)), ref["headers"]["dp"], ref["rows"]["dp"])
     print("aicpu %s: %d reference rows matched; dp: %d" % (name, matched, dp))
+
+
+MEMORY = {
+    "stars_per_launch": {"platform_version": "5", "iterations": 2, "drv_version": ALL_EXPORT,
+                         "families": {"memory": {}}},
+    "hwts_device_3_static": {"platform_version": "3", "device_id": 3, "iterations": 2, "static_graph": True,
+                             "drv_version": ALL_EXPORT, "families": {"memory": {
+                                 "modules": [{"module": 99, "us": 3, "size": 0}, {"module": 36, "us": 2, "size": 5},
+                                             {"module": 36, "us": 1, "size": 7}],
+                                 "ops": [{"op": "a", "addr": 1, "size": 100, "us": 3, "allocated": 100, "reserved": 2048},
+                                         {"op": "a", "addr": 2, "size": 200, "us": 4, "allocated": 300, "reserved": 2048},
+                                         {"op": "a", "addr": 1, "size": -100, "us": 9, "allocated": 200,
+                                          "reserved": 2048},
+                                         {"op": "nameless", "addr": 3, "size": -5, "us": 10, "allocated": 200,
+                                          "reserved": 2048}]}}},
+}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", sorted(MEMORY))
+def test_memory(tmp_path, name):
+    need_reference()
+    written = generate(tmp_path, MEMORY[name])
+    tables = ["npu_mem", "npu_module_mem", "memory_record", "operator_memory"]
+    ref = reference(written, tmp_path, tables)
+    device, context = msprof_db(written, tmp_path)
+    host, host_context = msprof_db(written, tmp_path, "host")
+    dev = str(written.prof.desc["device_id"])
+    ours = {"npu_mem": memory.npu_mem_rows(device, context), "npu_module_mem": memory.module_rows(device, context),
+            "memory_record": memory.record_rows(host, host_context, "main"),
+            "operator_memory": memory.operator_rows(host, host_context, "main")}
+    counts = {t: assert_same(with_device(dev, *ours[t]), ref["headers"][t], ref["rows"][t]) for t in tables}
+    print("memory %s: reference rows matched %s" % (name, counts))

@@ -81,6 +81,7 @@ class Context:
         # the host clock (the host's own sync log): ticks at CPU[0].Frequency, or ns without one
         self.host_hz = (clock.cpu_mhz or 0) * 1e6
         self.host_cnt_s = clock.host_cntvct / 1e9
+        self.dev_mono_ns = _dev_start_mono(result)
 
     def device_ns(self, syscnt: int) -> float:
         """Host-monotonic ns of a device counter, as the reference's time_from_syscnt computes it."""
@@ -125,3 +126,18 @@ def _begin_text(result: ResultDir) -> str:
     """start_info's collectionTimeBegin as written: the reference compares printed times with this text."""
     begin = result.clock.collection_begin_us
     return str(int(begin)) if float(begin).is_integer() else repr(begin)
+
+
+def _dev_start_mono(result: ResultDir) -> int:
+    """dev_start.log's clock_monotonic_raw (the device's monotonic ns at the sync instant; 0 without one): the
+    reference adds it to, and takes it back from, the time of a memory sample."""
+    for path in sorted(result.path.glob("dev_start.log*")):
+        try:
+            text = path.read_text(errors="replace")[:65536]
+        except OSError:
+            return 0
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "clock_monotonic_raw" and value.strip().isdigit():
+                return int(value.strip())
+    return 0
