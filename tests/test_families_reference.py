@@ -8,7 +8,7 @@ import pytest
 
 from famtest import assert_same, generate, msprof_databases, msprof_db, need_reference, reference, with_device
 
-from msprof.layouts.prof.families import aicpu, hccl, memory, msproftx, step_trace
+from msprof.layouts.prof.families import aicpu, hccl, l2_cache, memory, msproftx, step_trace
 
 ALL_EXPORT = 0x072211
 
@@ -178,3 +178,27 @@ def test_memory(tmp_path, name):
             "operator_memory": memory.operator_rows(host, host_context, "main")}
     counts = {t: assert_same(with_device(dev, *ours[t]), ref["headers"][t], ref["rows"][t]) for t in tables}
     print("memory %s: reference rows matched %s" % (name, counts))
+
+
+L2 = {
+    "hwts_platform_1": {"platform_version": "1", "iterations": 2, "drv_version": ALL_EXPORT,
+                        "families": {"l2_cache": {}}},
+    "hwts_platform_2_random_static": {"platform_version": "2", "iterations": 3, "static_graph": True,
+                                      "drv_version": ALL_EXPORT, "families": {"l2_cache": {"counters": 7}}},
+    "stars_two_streams": {"platform_version": "5", "iterations": 2, "drv_version": ALL_EXPORT,
+                          "threads": [{"ops": [{"name": "a", "dur_us": 4}]},
+                                      {"ops": [{"name": "b", "task_type": "AI_VECTOR_CORE", "dur_us": 6}]}],
+                          "families": {"l2_cache": {"counters": 3}}},
+}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", sorted(L2))
+def test_l2_cache(tmp_path, name):
+    need_reference()
+    written = generate(tmp_path, L2[name])
+    ref = reference(written, tmp_path, ["l2_cache"])
+    conn, context = msprof_databases(written, tmp_path, "device")
+    matched = assert_same(with_device("0", *l2_cache.rows(conn, context)), ref["headers"]["l2_cache"],
+                          ref["rows"]["l2_cache"])
+    print("l2_cache %s: %d reference rows matched" % (name, matched))
