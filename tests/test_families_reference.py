@@ -8,7 +8,7 @@ import pytest
 
 from famtest import assert_same, generate, msprof_databases, msprof_db, need_reference, reference, with_device
 
-from msprof.layouts.prof.families import aicpu, hccl, l2_cache, memory, msproftx, step_trace
+from msprof.layouts.prof.families import aicpu, ffts_pmu, hccl, l2_cache, memory, msproftx, step_trace
 
 ALL_EXPORT = 0x072211
 
@@ -202,3 +202,52 @@ def test_l2_cache(tmp_path, name):
     matched = assert_same(with_device("0", *l2_cache.rows(conn, context)), ref["headers"]["l2_cache"],
                           ref["rows"]["l2_cache"])
     print("l2_cache %s: %d reference rows matched" % (name, matched))
+
+
+STARS_OPS = [{"name": "conv1", "type": "Conv2D", "block_dim": 8, "dur_us": 20},
+             {"name": "relu1", "type": "Relu", "task_type": "AI_VECTOR_CORE", "block_dim": 4, "dur_us": 5},
+             {"name": "cast", "type": "Cast", "task_type": "AI_CPU", "dur_us": 3},
+             {"name": "mixc", "type": "FA", "task_type": "MIX_AIC", "block_dim": 3, "mix_block": 2, "dur_us": 7},
+             {"name": "mixv", "type": "FB", "task_type": "MIX_AIV", "block_dim": 2, "mix_block": 3, "dur_us": 9},
+             {"name": "big", "type": "MatMul", "block_dim": 40, "dur_us": 11.5}]
+FFTS = {
+    "per_launch_ramp": {"platform_version": "5", "iterations": 2, "drv_version": ALL_EXPORT,
+                        "threads": [{"ops": STARS_OPS}], "families": {"ffts_pmu": {}}},
+    "static_random_counters": {"platform_version": "5", "iterations": 3, "static_graph": True,
+                               "drv_version": ALL_EXPORT, "threads": [{"ops": STARS_OPS}],
+                               "families": {"ffts_pmu": {"counters": 11, "aiv_num": 20}}},
+}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", sorted(FFTS))
+def test_stars_pmu_columns(tmp_path, name):
+    """op_summary's PMU columns on platform 5 (PipeUtilization), row by row, from msprof's op_summary rows (its
+    tasks, block counts and durations) and the ffts_profile records."""
+    from msprof import api
+    from reference_runner import read_csv
+
+    need_reference()
+    written = generate(tmp_path, FFTS[name])
+    ref = reference(written, tmp_path, ["op_summary"])
+    header = ref["headers"]["op_summary"]
+    first = header.index("Context ID") + 1
+    conn, context = msprof_databases(written, tmp_path, "device")
+    ours_rows = read_csv([p for p in api.export_summary(written.path, "csv") if p.name == "op_summary.csv"][0])
+    assert header[first:] == ffts_pmu.columns()
+    sides = ffts_pmu.Sides(conn)
+    events = ffts_pmu.sample_events(context.result.sample)
+    ours = []
+    for row in ours_rows:
+        mix = row["Task Type"] in ("MIX_AIC", "MIX_AIV")
+        side = sides.next(int(row["Stream ID"]), int(row["Task ID"]), 0 if mix else None,
+                          int(row["Mix Block Num"] or 0))
+        if side is None:
+            ours.append(["N/A"] * len(ffts_pmu.columns()))
+            continue
+        task = {"block_num": int(row["Block Num"]), "mix_block_num": int(row["Mix Block Num"]), "mix": mix,
+                "dur_ns": round(float(row["Task Duration(us)"]) * 1000)}
+        ours.append(ffts_pmu.cells(conn, side, context, task, events))
+    theirs = [r[first:] for r in ref["rows"]["op_summary"]]
+    assert ours == theirs
+    print("op_summary STARS PMU %s: %d reference rows matched" % (name, len(ours)))

@@ -9,12 +9,13 @@ from typing import Dict, List, Optional, Sequence
 from msprof import store
 from msprof.collection import data_files, read_result_dir
 from msprof.decode.base import StreamCount
-from msprof.layouts.prof.families import aicpu, hccl, l2_cache, memory, msproftx, names, step_trace
+from msprof.layouts.prof.families import aicpu, ffts_pmu, hccl, l2_cache, memory, msproftx, names, step_trace
 from msprof.layouts.prof.families.base import Context, Family, load
 
 FAMILIES: Dict[str, Family] = {family.name: family for family in (names.FAMILY, step_trace.FAMILY,
                                                                   msproftx.FAMILY, hccl.FAMILY, aicpu.FAMILY,
-                                                                  memory.DEVICE, memory.HOST, l2_cache.FAMILY)}
+                                                                  memory.DEVICE, memory.HOST, l2_cache.FAMILY,
+                                                                  ffts_pmu.FAMILY)}
 
 
 def schema(role: str, names: Optional[Sequence[str]] = None) -> store.Schema:
