@@ -85,3 +85,14 @@ def msprof_databases(written: famgen.Written, tmp_path: Path, role: str = "host"
     families.build(written.path / "host" if role == "host" else device, role, target)
     conn.execute("ATTACH DATABASE ? AS fam", (str(target),))
     return conn, Context(read_result_dir(device))
+
+
+def agree(tmp_path: Path, desc: dict, tables: List[str], ours, **reference_args) -> Tuple[famgen.Written, dict]:
+    """Generate ``desc``, run the reference on a copy (before msprof imports: its databases stay out of the
+    copy), then compare each of ``tables`` that ``ours(written, tmp_path)`` returns ({table: (columns with
+    Device_id, rows)}) with the reference's; returns the written data and the rows matched per table."""
+    need_reference()
+    written = generate(tmp_path, desc)
+    ref = reference(written, tmp_path, tables, **reference_args)
+    computed = ours(written, tmp_path)
+    return written, {t: assert_same(computed[t], ref["headers"][t], ref["rows"][t]) for t in tables}

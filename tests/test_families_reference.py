@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from famtest import assert_same, generate, msprof_databases, msprof_db, need_reference, reference, with_device
+from famtest import agree, generate, msprof_databases, msprof_db, need_reference, reference, with_device
 
 from msprof.layouts.prof.families import aicpu, ffts_pmu, hccl, l2_cache, memory, msproftx, step_trace
 
@@ -33,14 +33,12 @@ STEP_TRACE = {
 @pytest.mark.reference
 @pytest.mark.parametrize("name", sorted(STEP_TRACE))
 def test_step_trace(tmp_path, name):
-    need_reference()
-    written = generate(tmp_path, STEP_TRACE[name])
-    ref = reference(written, tmp_path, ["step_trace"])
-    conn, context = msprof_db(written, tmp_path)
-    ours = with_device("0", *step_trace.summary(conn, context))
-    matched = assert_same(ours, ref["headers"]["step_trace"], ref["rows"]["step_trace"])
-    assert matched == len(written.truth["step_trace"]["iterations"])
-    print("step_trace %s: %d reference rows matched" % (name, matched))
+    def ours(written, path):
+        return {"step_trace": with_device("0", *step_trace.summary(*msprof_db(written, path)))}
+
+    written, matched = agree(tmp_path, STEP_TRACE[name], ["step_trace"], ours)
+    assert matched["step_trace"] == len(written.truth["step_trace"]["iterations"])
+    print("step_trace %s: reference rows matched %s" % (name, matched))
 
 
 MSTX = {
@@ -65,14 +63,12 @@ MSTX = {
 @pytest.mark.reference
 @pytest.mark.parametrize("name", sorted(MSTX))
 def test_msprof_tx(tmp_path, name):
-    need_reference()
-    written = generate(tmp_path, MSTX[name])
-    ref = reference(written, tmp_path, ["msprof_tx"])
-    host, host_context = msprof_db(written, tmp_path, "host")
-    device, device_context = msprof_db(written, tmp_path)
-    ours = msproftx.summary(host, host_context, [("0", device, device_context)])
-    matched = assert_same(ours, ref["headers"]["msprof_tx"], ref["rows"]["msprof_tx"])
-    print("msprof_tx %s: %d reference rows matched" % (name, matched))
+    def ours(written, path):
+        host, host_context = msprof_db(written, path, "host")
+        device, device_context = msprof_db(written, path)
+        return {"msprof_tx": msproftx.summary(host, host_context, [("0", device, device_context)])}
+
+    print("msprof_tx %s: reference rows matched %s" % (name, agree(tmp_path, MSTX[name], ["msprof_tx"], ours)[1]))
 
 
 HCCL = {
@@ -93,13 +89,11 @@ HCCL = {
 @pytest.mark.reference
 @pytest.mark.parametrize("name", sorted(HCCL))
 def test_communication_statistic(tmp_path, name):
-    need_reference()
-    written = generate(tmp_path, HCCL[name])
-    ref = reference(written, tmp_path, ["communication_statistic"])
-    conn, context = msprof_databases(written, tmp_path)
-    ours = with_device("0", *hccl.statistic(conn, context))
-    matched = assert_same(ours, ref["headers"]["communication_statistic"], ref["rows"]["communication_statistic"])
-    print("communication_statistic %s: %d reference rows matched" % (name, matched))
+    def ours(written, path):
+        return {"communication_statistic": with_device("0", *hccl.statistic(*msprof_databases(written, path)))}
+
+    matched = agree(tmp_path, HCCL[name], ["communication_statistic"], ours)[1]
+    print("communication_statistic %s: reference rows matched %s" % (name, matched))
 
 
 @pytest.mark.reference
@@ -137,14 +131,12 @@ AICPU = {
 @pytest.mark.reference
 @pytest.mark.parametrize("name", sorted(AICPU))
 def test_aicpu_and_dp(tmp_path, name):
-    need_reference()
-    written = generate(tmp_path, AICPU[name])
-    ref = reference(written, tmp_path, ["aicpu", "dp"])
-    conn, context = msprof_databases(written, tmp_path, "device")
-    matched = assert_same(with_device("0", *aicpu.aicpu_rows(conn, context)), ref["headers"]["aicpu"],
-                          ref["rows"]["aicpu"])
-    dp = assert_same(with_device("0", *aicpu.dp_rows(conn, context)), ref["headers"]["dp"], ref["rows"]["dp"])
-    print("aicpu %s: %d reference rows matched; dp: %d" % (name, matched, dp))
+    def ours(written, path):
+        conn, context = msprof_databases(written, path, "device")
+        return {"aicpu": with_device("0", *aicpu.aicpu_rows(conn, context)),
+                "dp": with_device("0", *aicpu.dp_rows(conn, context))}
+
+    print("aicpu %s: reference rows matched %s" % (name, agree(tmp_path, AICPU[name], ["aicpu", "dp"], ours)[1]))
 
 
 MEMORY = {
@@ -166,18 +158,17 @@ MEMORY = {
 @pytest.mark.reference
 @pytest.mark.parametrize("name", sorted(MEMORY))
 def test_memory(tmp_path, name):
-    need_reference()
-    written = generate(tmp_path, MEMORY[name])
+    def ours(written, path):
+        device, context = msprof_db(written, path)
+        host, host_context = msprof_db(written, path, "host")
+        dev = str(written.prof.desc["device_id"])
+        return {"npu_mem": with_device(dev, *memory.npu_mem_rows(device, context)),
+                "npu_module_mem": with_device(dev, *memory.module_rows(device, context)),
+                "memory_record": with_device(dev, *memory.record_rows(host, host_context, "main")),
+                "operator_memory": with_device(dev, *memory.operator_rows(host, host_context, "main"))}
+
     tables = ["npu_mem", "npu_module_mem", "memory_record", "operator_memory"]
-    ref = reference(written, tmp_path, tables)
-    device, context = msprof_db(written, tmp_path)
-    host, host_context = msprof_db(written, tmp_path, "host")
-    dev = str(written.prof.desc["device_id"])
-    ours = {"npu_mem": memory.npu_mem_rows(device, context), "npu_module_mem": memory.module_rows(device, context),
-            "memory_record": memory.record_rows(host, host_context, "main"),
-            "operator_memory": memory.operator_rows(host, host_context, "main")}
-    counts = {t: assert_same(with_device(dev, *ours[t]), ref["headers"][t], ref["rows"][t]) for t in tables}
-    print("memory %s: reference rows matched %s" % (name, counts))
+    print("memory %s: reference rows matched %s" % (name, agree(tmp_path, MEMORY[name], tables, ours)[1]))
 
 
 L2 = {
@@ -195,13 +186,10 @@ L2 = {
 @pytest.mark.reference
 @pytest.mark.parametrize("name", sorted(L2))
 def test_l2_cache(tmp_path, name):
-    need_reference()
-    written = generate(tmp_path, L2[name])
-    ref = reference(written, tmp_path, ["l2_cache"])
-    conn, context = msprof_databases(written, tmp_path, "device")
-    matched = assert_same(with_device("0", *l2_cache.rows(conn, context)), ref["headers"]["l2_cache"],
-                          ref["rows"]["l2_cache"])
-    print("l2_cache %s: %d reference rows matched" % (name, matched))
+    def ours(written, path):
+        return {"l2_cache": with_device("0", *l2_cache.rows(*msprof_databases(written, path, "device")))}
+
+    print("l2_cache %s: reference rows matched %s" % (name, agree(tmp_path, L2[name], ["l2_cache"], ours)[1]))
 
 
 STARS_OPS = [{"name": "conv1", "type": "Conv2D", "block_dim": 8, "dur_us": 20},
@@ -251,3 +239,39 @@ def test_stars_pmu_columns(tmp_path, name):
     theirs = [r[first:] for r in ref["rows"]["op_summary"]]
     assert ours == theirs
     print("op_summary STARS PMU %s: %d reference rows matched" % (name, len(ours)))
+
+
+ALL_FAMILIES = {"step_trace": {"all_reduce": 1}, "mstx": {}, "hccl": {}, "aicpu": {}, "memory": {}, "l2_cache": {}}
+TOGETHER = {
+    "stars_per_launch": {"platform_version": "5", "iterations": 2, "model_as_events": True, "drv_version": ALL_EXPORT,
+                         "threads": [{"ops": STARS_OPS}], "families": dict(ALL_FAMILIES, ffts_pmu={})},
+    "hwts_static_graph": {"platform_version": "3", "iterations": 3, "static_graph": True, "load_as_events": True,
+                          "model_as_events": True, "drv_version": ALL_EXPORT,
+                          "threads": [{"ops": [op for op in STARS_OPS if not op.get("task_type", "").startswith("MIX")]}],
+                          "families": ALL_FAMILIES},
+}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", sorted(TOGETHER))
+def test_families_together(tmp_path, name):
+    """Every family in one PROF_: each table still agrees with the reference's."""
+    def ours(written, path):
+        device, context = msprof_db(written, path)
+        host, host_context = msprof_db(written, path, "host")
+        conn, _context = msprof_databases(written, path, "device")
+        both, _c = msprof_databases(written, path, "host")
+        return {"step_trace": with_device("0", *step_trace.summary(device, context)),
+                "msprof_tx": msproftx.summary(host, host_context, [("0", device, context)]),
+                "communication_statistic": with_device("0", *hccl.statistic(both, context)),
+                "aicpu": with_device("0", *aicpu.aicpu_rows(conn, context)),
+                "dp": with_device("0", *aicpu.dp_rows(conn, context)),
+                "npu_mem": with_device("0", *memory.npu_mem_rows(device, context)),
+                "npu_module_mem": with_device("0", *memory.module_rows(device, context)),
+                "memory_record": with_device("0", *memory.record_rows(host, host_context, "main")),
+                "operator_memory": with_device("0", *memory.operator_rows(host, host_context, "main")),
+                "l2_cache": with_device("0", *l2_cache.rows(conn, context))}
+
+    tables = ["step_trace", "msprof_tx", "communication_statistic", "aicpu", "dp", "npu_mem", "npu_module_mem",
+              "memory_record", "operator_memory", "l2_cache"]
+    print("together %s: reference rows matched %s" % (name, agree(tmp_path, TOGETHER[name], tables, ours)[1]))

@@ -13,7 +13,7 @@ task record that ends before it starts.
 """
 import struct
 
-from msprof.decode.api_event import MAGIC
+from msprof.decode.api_event import MAGIC, looks_aligned
 from msprof.decode.base import Decoder, Rows, Tally
 from msprof.decode.stars import stars_ids
 
@@ -27,10 +27,6 @@ NODE_COLUMNS = ("stream_id", "task_id", "start_syscnt", "end_syscnt", "compute_s
                 "memcpy_end_us", "submit_syscnt", "after_run_syscnt", "dispatch_us")
 DP_COLUMNS = ("ts", "action", "source", "buffer_size")
 assert NODE_RECORD.size == DP_RECORD.size == RECORD_SIZE
-
-
-def looks_aligned(record: bytes) -> bool:
-    return record[0:2] == b"\x5a\x5a"
 
 
 def _text(raw: bytes) -> str:

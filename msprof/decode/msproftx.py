@@ -13,7 +13,7 @@ are not UTF-8 are replaced, not fatal).
 """
 import struct
 
-from msprof.decode.api_event import MAGIC
+from msprof.decode.api_event import MAGIC, looks_aligned
 from msprof.decode.base import Decoder, Rows, Tally
 from msprof.decode.dicts import signed64
 
@@ -24,10 +24,6 @@ TX_COLUMNS = ("seq", "pid", "tid", "category", "event_type", "payload_type", "pa
               "message_type", "message")
 EX_COLUMNS = ("seq", "mark_id", "seg_idx", "pid", "tid", "event_type", "start", "end", "domain", "message")
 assert RECORD.size == RECORD_SIZE
-
-
-def looks_aligned(record: bytes) -> bool:
-    return record[0:2] == b"\x5a\x5a"
 
 
 def message_text(raw: bytes) -> str:
