@@ -79,10 +79,12 @@ def read_csv_header(path: Path) -> List[str]:
 
 
 def run_reference(prof_dir: Path, workdir: Path, timeline: bool = False,
-                  timeout: float = DEFAULT_TIMEOUT) -> Dict[str, List[Dict[str, str]]]:
+                  timeout: float = DEFAULT_TIMEOUT, tables=TABLES, export_args=(),
+                  analyze: str = "") -> Dict[str, List[Dict[str, str]]]:
     """Copy ``prof_dir`` into ``workdir``, run ``import`` + ``export summary`` (and ``export timeline`` when
-    asked) and return ``{table: rows}`` for op_summary, op_statistic, api_statistic and task_time (a table
-    the reference did not write maps to ``[]``).  Extra keys: ``_headers`` ({table: column list}),
+    asked; ``export_args``: more arguments of both exports; ``analyze``: the rules of an ``analyze`` run) and
+    return ``{table: rows}`` for ``tables`` (default op_summary, op_statistic, api_statistic and task_time; a
+    table the reference did not write maps to ``[]``).  Extra keys: ``_headers`` ({table: column list}),
     ``_files`` ({table: Path}), ``_log`` (captured output), ``_dir`` (the copy)."""
     ok, reason = reference_available()
     if not ok:
@@ -95,13 +97,16 @@ def run_reference(prof_dir: Path, workdir: Path, timeline: bool = False,
         shutil.rmtree(str(copy))
     shutil.copytree(str(prof_dir), str(copy))
     log = _run(["import", "-dir", str(copy)], workdir, timeout)
-    log += _run(["export", "summary", "-dir", str(copy)], workdir, timeout)
+    log += _run(["export", "summary", "-dir", str(copy)] + list(export_args), workdir, timeout)
     if timeline:
-        log += _run(["export", "timeline", "-dir", str(copy)], workdir, timeout)
+        log += _run(["export", "timeline", "-dir", str(copy)] + list(export_args), workdir, timeout)
+    if analyze:
+        log += _run(["analyze", "-dir", str(copy), "-r", analyze], workdir, timeout)
     out_dir = copy / "mindstudio_profiler_output"
     result: Dict[str, object] = {"_headers": {}, "_files": {}, "_log": log, "_dir": copy}
-    for table in TABLES:
-        files = sorted(out_dir.glob("%s_*.csv" % table)) if out_dir.is_dir() else []
+    for table in tables:
+        # (the table's name and the export time: aicpu_mi_… is not aicpu's)
+        files = sorted(out_dir.glob("%s_[0-9]*.csv" % table)) if out_dir.is_dir() else []
         rows: List[Dict[str, str]] = []
         for f in files:
             rows.extend(read_csv(f))

@@ -49,13 +49,15 @@ class StreamFiles:
     files: List[Path] = field(default_factory=list)
 
 
-def group_files(files: List[Path]) -> Tuple[Dict[str, List[StreamFiles]], List[Path]]:
-    """Sort raw files into streams by kind. Returns ({kind: [streams]}, files not recognised)."""
+def group_files(files: List[Path], kinds: Optional[List[Tuple[re.Pattern, str]]] = None
+                ) -> Tuple[Dict[str, List[StreamFiles]], List[Path]]:
+    """Sort raw files into streams by kind (``kinds``: (stem pattern, kind) pairs, first match wins; default
+    ``KINDS``). Returns ({kind: [streams]}, files not recognised)."""
     streams: Dict[Tuple[str, Optional[str]], Tuple[str, List[Tuple[int, Path]]]] = {}
     unknown: List[Path] = []
     for path in files:
         parsed = _parse_name(path.name)
-        kind = parsed and _kind_of(parsed[0])
+        kind = parsed and _kind_of(parsed[0], KINDS if kinds is None else kinds)
         if not kind:
             unknown.append(path)
             continue
@@ -77,9 +79,9 @@ def _parse_name(name: str):
     return None
 
 
-def _kind_of(stem: str) -> Optional[str]:
+def _kind_of(stem: str, kinds: List[Tuple[re.Pattern, str]]) -> Optional[str]:
     lowered = stem.lower()
-    for pattern, kind in KINDS:
+    for pattern, kind in kinds:
         if pattern.match(lowered):
             return kind
     return None

@@ -21,15 +21,16 @@ def looks_aligned(record: bytes) -> bool:
 class StepTraceDecoder(Decoder):
     """Rows (syscnt, index_id, model_id, stream_id, task_id, tag_id) of step-trace records; records of other
     tags are skipped by their size (and counted). ``rows`` keeps them for the iteration pairing (a few per
-    iteration)."""
+    iteration) unless ``keep`` is false (the reader takes them from the table)."""
 
     kind = "step_trace"
     label = "step trace"
     record_size = RECORD_SIZE
     looks_aligned = staticmethod(looks_aligned)
 
-    def __init__(self):
+    def __init__(self, keep: bool = True):
         self.rows = []
+        self.keep = keep
 
     def decode(self, chunk: bytes, tally: Tally):
         rows = []
@@ -43,7 +44,8 @@ class StepTraceDecoder(Decoder):
                 continue
             rows.append((syscnt, index_id, model_id, stream_id, task_id, tag_id))
         tally.skip("other tag", other, first_other or 0, warn=False)
-        self.rows.extend(rows)
+        if self.keep:
+            self.rows.extend(rows)
         return [Rows("step_trace", ("syscnt", "index_id", "model_id", "stream_id", "task_id", "tag_id"), rows)]
 
 

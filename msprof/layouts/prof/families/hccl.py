@@ -1,0 +1,144 @@
+"""HCCL (collective communication) of a PROF_: the host's hccl_info and hccl_op_info records
+(msprof.decode.hccl), and what the reference makes of them with the call tree and the device's task runs
+(docs/prof-format.md, "HCCL"): communication tasks, communication ops, communication_statistic and the
+COMMUNICATION rows of op_summary.
+
+A communication task is a task_track launched inside an HCCL-level call (level 5500; its struct type names it
+master or slave) of the same thread; its hccl_info is the one inside that call; its op is the node-level call
+(level 10000) enclosing it (op name: the call's item through hash_dic, op type: its node_basic_info). The
+device run of a task is the run paired with its launch (``launch.occ`` = ``task.exec_n``).
+
+``communication_tasks`` reads msprof's PROF databases (host attached as ``host``) and this family's tables
+(attached as ``fam``): the association the PROF import will make when this family is wired
+(docs/families-plan.md).
+"""
+from collections import defaultdict
+from typing import Dict, List, Tuple
+
+from msprof.decode.compact import CompactDecoder, aging_of
+from msprof.decode.hccl import HCCL_INFO, HCCL_OP_INFO, LEVEL_HCCL
+from msprof.layouts.prof.families.base import Context, Family, kinds, run_launch
+from msprof.store import TableDef
+
+STATISTIC_COLUMNS = ["OP Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
+                     "Ratio(%)"]
+
+TABLES = {
+    "hccl_info": TableDef({f: int for f in HCCL_INFO.layout.fields if f} | {"duration_estimated": float}),
+    "hccl_op_info": TableDef({f: int for f in HCCL_OP_INFO.layout.fields} | {"aging": int}),
+}
+
+FAMILY = Family("hccl", "host", kinds((r"^(un)?aging\.additional\.hccl_info$", "hccl_info"),
+                                      (r"^(un)?aging\.compact\.hccl_op_info$", "hccl_op_info")), TABLES,
+                {"hccl_info": lambda item: CompactDecoder(HCCL_INFO),
+                 "hccl_op_info": lambda item: CompactDecoder(HCCL_OP_INFO, aging_of(item.stem))},
+                indexes=[("hccl_info", ["thread", "ts"]), ("hccl_op_info", ["thread", "ts"])])
+
+# every communication task: its HCCL call and hccl_info, its op's node call (innermost: latest begun), the run
+TASKS_SQL = f"""
+SELECT l.seq, l.thread, l.ts, l.stream_id, l.task_id, l.batch_id, t.start_syscnt, t.end_syscnt,
+       (SELECT coalesce(n.name, '') FROM host.type_name n WHERE n.level = {LEVEL_HCCL} AND n.type = h.struct_type)
+           AS role,
+       (SELECT i.size FROM fam.hccl_info i WHERE i.thread = l.thread AND i.ts BETWEEN h.begin AND h.end
+        ORDER BY i.ts DESC LIMIT 1) AS size,
+       (SELECT i.plane_id FROM fam.hccl_info i WHERE i.thread = l.thread AND i.ts BETWEEN h.begin AND h.end
+        ORDER BY i.ts DESC LIMIT 1) AS plane_id,
+       (SELECT i.group_id FROM fam.hccl_info i WHERE i.thread = l.thread AND i.ts BETWEEN h.begin AND h.end
+        ORDER BY i.ts DESC LIMIT 1) AS group_id,
+       o.begin AS op_begin, o.item_id AS op_item, o.end AS op_end,
+       (SELECT ni.op_type_hash FROM host.node_info ni WHERE ni.thread = l.thread AND ni.ts BETWEEN o.begin AND o.end
+        ORDER BY ni.ts DESC LIMIT 1) AS op_type_hash
+FROM host.launch l
+JOIN host.api h ON h.level = {LEVEL_HCCL} AND h.thread = l.thread AND l.ts BETWEEN h.begin AND h.end
+LEFT JOIN host.api o ON o.rowid = (SELECT a.rowid FROM host.api a WHERE a.level = 10000 AND a.thread = l.thread
+                                   AND l.ts BETWEEN a.begin AND a.end ORDER BY a.begin DESC LIMIT 1)
+JOIN main.task t ON {run_launch("t", "l")}
+ORDER BY l.ts, t.start_syscnt
+"""
+
+
+def communication_tasks(conn, context: Context) -> List[dict]:
+    """The device runs of the communication tasks with their op and hccl_info, in the reference's order
+    (host launch time, then device start)."""
+    names = dict(conn.execute("SELECT hash, text FROM host.hash_string"))
+    tasks = []
+    for (seq, thread, ts, stream, task, batch, start, end, role, size, plane, group, op_begin, op_item, op_end,
+         op_type) in conn.execute(TASKS_SQL, {"device": int(context.device_id)}):
+        start_ns = context.device_ns(start)
+        tasks.append({"thread": thread, "host_ts": ts, "stream": stream, "task": task, "start": start_ns,
+                      "duration": context.device_ns(end) - start_ns, "master": role == "master", "size": size,
+                      "plane": plane, "op_begin": op_begin, "batch": batch,
+                      "group": "N/A" if group is None else str(group & 0xFFFFFFFFFFFFFFFF),
+                      "op_name": names.get(op_item, str(op_item)) if op_item is not None else "N/A",
+                      "op_type": names.get(op_type, str(op_type)) if op_type is not None else "N/A"})
+    return tasks
+
+
+def communication_ops(tasks: List[dict], context: Context) -> List[dict]:
+    """Each execution of a communication op (its node call): the first start and last end of its master tasks
+    that started after the collection began."""
+    ops: Dict[tuple, dict] = {}
+    for task in tasks:
+        if not task["master"] or task["start"] < context.begin_raw_ns:
+            continue
+        key = (task["op_name"], task["op_begin"], task["op_type"])
+        op = ops.setdefault(key, {"op_name": task["op_name"], "op_type": task["op_type"], "start": task["start"],
+                                  "end": task["start"] + task["duration"]})
+        op["start"] = min(op["start"], task["start"])
+        op["end"] = max(op["end"], task["start"] + task["duration"])
+    return list(ops.values())
+
+
+def statistic(conn, context: Context) -> Tuple[List[str], List[List[str]]]:
+    """communication_statistic's columns (before Device_id) and text rows."""
+    ops = communication_ops(communication_tasks(conn, context), context)
+    groups: Dict[str, dict] = defaultdict(lambda: {"count": 0, "total": 0, "min": float("inf"),
+                                                   "max": -float("inf")})
+    for op in ops:
+        duration = op["end"] - op["start"]
+        group = groups[op["op_type"]]
+        group["count"] += 1
+        group["total"] += duration
+        group["min"] = min(group["min"], duration)
+        group["max"] = max(group["max"], duration)
+    grand = sum(g["total"] for g in groups.values())
+    rows = []
+    for op_type, g in groups.items():
+        ratio = round(float(g["total"] / grand * 100), 6) if grand else 0
+        rows.append((op_type, g["count"], round(float(g["total"]), 6), round(float(g["min"]), 6),
+                     round(float(g["total"] / g["count"]), 6), round(float(g["max"]), 6), ratio))
+    rows.sort(key=lambda r: r[5], reverse=True)
+    rows.sort(key=lambda r: r[2], reverse=True)
+    out = [[op_type, str(count)] + [_round3(conn, v / 1000) for v in (total, low, avg, high)] +
+           [_round3(conn, ratio)] for op_type, count, total, low, avg, high, ratio in rows]
+    return STATISTIC_COLUMNS, out
+
+
+def _round3(conn, value: float) -> str:
+    """SQLite's round(x, 3), as the reference's report query rounds (msprof.tables.SQLITE_ROUND3)."""
+    return repr(conn.execute("SELECT round(?, 3)", (value,)).fetchone()[0])
+
+
+def op_rows(conn, context: Context) -> List[tuple]:
+    """The COMMUNICATION rows op_summary adds (op name as the reference names an execution, op type, start
+    and duration in ns, as integers), in the order of their groups: every execution of a communication op
+    (its master tasks, the collection's beginning not applied), named ``<op>_<last 3 characters of the
+    group id>_<execution of that group since the collection began>_<run of the task id>``."""
+    tasks = communication_tasks(conn, context)
+    groups: Dict[str, dict] = {}
+    runs: Dict[tuple, int] = defaultdict(int)
+    ops: Dict[tuple, list] = {}
+    for task in tasks:
+        key = (task["stream"], task["task"], task["batch"])
+        runs[key] += 1
+        group = groups.setdefault(task["group"], {"first": 0, "count": -1})
+        if task["start"] > context.begin_raw_ns and task["op_begin"] > group["first"]:
+            group["first"] = task["op_begin"]
+            group["count"] += 1
+        name = f"{task['op_name']}_{task['group'][-3:]}_{group['count']}_{runs[key]}"
+        if task["master"]:
+            op = ops.setdefault((name, task["op_begin"]), [name, task["op_type"], task["start"],
+                                                            task["start"] + task["duration"]])
+            op[2] = min(op[2], task["start"])
+            op[3] = max(op[3], task["start"] + task["duration"])
+    return [(name, op_type, int(start), int(end - start)) for name, op_type, start, end in ops.values()]
