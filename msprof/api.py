@@ -1,5 +1,6 @@
 """Library entry points behind the CLI: one function per command, each one loop over the units of a path
-(msprof.layouts: a JOB directory; a PROF_ device with its host), whatever their layout.
+(msprof.layouts: a JOB directory; a PROF_ device with its host), whatever their layout. Every call into a
+layout goes through its msprof.contract.Layout; the writers, show and the analysis get what it returns.
 
 Each takes a path — a result directory, a PROF_ directory, or a parent of several — and, where it writes,
 ``output``: a directory that receives the databases and results (``OUTPUT/<result dir name>/...``) instead
@@ -19,9 +20,9 @@ except ImportError:         # not POSIX: no import lock
 
 from msprof import progress
 from msprof.console import discard_stdout, log, notice, result_log
+from msprof.contract import Database, Selection, Target, Unit
 from msprof.errors import DiskSpaceError, MsprofError, OutputError, SeveralFailed, UsageError
-from msprof.layouts import find_units
-from msprof.layouts.base import Database, Selection, Unit, opened
+from msprof.layouts import find_units, targets
 from msprof.outputs import naming_errors, output_dir, remove_stale
 from msprof.workers import Later, process_pool, several_cores
 
@@ -30,10 +31,12 @@ if TYPE_CHECKING:
 
 
 @contextlib.contextmanager
-def working(unit: Unit, command: str):
-    """The frame of a command on a unit: its log, and the leftovers of killed runs removed first."""
+def working(unit: Unit, command: str, target: Optional[Target] = None):
+    """The frame of a command on a unit: its log, and the leftovers of killed runs removed first (from its
+    databases' directories and the output directories of ``target``, by default the unit's own)."""
+    target = target or Target.of(unit)
     with result_log(unit.out, command):
-        for directory in {d.path.parent for d in unit.databases} | {unit.out / "summary", unit.out / "timeline"}:
+        for directory in {d.path.parent for d in unit.databases} | {target.summary_dir, target.timeline_dir}:
             if remove_stale(directory):
                 log.info("removed the temporaries of an interrupted run from %s", directory)
         yield
@@ -213,15 +216,15 @@ def _lock(directory: Path) -> Optional[int]:
 
 
 @contextlib.contextmanager
-def reading(unit: Unit, command: str):
+def reading(unit: Unit, command: str, target: Optional[Target] = None):
     """The frame of a command that reads a unit: ``working``, its databases made current, the report open.
     When the import is not this run's, what it lost is said again in one line (its warnings were said when
     it ran, maybe days ago, by another command)."""
     if unit.problem is not None:
         raise unit.problem
-    with working(unit, command):
+    with working(unit, command, target):
         built = ensure_databases(unit)
-        with opened(unit) as report:
+        with unit.open() as report:
             quality = report.quality()
             if quality and not built:
                 log.warning("%s: data quality: %s", unit.label, quality)
@@ -242,20 +245,21 @@ def import_collection(path: Path, output: Optional[Path] = None) -> List[Path]:
 # --- exports ---------------------------------------------------------------------------------------------
 def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selection(),
                    output: Optional[Path] = None, hint: bool = False) -> List[Path]:
-    """Write the summary files of every unit into <unit>/summary/ (importing first when needed).
-    ``hint``: end by saying what to run next (the CLI's manner)."""
+    """Write the summary files of every target (a unit's summary/) under ``path``, importing first when
+    needed. ``hint``: end by saying what to run next (the CLI's manner)."""
     from msprof.summary import write_summary
 
     selection.check()
     written: List[Path] = []
     units = find_units(path, output)
     failures = Failures(len(units))
-    for unit in units:
-        with failures.each(unit), reading(unit, f"export summary --format {fmt}") as report:
-            files = unit.layout.summary_files(report, selection)
-            # (what a whole-run export wrote is listed beside the database, for the next one to replace)
-            manifest = unit.out / "sqlite" / f"summary.{fmt}.list" if selection.everything else None
-            written += write_summary(report, files, fmt, unit.out / "summary", manifest)
+    for target in targets(units):
+        for unit in target.units:
+            with failures.each(unit), reading(unit, f"export summary --format {fmt}", target) as report:
+                files = unit.layout.summary_files(report, selection)
+                # (what a whole-run export wrote is listed beside the database, for the next one to replace)
+                manifest = unit.out / "sqlite" / f"summary.{fmt}.list" if selection.everything else None
+                written += write_summary(report, files, fmt, target.summary_dir, manifest)
     _announce(written)
     failures.done()
     if hint and written:
@@ -265,18 +269,21 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
 
 def export_timeline(path: Path, selection: Selection = Selection(), check_all: bool = False,
                     output: Optional[Path] = None, hint: bool = False) -> List[Path]:
-    """Write the Chrome traces of every unit into <unit>/timeline/ (importing first when needed).
-    ``check_all``: validate every file before it is renamed into place, whatever its size. ``hint``: end
-    by saying how to look at them."""
+    """Write the Chrome traces of every target (a unit's timeline/) under ``path``, importing first when
+    needed. ``check_all``: validate every file before it is renamed into place, whatever its size. ``hint``:
+    end by saying how to look at them."""
     from msprof.trace import write_timelines
 
     selection.check()
     written: List[Path] = []
     units = find_units(path, output)
     failures = Failures(len(units))
-    for unit in units:
-        with failures.each(unit), reading(unit, "export timeline") as report:
-            written += write_timelines(report, selection, check_all)
+    for target in targets(units):
+        for unit in target.units:
+            with failures.each(unit), reading(unit, "export timeline", target) as report:
+                report.check(selection)
+                written += write_timelines(report, unit.layout.timelines(report, selection), target.timeline_dir,
+                                           check_all)
     _announce(written)
     failures.done()
     if hint:
@@ -293,32 +300,41 @@ def analyse(path: Path, output: Optional[Path] = None) -> List[Path]:
 # --- terminal ----------------------------------------------------------------------------------------------
 def show(path: Path, selection: Selection = Selection(), view: Optional["View"] = None,
          output: Optional[Path] = None) -> None:
-    """Print each unit's tables (outputs.md §4) as ``view`` says (msprof.show); import and export the
-    timeline first when missing or stale."""
+    """Print each unit's tables (outputs.md §4) as ``view`` says (msprof.show); import first, and write the
+    unit's timelines first when they are missing or stale (``_timelines_first``)."""
     from msprof.show import View, print_sections, selected
-    from msprof.trace import timelines_current, write_timelines
 
     selection.check()
     view = view or View()
+    units = find_units(path, output)
+    target_of = {id(unit): target for target in targets(units) for unit in target.units}
 
     def sections(unit: Unit, report):
         report.check(selection)              # (the selection, --table and --sort before the timeline is written)
         tables = selected(unit.layout.show_tables(report, selection), view, unit.label, len(units) > 1)
-        timelines = unit.layout.timelines(report, Selection())
-        if not timelines_current(report, timelines):
-            try:
-                _announce(write_timelines(report, timelines=timelines))
-            except (OutputError, DiskSpaceError) as exc:  # the tables need no write: they are still shown
-                log.warning("timeline not written: %s", exc.message)
+        _timelines_first(unit, report, target_of[id(unit)])
         for table in tables:      # a table a worker makes (workers.Later) starts now, not beside the timeline's
             if isinstance(table.batches, Later):
                 table.batches.start()
         return tables
 
-    units = find_units(path, output)
     failures = Failures(len(units))
     print_sections(_sections(units, "show", sections, failures), view, len(units) > 1)
     failures.done()
+
+
+def _timelines_first(unit: Unit, report, target: Target) -> None:
+    """show writes the unit's whole-run timelines before it prints, when they are missing or older than the
+    database, so that they are there to open beside the tables. A write that fails is a warning: the tables
+    need no write and are still shown."""
+    from msprof.trace import timelines_current, write_timelines
+
+    timelines = unit.layout.timelines(report, Selection())
+    if not timelines_current(report, timelines, target.timeline_dir):
+        try:
+            _announce(write_timelines(report, timelines, target.timeline_dir))
+        except (OutputError, DiskSpaceError) as exc:
+            log.warning("timeline not written: %s", exc.message)
 
 
 def query(path: Path, view: Optional["View"] = None, output: Optional[Path] = None) -> None:
@@ -354,8 +370,7 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
     """Compare two collections (each one result directory, or a parent holding exactly one) per model, op
     type, op and API; print the comparison (``fmt`` None: not) and return its document (what ``--format json``
     prints). ``fail_if_slower``: raise RegressionError (exit 9) when a model both have grew by more than that %."""
-    from msprof.analysis.compare import check_gate, compare_sides, print_comparison, read_side
-    from msprof.analysis.facts import single_unit
+    from msprof.analysis.compare import check_gate, compare_sides, print_comparison
 
     # (nan compares false with every growth: a gate of nan would pass everything)
     if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
@@ -370,12 +385,12 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
             pass
     if several_cores():         # the two sides' aggregates side by side (a PROF side of 1M tasks: ~5 s)
         with process_pool(2) as pool:
-            sides = progress.pool_map(pool, "comparing", read_side, units)
+            sides = progress.pool_map(pool, "comparing", _read_side, units)
     else:
         with progress.step("comparing", 2) as shown:
             sides = []
             for unit in units:
-                sides.append(read_side(unit))
+                sides.append(_read_side(unit))
                 shown.advance()
     document = compare_sides(*sides)
     try:
@@ -390,6 +405,14 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
     return document
 
 
+def _read_side(unit: Unit):
+    """What compare reads of one (imported) unit: its msprof.analysis.compare.Side (a worker may run this)."""
+    from msprof.analysis.compare import Side
+
+    with unit.open() as report:
+        return Side.read(unit.layout.facts(report))
+
+
 def _share_a_database(one, other) -> bool:
     """Whether two units of different raw data would have a database in one place."""
     mine = {db.path: db.source_dir.resolve() for db in one.databases}
@@ -401,7 +424,6 @@ def advise(path: Path, fmt: Optional[str] = "table", selection: Selection = Sele
     """Findings of the advise rules on one collection (a result directory, or a parent holding exactly
     one); print them (``fmt`` None: not) and return them (what ``--format json`` prints under "findings")."""
     from msprof.analysis.advise import find, print_findings
-    from msprof.analysis.facts import single_unit
 
     selection.check()
     unit = single_unit(path, output)
@@ -412,14 +434,24 @@ def advise(path: Path, fmt: Optional[str] = "table", selection: Selection = Sele
     return findings
 
 
+def single_unit(path: Path, output: Optional[Path] = None) -> Unit:
+    """The one unit compare and advise analyse: ``path`` is a JOB directory, a PROF_ directory with one
+    device (or a PROF_ device directory), or a parent holding exactly one of them; several is a usage
+    error listing them (the user names one)."""
+    units = find_units(path, output)
+    if len(units) != 1:
+        # one line, as every message (a name from the data cannot add a line)
+        listed = ", ".join(str(unit.path) for unit in units)
+        raise UsageError(f"{path} holds {len(units)} result directories; name one of them: {listed}")
+    return units[0]
+
+
 def demo(output: Path, kind: str = "JOB") -> None:
     """Copy the bundled sample of ``kind`` ("JOB" or "PROF_") into ``output`` and run import, export and
     show on it."""
     bundled = Path(__file__).parent / "demo_data"
     jobs = sorted(p for p in bundled.iterdir() if p.is_dir() and p.name.startswith(kind)) if bundled.is_dir() else []
     if not jobs:
-        from msprof.errors import MsprofError
-
         raise MsprofError(f"the bundled sample is missing from {bundled} (broken installation?)")
     output = output_dir(Path(output))
     for job in jobs:

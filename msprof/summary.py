@@ -7,7 +7,7 @@ two processes share the work: the files that cannot be cut first, largest first,
 that can (a PROF op_summary of a million rows, cut by start time into parts that shrink towards the end),
 which both write and its renderer joins. Files made by one pass
 over the rows (a PROF op_summary and task_time: one query) are written together, a batch of each in turn.
-A file may be made from what such a pass gathered on the way (``after``: its Source's taps, msprof.tables.Tap;
+A file may be made from what such a pass gathered on the way (``after``: its RowSource's taps, msprof.tables.Tap;
 PROF op_statistic's sums per op): it is written once every part of that pass is, by this process, and
 makes its rows itself when the pass gathered nothing (a renderer that printed values instead).
 The order of the returned paths is the order of the list, either way.
@@ -15,9 +15,10 @@ The order of the returned paths is the order of the list, either way.
 import contextlib
 import itertools
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from msprof import progress
+from msprof.contract import SummaryFile
 from msprof.outputs import atomic_open, naming_errors, output_dir, remove_stale, temporary
 from msprof.console import log, notice
 from msprof.renderers import FORMATS
@@ -27,20 +28,6 @@ from msprof.workers import process_pool, several_cores
 # With at least this many rows in all (and more than one core), two processes write the files.
 PARALLEL_MIN_ROWS = 200_000
 WORKERS = 2
-
-
-class SummaryFile(NamedTuple):
-    name: str            # file name without extension
-    table: str           # the report method that makes its Table (with ``also``: a list, one per name)
-    args: tuple = ()
-    weight: int = 1      # about its rows
-    parts: int = 1       # row ranges its table can be cut into (the method takes part=(k, n))
-    also: Tuple[str, ...] = ()     # more files the same pass over the rows fills
-    after: str = ""      # the file (listed before it) whose pass gathers its input (the method takes ``gathered``)
-
-    @property
-    def names(self) -> Tuple[str, ...]:
-        return (self.name,) + self.also
 
 
 def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path,
@@ -138,12 +125,11 @@ def _tables(report, summary_file: SummaryFile, part: Optional[Tuple[int, int]] =
     options = {"part": part} if part else {}
     if summary_file.after:
         options["gathered"] = gathered
-    made = getattr(report, summary_file.table)(*summary_file.args, **options)
-    return made if summary_file.also else [made]
+    return summary_file.tables(report, **options)
 
 
 def _gathered(tables) -> Optional[list]:
-    """What the taps of the tables' Source gathered in the pass just made: [part's result] (one per tap), or
+    """What the taps of the tables' RowSource gathered in the pass just made: [part's result] (one per tap), or
     None when it has no taps or they were not fed every row."""
     source = tables[0].source if tables else None
     if source is None or not source.taps or not all(tap.done for tap in source.taps):

@@ -11,7 +11,7 @@ rounded by the SQL that computes it (exact integer arithmetic: a renderer cannot
 exactly from its float); a PROF column the reference rounds with SQLite's round() or Python's round() is
 rounded by its kind (``SQLITE_ROUND3``, ``ROUND3``), wherever it is printed.
 
-A table whose rows come from SQL may say so (``Source``, ``Column.sql``): then a renderer that can print in
+A table whose rows come from SQL may say so (``RowSource``, ``Column.sql``): then a renderer that can print in
 SQL (csv) has SQLite make each row's text, and only what SQL cannot compute (``Running``: the wait since
 the row before) is computed in Python (msprof.renderers.insql). Every other consumer reads the values.
 """
@@ -158,7 +158,7 @@ class Column:
     """A column; ``constant``: the value of every row, which the row tuples then do not carry (the PROF
     tensor columns: a million N/A fetched from SQLite and formatted one by one cost a second).
 
-    In a table with a ``Source``: ``sql`` is the column's value over a source row (its kind's ``value_sql``
+    In a table with a ``RowSource``: ``sql`` is the column's value over a source row (its kind's ``value_sql``
     rounds it where the kind says so); ``null_when`` the SQL condition under which it is NULL (N/A), when
     known (columns NULL together are printed N/A together); ``nullable`` False when it never is; ``domain``
     a SELECT of every text a text column can hold (a few rows: names), so that a renderer checks them once
@@ -183,9 +183,9 @@ class Column:
 
 
 @dataclass
-class Source:
+class RowSource:
     """The rows one or more tables select their columns from: ``sql``, a SELECT of named columns in the
-    tables' row order, with its ``params``. Tables of one Source are filled by one pass over its rows (PROF
+    tables' row order, with its ``params``. Tables of one RowSource are filled by one pass over its rows (PROF
     op_summary and task_time), each keeping the rows its ``where`` accepts. ``order``: SQL of the key the
     rows are in order of, for tables whose rows of equal keys are ordered otherwise (``Ties``)."""
 
@@ -197,7 +197,7 @@ class Source:
 
 
 class Tap:
-    """What Python gathers from every row of a Source in the pass that prints its tables in SQL
+    """What Python gathers from every row of a RowSource in the pass that prints its tables in SQL
     (msprof.renderers.insql), whichever tables keep the row: the sums of another table that would otherwise
     need a pass of its own over the same joins (PROF op_statistic beside op_summary). ``inputs`` are SQL over
     the source row; ``feed`` takes a batch's values, a tuple per input. ``done`` once the pass has fed every
@@ -217,7 +217,7 @@ class Tap:
 
 
 class Ties:
-    """The order of a table's rows that share their Source's order key (tasks that start at the same moment),
+    """The order of a table's rows that share their RowSource's order key (tasks that start at the same moment),
     where it is not the SQL's: ``inputs`` are SQL over the source row, ``ranks`` gives
     the rows of any number of such groups (their inputs' values) a sort key each, and a group's rows are
     sorted by it (stable: equal keys keep the SQL's order). Computed a batch at a time, from the inputs or
@@ -306,7 +306,7 @@ class Table:
     sort: Optional[str] = None   # the column show ranks rows by (--top, --sort): the table's time
     keep: Sequence[str] = ()     # the columns a narrow terminal keeps, most important first
     cut: bool = True             # a narrow terminal may cut long texts (names); False: wrap them (messages)
-    source: Optional[Source] = None     # the SQL rows the columns' ``sql`` reads (batches made from it)
+    source: Optional[RowSource] = None     # the SQL rows the columns' ``sql`` reads (batches made from it)
     where: str = ""              # which of the source's rows are this table's (SQL; "": all)
     running: Optional[Running] = None   # columns computed in Python, in row order
     ties: Optional[Ties] = None  # the order of rows with the same source order key, when not the SQL's

@@ -1,7 +1,7 @@
 """The one Chrome-trace writer of every layout (outputs.md §2, docs/timeline.md).
 
 A layout's report describes its timelines (``Timeline``: a base file name, otherData, and the event
-``Source``s that fill it); this module writes them:
+``EventSource``s that fill it: msprof.contract); this module writes them:
 
 * **merging** — a timeline's sources are each in start order; the first (the largest) drives, and before
   each of its batches the others are drained up to that batch's last start, so every thread's events are
@@ -23,14 +23,13 @@ import logging
 import os
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Hashable, Iterator, List, Optional, Tuple
+from typing import Dict, Hashable, Iterator, List, Optional, Tuple
 
 from msprof import __version__, progress
 from msprof.outputs import atomic_path, naming_errors, output_dir, remove_stale, temporary
 from msprof.console import log
-from msprof.layouts.base import Selection
+from msprof.contract import EventSource, Timeline
 from msprof.tracecheck import TraceError, check_trace
 from msprof.workers import process_pool, several_cores, stop
 
@@ -333,57 +332,8 @@ def _glob_escape(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------
-# What a layout describes, and the driver
+# The driver: a layout's timelines (msprof.contract.Timeline) written
 # ---------------------------------------------------------------------------------------------------
-class Source:
-    """Events of one kind, from rows in start order: ``batches()`` yields row lists, ``start(row)`` is a
-    row's start (ns, the merge key), and ``write(rows, writer, lanes)`` formats them into the writer.
-
-    A source of a timeline that can be split (``Timeline.split``) also takes ``window`` = (0 or 1, split):
-    its rows before (0) or from (1) the split point.
-
-    ``backwards`` counts the rows left out for ending before they start; ``noun`` and ``owner`` name the
-    slices and what they sit on in the warnings (``overlap_level``: how loud an overlap is, a warning where
-    the data are corrupt)."""
-
-    noun, owner = "event", "thread"
-    overlap_level = logging.WARNING
-    backwards = 0
-
-    def batches(self, window=None) -> Iterator[list]:
-        raise NotImplementedError
-
-    def start(self, row) -> int:
-        raise NotImplementedError
-
-    def write(self, rows: list, writer: "Writer", lanes: Lanes) -> None:
-        raise NotImplementedError
-
-    def finish(self, base: str, lanes: Lanes) -> None:
-        """After the last row: warnings about what was left out or moved to overlap lanes (``base``: the
-        timeline's name)."""
-        if self.backwards:
-            log.warning("%s: %d %s(s) end before they start (corrupt data): left out of the timeline",
-                        base, self.backwards, self.noun)
-        if lanes.moved:
-            log.log(self.overlap_level, "%s: %d %s(s) partially overlap another of their %s: shown on "
-                    "'(overlap)' threads", base, lanes.moved, self.noun, self.owner)
-
-
-@dataclass
-class Timeline:
-    """One timeline (its files share ``base``): otherData and a factory of its sources (given the report;
-    the first source drives the merge). ``events``: about how many events it holds. ``split``: when the
-    timeline can be written in two halves by two processes, gives the split point (of the sources' own
-    choosing: a value each source's window understands) for a report, or None."""
-
-    base: str
-    other: dict
-    sources: Callable[..., List[Source]]
-    events: int = 0
-    split: Optional[Callable] = None
-
-
 def write_timeline(report, timeline: Timeline, directory: Path, check_all: bool = False, window=None,
                    base: Optional[str] = None) -> List[Path]:
     """Write one timeline's files (``window``: one half of a split timeline, written as numbered slices
@@ -407,7 +357,7 @@ def write_timeline(report, timeline: Timeline, directory: Path, check_all: bool 
     return written
 
 
-def _merge(sources: List[Tuple[Source, Lanes]], writer: "Writer", window, shown: progress.Step) -> None:
+def _merge(sources: List[Tuple[EventSource, Lanes]], writer: "Writer", window, shown: progress.Step) -> None:
     (primary, lanes), others = sources[0], [_Drain(*s, window) for s in sources[1:]]
     for rows in (primary.batches(window) if window is not None else primary.batches()):
         until = primary.start(rows[-1])
@@ -422,7 +372,7 @@ def _merge(sources: List[Tuple[Source, Lanes]], writer: "Writer", window, shown:
 class _Drain:
     """A secondary source, written up to a time at each step of the merge."""
 
-    def __init__(self, source: Source, lanes: Lanes, window=None):
+    def __init__(self, source: EventSource, lanes: Lanes, window=None):
         self.source, self.lanes = source, lanes
         self.pending = iter(source.batches(window) if window is not None else source.batches())
         self.rows: list = []
@@ -445,17 +395,11 @@ class _Drain:
             return
 
 
-def write_timelines(report, selection: Selection = Selection(), check_all: bool = False,
-                    timelines: Optional[list] = None) -> List[Path]:
-    """Write every timeline of a unit into <unit>/timeline/; return the files, in the order the layout
-    lists its timelines (``timelines``: the layout's list, when the caller has it: making it says what is
-    skipped, once). With a second core, a second timeline of PARALLEL_MIN_EVENTS or more is written by
-    a child process; a single timeline of more than SLICE_EVENTS that can be split is written in two
-    halves (the child writes the second), its slices numbered in time order."""
-    report.check(selection)
-    if timelines is None:
-        timelines = report.unit.layout.timelines(report, selection)
-    directory = report.unit.out / "timeline"
+def write_timelines(report, timelines: List[Timeline], directory: Path, check_all: bool = False) -> List[Path]:
+    """Write a unit's timelines (its layout's list) into ``directory``; return the files, in the order of the
+    list. With a second core, a second timeline of PARALLEL_MIN_EVENTS or more is written by a child
+    process; a single timeline of more than SLICE_EVENTS that can be split is written in two halves (the
+    child writes the second), its slices numbered in time order."""
     child = split = None
     if len(timelines) > 1 and several_cores():
         big = sorted(range(len(timelines)), key=lambda i: -timelines[i].events)
@@ -467,7 +411,7 @@ def write_timelines(report, selection: Selection = Selection(), check_all: bool 
     executor = future = None
     if child is not None or split is not None:
         executor = process_pool(1)
-        args = (report.unit, selection, child if split is None else 0, str(directory), (SLICE_EVENTS, SLICE_BYTES),
+        args = (report.unit, timelines[child if split is None else 0], str(directory), (SLICE_EVENTS, SLICE_BYTES),
                 CHECK_FILES, CHECK_MAX_EVENTS, check_all, None if split is None else (1, split))
         future = executor.submit(_in_child, *args)
     try:
@@ -524,7 +468,7 @@ def _tail(other: dict) -> bytes:
             + "}\n").encode()
 
 
-def _in_child(unit, selection, index: int, directory: str, slice_limits: Tuple[int, int], check_files: bool,
+def _in_child(unit, timeline: Timeline, directory: str, slice_limits: Tuple[int, int], check_files: bool,
               check_max_events: int, check_all: bool, window=None):
     """One timeline (or, with ``window``, its second half) written in a child process: (paths, [(log
     level, message)])."""
@@ -536,7 +480,6 @@ def _in_child(unit, selection, index: int, directory: str, slice_limits: Tuple[i
     try:
         report = unit.open()
         try:
-            timeline = unit.layout.timelines(report, selection)[index]
             base = None if window is None else timeline.base + ".part"
             written = write_timeline(report, timeline, Path(directory), check_all, window, base)
         finally:
@@ -557,16 +500,13 @@ class _ListHandler(logging.Handler):
         self.messages.append((record.levelno, record.getMessage()))
 
 
-def timelines_current(report, timelines: Optional[list] = None) -> bool:
+def timelines_current(report, timelines: List[Timeline], directory: Path) -> bool:
     """True when every timeline file of a full export (``timelines``: the layout's, of the whole run) exists
-    and is newer than the database."""
-    if timelines is None:
-        timelines = report.unit.layout.timelines(report, Selection())
+    in ``directory`` and is newer than the database."""
     try:
         db_mtime = report.unit.database.path.stat().st_mtime_ns
     except OSError:
         return False
-    directory = report.unit.out / "timeline"
     for timeline in timelines:
         candidates = [directory / f"{timeline.base}.json", directory / f"{timeline.base}_slice_0.json"]
         mtimes = [p.stat().st_mtime_ns for p in candidates if p.is_file()]

@@ -89,14 +89,14 @@ def _watch_parent(parent: int) -> None:
 
 
 class Later:
-    """The value of ``getattr(report, method)(*args)``, made by a worker process (its own connection) while this
-    process goes on: a table's batches (show has op_statistic's GROUP BY over a million tasks made while it picks
-    op_summary's rows). ``start`` submits the work (show: once the table is selected and the timeline written);
+    """The value of ``function(report, *args)`` (a report method), made by a worker process (its own connection)
+    while this process goes on: a table's batches (show has op_statistic's GROUP BY over a million tasks made
+    while it picks op_summary's rows). ``start`` submits the work (show: once the table is selected and the timeline written);
     iterating yields the value once, waiting for it (a failure is raised there). The report's close stops a
     worker whose value was not read (an error, an interrupt, a table left out), so that nothing waits for it."""
 
-    def __init__(self, report, method: str, args: tuple = ()):
-        self.call = (report.unit, method, args)
+    def __init__(self, report, function, args: tuple = ()):
+        self.call = (report.unit, function, args)
         self.executor = self.future = None
         report.on_close(self.close)
 
@@ -118,6 +118,6 @@ class Later:
             self.executor = None
 
 
-def _report_call(unit, method: str, args: tuple):
+def _report_call(unit, function, args: tuple):
     with unit.open() as report:
-        return getattr(report, method)(*args)
+        return function(report, *args)

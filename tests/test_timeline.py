@@ -19,13 +19,13 @@ from msprof import workers
 from msprof.api import import_collection
 from msprof.errors import UsageError
 from msprof.layouts import find_units
-from msprof.layouts.base import Selection, opened
+from msprof.contract import Selection
 from msprof.tracecheck import check_trace
 
 
 def open_report(job):
     [unit] = find_units(job)
-    return opened(unit)
+    return unit.open()
 
 HWTS = struct.Struct("=BBHHHQ12I")
 STEP = struct.Struct("=BBHIQQQHHHH")
@@ -102,7 +102,19 @@ TASK_PID = tl.TASK_PID_BASE      # device 0
 def export(job, **kwargs):
     selection = Selection(kwargs.pop("model_id", None), kwargs.pop("iteration_id", None))
     with open_report(job) as report:
-        return tl.write_timelines(report, selection, **kwargs)
+        return write_timelines(report, selection, **kwargs)
+
+
+def write_timelines(report, selection=Selection(), **kwargs):
+    """The timelines of a report's layout written into its timeline/ (what export timeline does)."""
+    report.check(selection)
+    return tl.write_timelines(report, report.unit.layout.timelines(report, selection), report.unit.out / "timeline",
+                              **kwargs)
+
+
+def timelines_current(report):
+    return tl.timelines_current(report, report.unit.layout.timelines(report, Selection()),
+                                report.unit.out / "timeline")
 
 
 def load(path):
@@ -224,12 +236,12 @@ def test_iteration_filter(job, tmp_path):
     assert [f["ts"] for f in of(trace, "f")] == [1020.1]
     assert trace["otherData"]["iteration"] == 2
     with open_report(job) as report:
-        assert not tl.timelines_current(report)     # a one-iteration export is not the full timeline
+        assert not timelines_current(report)     # a one-iteration export is not the full timeline
     with pytest.raises(UsageError):
         export(job, model_id=1, iteration_id=9)
     export(job)                                     # restore the full timeline for the other tests
     with open_report(job) as report:
-        assert tl.timelines_current(report)
+        assert timelines_current(report)
 
 
 @pytest.mark.parametrize("layout", ["JOB", "PROF"])
@@ -293,17 +305,17 @@ def test_times_before_the_collection_start_are_exact(tmp_path):
 def test_timeline_current(tmp_path):
     job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
     with open_report(job) as report:
-        assert not tl.timelines_current(report)
-        tl.write_timelines(report)
-        assert tl.timelines_current(report)
+        assert not timelines_current(report)
+        write_timelines(report)
+        assert timelines_current(report)
     earlier = (job / "sqlite" / "msprof.db").stat().st_mtime - 10     # the database was rebuilt since
     os.utime(job / "timeline" / "task_time_0.json", (earlier, earlier))
     with open_report(job) as report:
-        assert not tl.timelines_current(report)
-        tl.write_timelines(report)
-        assert tl.timelines_current(report)
+        assert not timelines_current(report)
+        write_timelines(report)
+        assert timelines_current(report)
         (job / "timeline" / "task_time_0.json").unlink()
-        assert not tl.timelines_current(report)
+        assert not timelines_current(report)
 
 
 def test_unpaired_tasks_are_counted(job):

@@ -23,7 +23,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 from msprof import progress
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
 from msprof.console import emit, notice
-from msprof.layouts.base import Selection
+from msprof.contract import Selection
 from msprof.paths import one_line
 
 SEVERITIES = ("high", "medium", "info")

@@ -57,14 +57,6 @@ class Side:
                    {a.name: a for a in facts.apis()} if facts.has_api else None)
 
 
-def read_side(unit) -> Side:
-    """One collection's Side, read from its (imported) database (a worker process may run this)."""
-    from msprof.layouts.base import opened
-
-    with opened(unit) as report:
-        return Side.read(unit.layout.facts(report))
-
-
 def r3(value: Optional[float]) -> Optional[float]:
     """Rounded to 3 decimals (never -0.0)."""
     return None if value is None else (round(value, 3) or 0.0)

@@ -1,7 +1,7 @@
 """Tables printed by SQLite: a renderer's text of each row made by the query that computes the row.
 
 Taking a row's values out of SQLite costs a Python object per value, and printing them one more each: most
-of the time of a million-row op_summary. For a table whose columns are SQL over a ``Source``
+of the time of a million-row op_summary. For a table whose columns are SQL over a ``RowSource``
 (msprof.tables), a renderer that can describe its fields in SQL (a ``TextFormat``: csv, json) has SQLite print
 them with ``printf()`` as each column's kind says (``Kind.printf``), so that Python receives one text per
 run of columns. Python still prints what SQL cannot: the columns a ``Running`` computes (the wait since the

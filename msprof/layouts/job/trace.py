@@ -14,10 +14,11 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from msprof.console import log, notice
 from msprof.decode.acl import api_type_name
 from msprof.decode.hwts import TASK_TYPES
-from msprof.layouts.base import Selection
+from msprof.contract import Selection
 from msprof.paths import safe_name
-from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number,
-                          jstr, other_data, sorted_query, us_formats, us_text)
+from msprof.contract import EventSource, Timeline
+from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, batches, device_number, jstr, other_data,
+                          sorted_query, us_formats, us_text)
 
 # ACL calls that start a model execution (a HostToDevice flow links each to its iteration).
 EXECUTE_APIS = ("svp_acl_mdl_execute", "aclmdlExecute")
@@ -105,11 +106,11 @@ class _TaskSources:
     def __init__(self, model: Optional[dict], iteration_id: Optional[int]):
         self.model, self.iteration_id = model, iteration_id
 
-    def __call__(self, report) -> List[Source]:
-        return [TaskSource(report, self.model, self.iteration_id)]
+    def __call__(self, report) -> List[EventSource]:
+        return [JobTaskSource(report, self.model, self.iteration_id)]
 
 
-class TaskSource(Source):
+class JobTaskSource(EventSource):
     """The tasks of one model (or of none), with the execute call and HostToDevice flow of each iteration."""
 
     noun, owner = "task", "stream (corrupt data)"
@@ -270,7 +271,7 @@ class TaskSource(Source):
         log.info("%s: %d HostToDevice flow(s)", base, self.flows)
 
 
-class AclSource(Source):
+class AclSource(EventSource):
     """Every ACL call of the collection (process "AscendCL" per pid, thread per tid)."""
 
     noun, owner = "ACL call", "thread"
@@ -326,5 +327,5 @@ class AclSource(Source):
 
 
 
-def _acl_sources(report) -> List[Source]:
+def _acl_sources(report) -> List[EventSource]:
     return [AclSource(report)]

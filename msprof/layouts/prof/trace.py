@@ -16,11 +16,12 @@ import logging
 from typing import Dict, Iterator, List
 
 from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
-from msprof.layouts.base import Selection
+from msprof.contract import Selection
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.report import HWTS_TASK_TYPES
-from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number, jstr,
-                          other_data, sorted_query, us_formats, us_text)
+from msprof.contract import EventSource, Timeline
+from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, batches, device_number, jstr, other_data,
+                          sorted_query, us_formats, us_text)
 
 HOST_PROCESS = "CANN (host)"
 LEVEL_NAMES = {level: jstr(name) for level, name in LEVELS.items()}
@@ -85,9 +86,9 @@ class _Sources:
     def __init__(self, selection: Selection):
         self.selection = selection
 
-    def __call__(self, report) -> List[Source]:
+    def __call__(self, report) -> List[EventSource]:
         host = HostSource(report, self.selection)
-        return [TaskSource(report, self.selection, host), host]
+        return [ProfTaskSource(report, self.selection, host), host]
 
 
 def _host_pid(report) -> int:
@@ -95,7 +96,7 @@ def _host_pid(report) -> int:
     return int(pid) if pid and 0 < pid < TASK_PID_BASE else 1
 
 
-class HostSource(Source):
+class HostSource(EventSource):
     """The host's API calls, in start order (enclosing calls first)."""
 
     noun, owner = "host API call", "thread"
@@ -203,7 +204,7 @@ class _CallTexts(dict):
         return value
 
 
-class TaskSource(Source):
+class ProfTaskSource(EventSource):
     """The device's tasks in start order, with the HostToDevice flow of each launched once per execution."""
 
     noun, owner = "task", "stream (corrupt data)"
