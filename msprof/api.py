@@ -24,10 +24,11 @@ from msprof.contract import Database, Selection, Target, Unit
 from msprof.errors import DiskSpaceError, MsprofError, OutputError, SeveralFailed, UsageError
 from msprof.layouts import find_units, targets
 from msprof.outputs import naming_errors, output_dir, remove_stale
+from msprof.renderers.documents import Stdout
 from msprof.workers import Later, process_pool, several_cores
 
 if TYPE_CHECKING:
-    from msprof.show import View
+    from msprof.renderers.documents import View
 
 
 @contextlib.contextmanager
@@ -370,7 +371,7 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
     """Compare two collections (each one result directory, or a parent holding exactly one) per model, op
     type, op and API; print the comparison (``fmt`` None: not) and return its document (what ``--format json``
     prints). ``fail_if_slower``: raise RegressionError (exit 9) when a model both have grew by more than that %."""
-    from msprof.analysis.compare import check_gate, compare_sides, print_comparison
+    from msprof.analysis.compare import check_gate, compare_sides, comparison
 
     # (nan compares false with every growth: a gate of nan would pass everything)
     if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
@@ -395,7 +396,7 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
     document = compare_sides(*sides)
     try:
         if fmt is not None:
-            print_comparison(document, fmt, top, wide)
+            _renderer(fmt, wide).comparison(comparison(document, top), Stdout())
     except BrokenPipeError:
         # the reader had enough (``| head``), but a CI job's gate must still say and exit 9
         discard_stdout()
@@ -423,15 +424,23 @@ def advise(path: Path, fmt: Optional[str] = "table", selection: Selection = Sele
            output: Optional[Path] = None) -> List[dict]:
     """Findings of the advise rules on one collection (a result directory, or a parent holding exactly
     one); print them (``fmt`` None: not) and return them (what ``--format json`` prints under "findings")."""
-    from msprof.analysis.advise import find, print_findings
+    from msprof.analysis.advise import find, findings_document
 
     selection.check()
     unit = single_unit(path, output)
     with reading(unit, "advise") as report:
         findings = find(unit.layout.facts(report, idle=True), selection)
     if fmt is not None:
-        print_findings(findings, fmt, unit.label)
+        _renderer(fmt).findings(findings_document(findings, unit.label), Stdout())
     return findings
+
+
+def _renderer(fmt: str, wide: bool = False):
+    """The renderer of a format, for stdout (the terminal's width, unless ``wide``)."""
+    from msprof.renderers import FORMATS
+    from msprof.renderers.terminal import terminal_width
+
+    return FORMATS[fmt](width=terminal_width(wide))
 
 
 def single_unit(path: Path, output: Optional[Path] = None) -> Unit:

@@ -315,6 +315,16 @@ class Table:
         if self.source is not None and not self.batches:
             self.batches = _SourceBatches(self)
 
+    def column_index(self, name: Optional[str]) -> Optional[int]:
+        """The index of column ``name`` (its title or its snake_case key, any case), or None."""
+        if name is None:
+            return None
+        wanted = name.strip().lower()
+        for index, column in enumerate(self.columns):
+            if wanted in (column.name.lower(), column.key):
+                return index
+        return None
+
     def rows(self) -> Iterator[tuple]:
         """Every row with all its values (constant columns filled in); the total row is apart."""
         expand = self.expander()

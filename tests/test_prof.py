@@ -827,14 +827,15 @@ def test_show_csv_writes_its_rows_as_it_goes(tmp_path, monkeypatch):
     import csv
     import io
 
-    import msprof.show
+    import click
+
     from msprof.show import View
 
     prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "3", "--ops", "50", "--iters", "50", "--models", "1",
                                                  "--aicpu-ratio", "0"]))
     api.import_collection(prof_dir)
     stdout = []
-    monkeypatch.setattr(msprof.show.click, "echo",
+    monkeypatch.setattr(click, "echo",
                         lambda text, nl=True, file=None, **kw: stdout.append(text) if file is None else None)
     api.show(prof_dir / "device_0", view=View(fmt="csv", top=0, tables=("op_summary",)))
     rows = list(csv.reader(io.StringIO("".join(stdout))))
