@@ -250,8 +250,9 @@ class SummaryFile(NamedTuple):
 
 class EventSource:
     """Events of one kind for a timeline, from rows in start order: ``batches()`` yields row lists,
-    ``start(row)`` is a row's start (ns, the merge key), and ``write(rows, writer, lanes)`` formats them into
-    the trace writer (msprof.trace).
+    ``start(row)`` is a row's start (ns, the merge key), and ``write`` formats them. The trace writer
+    (msprof.trace) does the rest: it merges the sources in time, cuts the files, names their threads, checks
+    and renames them.
 
     A source of a timeline that can be split (``Timeline.split``) also takes ``window`` = (0 or 1, split):
     its rows before (0) or from (1) the split point.
@@ -270,7 +271,12 @@ class EventSource:
     def start(self, row) -> int:
         raise NotImplementedError
 
-    def write(self, rows: list, writer, lanes) -> None:
+    def write(self, rows: list, out, lanes) -> Optional[list]:
+        """Format the events of ``rows`` into the file being written, ``out`` (msprof.trace.Writer: its
+        ``room`` in events, its ``slice_index``, the ``threads`` it names; ``add`` the events' text, ``use`` a
+        thread first seen), each on the lane ``lanes.place`` gives it, while the file has room for all of a
+        row's events (a flow with its ends); return the rows not taken (None: every one), which the writer
+        hands back for a new file. A row is taken whole or not at all."""
         raise NotImplementedError
 
     def finish(self, base: str, lanes) -> None:

@@ -9,8 +9,9 @@ A layout's report describes its timelines (``Timeline``: a base file name, other
 * **lanes** — a slice that partially overlaps an open slice of its thread goes to an "(overlap)" lane
   (``Lanes``): nothing dropped, nothing moved in time;
 * **slices** — above ``SLICE_EVENTS`` events a timeline is split into ``…_slice_<k>.json`` files, each
-  valid on its own; a flow and the slices it binds to are written as one group (``reserve``) so they
-  share a file;
+  valid on its own: a source fills the file being written while it has ``room`` and hands back the rest of
+  its batch, which the writer puts in a new file (``Writer.put``); a flow and the slices it binds to go into
+  one file;
 * **checks and atomicity** — each file is written to a temporary, checked (msprof.tracecheck) and renamed
   into place; large slices get their metadata written into room left before the body instead of a copy.
 
@@ -232,23 +233,42 @@ class Writer:
             os.lseek(fd, HEAD_ROOM, os.SEEK_SET)
             self.body = os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20)
 
-    def write(self, text: str) -> None:
-        """Events into the slice (``count`` is the writer's to keep). Once the slice holds SLICE_BYTES, its
-        limit is the events it has: the next event starts a new slice."""
+    # --- what an event source sees of the file being written (msprof.contract.EventSource.write) ----------
+    @property
+    def room(self) -> int:
+        """Events the file being written can still take."""
+        return self.limit - self.count
+
+    @property
+    def empty(self) -> bool:
+        return self.count == 0
+
+    def add(self, text: str, events: int) -> None:
+        """``events`` events (their text) into the file. Once it holds SLICE_BYTES it has no more room: the next
+        event starts a new file."""
         self.body.write(text)
+        self.count += events
         self.bytes += len(text) if text.isascii() else len(text.encode("utf-8"))
         if self.bytes >= SLICE_BYTES:
             self.limit = max(1, min(self.limit, self.count))
 
-    def reserve(self, n: int) -> None:
-        """Make room for a group of n events that must share a file (a flow and its slices)."""
-        if self.count and self.count + n > self.limit:
-            self._flush(final=False)
-
     def use(self, pid: int, tid: int, process: str, lane: Lane) -> None:
+        """Name thread (pid, tid) of ``lane`` in the file (its metadata), where the source sees it first."""
         if (pid, tid) not in self.threads:
             self.threads[(pid, tid)] = (lane.name, lane.sort)
             self.processes.setdefault(pid, process)
+
+    def put(self, source: EventSource, rows: list, lanes: Lanes) -> None:
+        """A batch of a source's rows into the files: the source fills the file being written while it has room
+        and hands back the rows it could not take, which go on in a new file."""
+        while rows:
+            rest = source.write(rows, self, lanes)
+            if not rest:
+                return
+            if self.empty:      # (a source takes at least one row into an empty file: else it would never end)
+                raise TraceError(f"internal error: {self.base}: an event source wrote nothing into an empty file")
+            self._flush(final=False)
+            rows = rest
 
     def _metadata(self) -> Iterator[str]:
         for pid, name in sorted(self.processes.items()):
@@ -363,7 +383,7 @@ def _merge(sources: List[Tuple[EventSource, Lanes]], writer: "Writer", window, s
         until = primary.start(rows[-1])
         for other in others:
             other.write_until(until, writer)
-        primary.write(rows, writer, lanes)
+        writer.put(primary, rows, lanes)
         shown.advance(len(rows))
     for other in others:
         other.write_until(None, writer)
@@ -385,12 +405,12 @@ class _Drain:
                 if not self.rows:
                     return
             if until is None or start(self.rows[-1]) <= until:
-                self.source.write(self.rows, writer, lanes)
+                writer.put(self.source, self.rows, lanes)
                 self.rows = []
                 continue
             cut = next(i for i, row in enumerate(self.rows) if start(row) > until)
             if cut:
-                self.source.write(self.rows[:cut], writer, lanes)
+                writer.put(self.source, self.rows[:cut], lanes)
                 self.rows = self.rows[cut:]
             return
 
