@@ -129,12 +129,10 @@ def _tables(report, summary_file: SummaryFile, part: Optional[Tuple[int, int]] =
 
 
 def _gathered(tables) -> Optional[list]:
-    """What the taps of the tables' RowSource gathered in the pass just made: [part's result] (one per tap), or
-    None when it has no taps or they were not fed every row."""
-    source = tables[0].source if tables else None
-    if source is None or not source.taps or not all(tap.done for tap in source.taps):
-        return None
-    return [[tap.result() for tap in source.taps]]
+    """What the report gathered in the pass just made over the tables' rows (msprof.tables.RowSource.gathered):
+    [this part's], or None when it gathered nothing."""
+    made = tables[0].source.gathered() if tables and tables[0].source is not None else None
+    return None if made is None else [made]
 
 
 def _join(renderer, parts: List[Path], target: Path) -> Path:

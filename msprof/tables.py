@@ -187,7 +187,8 @@ class RowSource:
     """The rows one or more tables select their columns from: ``sql``, a SELECT of named columns in the
     tables' row order, with its ``params``. Tables of one RowSource are filled by one pass over its rows (PROF
     op_summary and task_time), each keeping the rows its ``where`` accepts. ``order``: SQL of the key the
-    rows are in order of, for tables whose rows of equal keys are ordered otherwise (``Ties``)."""
+    rows are in order of, for tables whose rows of equal keys are ordered otherwise (``Ties``). ``taps``:
+    what the report gathers from every row of such a pass for another table (``Tap``)."""
 
     conn: sqlite3.Connection
     sql: str
@@ -195,13 +196,50 @@ class RowSource:
     order: Optional[str] = None
     taps: List["Tap"] = field(default_factory=list)
 
+    @property
+    def whole(self) -> bool:
+        """Whether a pass must read every row, whatever its tables keep: its taps gather from all of them."""
+        return bool(self.taps)
+
+    def columns(self, select: List[str], where: str = "", group: Optional[int] = None,
+                size: int = 1024) -> Iterator[List[tuple]]:
+        """One pass over the rows: the values of ``select`` (SQL over a source row) of the rows ``where``
+        accepts, ``size`` rows at a time as columns, no batch splitting a run of rows with equal values at
+        position ``group`` (a tie group). A pass over every row feeds the taps, done once it has ended."""
+        taps = [] if where else self.taps
+        positions = []
+        select = list(select)
+        for tap in taps:
+            positions.append(range(len(select), len(select) + len(tap.inputs)))
+            select += list(tap.inputs)
+        sql = f"SELECT {', '.join(select)} FROM ({self.sql})" + (f" WHERE {where}" if where else "")
+        cursor = self.conn.execute(sql, self.params)
+        batched = iter(lambda: cursor.fetchmany(size), [])
+        if group is not None:              # rows that may be reordered come in the same batch
+            batched = whole_groups(batched, group)
+        for rows in batched:
+            columns = list(zip(*rows))
+            for tap, at in zip(taps, positions):
+                tap.feed([columns[i] for i in at])
+            yield columns
+        for tap in taps:
+            tap.done = True
+
+    def gathered(self) -> Optional[list]:
+        """What the taps gathered (a result per tap) in a pass over every row; None without taps, or before
+        such a pass has ended."""
+        if not self.taps or not all(tap.done for tap in self.taps):
+            return None
+        return [tap.result() for tap in self.taps]
+
 
 class Tap:
-    """What Python gathers from every row of a RowSource in the pass that prints its tables in SQL
-    (msprof.renderers.insql), whichever tables keep the row: the sums of another table that would otherwise
-    need a pass of its own over the same joins (PROF op_statistic beside op_summary). ``inputs`` are SQL over
-    the source row; ``feed`` takes a batch's values, a tuple per input. ``done`` once the pass has fed every
-    row (a renderer that prints values instead never feeds it: what it gathered is then not to be used)."""
+    """What a report gathers from every row of a RowSource in the pass that prints its tables, whichever
+    tables keep the row (``RowSource.columns``): the sums of another table that would otherwise need a pass of
+    its own over the same joins (PROF op_statistic beside op_summary). ``inputs`` are SQL over the source row;
+    ``feed`` takes a batch's values, a tuple per input. ``done`` once a pass has fed every row (a renderer
+    that prints values reads each table's rows on their own: then it is never done, and what it gathered
+    is not to be used)."""
 
     inputs: Sequence[str] = ()
 
