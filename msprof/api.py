@@ -20,7 +20,7 @@ from msprof.frame import Failures, build_databases, reading
 from msprof.layouts import find_units, targets
 from msprof.outputs import naming_errors, output_dir
 from msprof.renderers.documents import Section, Stdout, View
-from msprof.workers import Later, process_pool, several_cores
+from msprof.workers import Later, Pool, several_cores
 
 
 def import_collection(path: Path, output: Optional[Path] = None) -> List[Path]:
@@ -174,8 +174,8 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
         with reading(unit, "compare"):        # imported when needed; what an import lost, said again
             pass
     if several_cores():         # the two sides' aggregates side by side (a PROF side of 1M tasks: ~5 s)
-        with process_pool(2) as pool:
-            sides = progress.pool_map(pool, "comparing", _read_side, units)
+        with Pool(2) as pool:
+            sides = pool.each("comparing", _read_side, units)
     else:
         with progress.step("comparing", 2) as shown:
             sides = []

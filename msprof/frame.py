@@ -17,7 +17,7 @@ from msprof.console import log, notice, result_log
 from msprof.contract import Database, Target, Unit
 from msprof.errors import MsprofError, SeveralFailed
 from msprof.outputs import output_dir, remove_stale
-from msprof.workers import process_pool, several_cores
+from msprof.workers import Pool, several_cores
 
 
 @contextlib.contextmanager
@@ -71,14 +71,13 @@ def build_databases(databases: List[Database], keep_going: bool = False,
         sizes = [_raw_bytes(d) for d in databases]
         largest = max(range(len(databases)), key=sizes.__getitem__)
         if sum(sizes) - sizes[largest] > sizes[largest] // 8:
-            try:
-                with process_pool(2) as pool:
-                    results = progress.pool_map(pool, f"importing {len(databases)} databases", _build_or_error,
-                                                databases, [False] * len(databases))
-            except BaseException:       # the workers are stopped (killed): what they were writing goes too
+            def stopped() -> None:       # (the workers were killed: what they were writing goes too)
                 for database in databases:
                     remove_stale(database.path.parent)
-                raise
+
+            with Pool(2, on_stop=stopped) as pool:
+                results = pool.each(f"importing {len(databases)} databases", _build_or_error, databases,
+                                    [False] * len(databases))
         else:
             results = [_build_or_error(d, False) if i != largest else None for i, d in enumerate(databases)]
             results[largest] = _build_or_error(databases[largest], True)

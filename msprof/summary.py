@@ -23,7 +23,7 @@ from msprof.outputs import atomic_open, naming_errors, output_dir, remove_stale,
 from msprof.console import log, notice
 from msprof.renderers import FORMATS
 from msprof.tables import part_share
-from msprof.workers import process_pool, several_cores
+from msprof.workers import Pool, several_cores
 
 # With at least this many rows in all (and more than one core), two processes write the files.
 PARALLEL_MIN_ROWS = 200_000
@@ -194,14 +194,12 @@ def _write_in_workers(report, files: List[SummaryFile], fmt: str, directory: Pat
     results: List[List[Path]] = [[] for _ in jobs]       # per job, a path per name
     gathered: List[Optional[list]] = [None for _ in jobs]
     try:
-        with process_pool(WORKERS, initializer=_open_worker_report, initargs=(report.unit,)) as pool:
+        with Pool(WORKERS, initializer=_open_worker_report, initargs=(report.unit,)) as pool:
             futures = [pool.submit(_write_batch, [(files[jobs[j][0]], jobs[j][1]) for j in batch], fmt,
                                    str(directory)) for batch in batches]
-            weights = [sum(jobs[j][2] for j in batch) for batch in batches]
-            with progress.step("writing summaries", sum(weights)) as shown:
-                progress.wait(futures, shown, weights)
-            for batch, future in zip(batches, futures):
-                for j, (paths, pass_gathered) in zip(batch, future.result()):
+            done = pool.results("writing summaries", futures, [sum(jobs[j][2] for j in batch) for batch in batches])
+            for batch, batch_done in zip(batches, done):
+                for j, (paths, pass_gathered) in zip(batch, batch_done):
                     results[j] = [Path(path) for path in paths]
                     gathered[j] = pass_gathered
     except BaseException:                  # the pool is stopped: remove what its workers left

@@ -25,14 +25,15 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Dict, Hashable, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Hashable, Iterator, List, Optional, Tuple
 
-from msprof import __version__, progress
-from msprof.outputs import atomic_path, naming_errors, output_dir, remove_stale, temporary
+from msprof import progress
 from msprof.console import log
 from msprof.contract import EventSource, Timeline
+from msprof.events import jstr
+from msprof.outputs import atomic_path, naming_errors, output_dir, remove_stale, temporary
 from msprof.tracecheck import TraceError, check_trace
-from msprof.workers import process_pool, several_cores, stop
+from msprof.workers import Pool, several_cores
 
 # A timeline with more events (metadata not counted) is split into slices of at most this many, and a slice whose
 # events reach SLICE_BYTES is finished at the end of the batch being written (events with long names: 1M of them
@@ -53,80 +54,9 @@ HEAD_ROOM = 1 << 16
 IN_PLACE_MIN_BYTES = 1 << 24
 # With a second timeline of at least this many events (and a second core), a child process writes it.
 PARALLEL_MIN_EVENTS = 100_000
-# Synthetic ids, above what Linux hands out (pid_max <= 2^22), so they never clash with real pids/tids.
-TASK_PID_BASE = 1 << 22
+# Overlap lanes' tids: above what Linux hands out (pid_max <= 2^22), and above the synthetic pids
+# (msprof.events.TASK_PID_BASE), so they never clash with real pids/tids.
 LANE_TID_BASE = 1 << 24
-FLOW_CATEGORY = "HostToDevice"
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-# Rows per fetch (and per write of formatted events): few enough that the row tuples and event strings
-# of one batch are freed and reused by the next; with 8192 the allocator returns its arenas to the OS
-# and faults them in again for every batch (0.3 s per 1M rows).
-FETCH_ROWS = 1024
-
-
-def sorted_query(conn, sql: str, args=(), cache_mb: int = 128):
-    """A cursor over ``sql``, whose ORDER BY sorts a whole table. SQLite sorts in runs of the cache size
-    (2 MB by default), spilled to a temporary file and merged; with room for 128 MB, 1M task or ACL rows
-    (~75 MB) are sorted in memory at once (0.2-1 s less per 1M rows; a JOB's 1M-task timeline 3.2 s against
-    3.4 s with 32 MB, at 164 MB of RSS against 99 MB). The sort is done by the first step, inside execute(),
-    so the connection's setting can be restored right after."""
-    (cache_size,) = conn.execute("PRAGMA cache_size").fetchone()
-    conn.execute(f"PRAGMA cache_size = -{int(cache_mb) * 1024}")
-    try:
-        return conn.execute(sql, args)
-    finally:
-        conn.execute(f"PRAGMA cache_size = {int(cache_size)}")
-
-
-def batches(cursor):
-    """Rows of ``cursor`` in lists of FETCH_ROWS (fewer Python↔SQLite round trips than row by row)."""
-    while True:
-        rows = cursor.fetchmany(FETCH_ROWS)
-        if not rows:
-            return
-        yield rows
-
-
-NA = '"N/A"'
-
-
-# Event times: whole ns printed as µs with three decimals. An event format writes ``%U`` for a time; ``us_formats``
-# makes two formats of it: one printing a time from (ns // 1000, ns % 1000), one from its text (``us_text``), for
-# times that may be negative (``%d.%03d`` cannot print -0.5). Printing the parts costs a third less than repr() of
-# ns / 1000 (0.7 against 1.0 µs an event; 1M-event slices have two or three times each), and a JSON reader gets the
-# same number: the double nearest to the exact thousandths.
-def us_formats(template: str) -> Tuple[str, str]:
-    return template.replace("%U", "%d.%03d"), template.replace("%U", "%s")
-
-
-def us_text(ns: int) -> str:
-    return ("-%d.%03d" if ns < 0 else "%d.%03d") % divmod(abs(ns), 1000)
-
-
-def clean_name(value) -> str:
-    """A display name without control characters or unencodable text."""
-    text = "" if value is None else str(value)
-    text = text.encode("utf-8", "replace").decode("utf-8")
-    return _CONTROL.sub("?", text)
-
-
-def jstr(value) -> str:
-    return json.dumps(clean_name(value), ensure_ascii=False)
-
-
-class JsonNames(dict):
-    """name → its JSON string, each distinct name escaped once (bounded: names come from the data)."""
-
-    LIMIT = 100_000
-
-    def __missing__(self, name) -> str:
-        text = jstr(name)
-        if len(self) < self.LIMIT:
-            self[name] = text
-        return text
-
-
 # ---------------------------------------------------------------------------------------------------
 # Threads: one per stream / host thread, with extra "(overlap)" lanes for partially overlapping data
 # ---------------------------------------------------------------------------------------------------
@@ -420,46 +350,45 @@ def write_timelines(report, timelines: List[Timeline], directory: Path, check_al
     list. With a second core, a second timeline of PARALLEL_MIN_EVENTS or more is written by a child
     process; a single timeline of more than SLICE_EVENTS that can be split is written in two halves (the
     child writes the second), its slices numbered in time order."""
-    child = split = None
-    if len(timelines) > 1 and several_cores():
-        big = sorted(range(len(timelines)), key=lambda i: -timelines[i].events)
-        if timelines[big[1]].events >= PARALLEL_MIN_EVENTS:
-            child = big[1]
-    elif len(timelines) == 1 and timelines[0].split and timelines[0].events > SLICE_EVENTS and several_cores():
-        split = timelines[0].split(report)
+    child, split = _second_process(report, timelines)
     written: Dict[int, List[Path]] = {}
-    executor = future = None
-    if child is not None or split is not None:
-        executor = process_pool(1)
-        args = (report.unit, timelines[child if split is None else 0], str(directory), (SLICE_EVENTS, SLICE_BYTES),
-                CHECK_FILES, CHECK_MAX_EVENTS, check_all, None if split is None else (1, split))
-        future = executor.submit(_in_child, *args)
-    try:
+    if child is None:
         for i, timeline in enumerate(timelines):
-            if i != child:
-                written[i] = write_timeline(report, timeline, directory, check_all,
-                                            None if split is None else (0, split))
-        if future is not None:
-            with progress.step("writing timelines (second process)") as shown:
-                progress.wait([future], shown)
-            paths, messages = future.result()
+            written[i] = write_timeline(report, timeline, directory, check_all)
+    else:
+        with Pool(1, on_stop=lambda: remove_stale(directory)) as pool:     # (what a stopped child was writing)
+            args = (report.unit, timelines[child], str(directory), (SLICE_EVENTS, SLICE_BYTES), CHECK_FILES,
+                    CHECK_MAX_EVENTS, check_all, None if split is None else (1, split))
+            future = pool.submit(_in_child, *args)
+            for i, timeline in enumerate(timelines):
+                if i != child or split is not None:
+                    written[i] = write_timeline(report, timeline, directory, check_all,
+                                                None if split is None else (0, split))
+            [(paths, messages)] = pool.results("writing timelines (second process)", [future])
             for level, message in messages:
                 log.log(level, "%s", message)
             if split is None:
                 written[child] = [Path(p) for p in paths]
             else:
                 written[0] += _renumber(timelines[0], [Path(p) for p in paths], len(written[0]))
-    except BaseException:
-        if executor is not None:
-            stop(executor)
-            remove_stale(directory)         # what the stopped child was writing
-        raise
-    if executor is not None:
-        executor.shutdown(wait=True)
     files = [path for i in range(len(timelines)) for path in written.get(i, [])]
     for path in files:
         log.info("wrote %s", path)
     return files
+
+
+def _second_process(report, timelines: List[Timeline]) -> Tuple[Optional[int], Any]:
+    """(the timeline a child process writes, the point it is split at when the child writes its second half),
+    or (None, None) when this process writes them all."""
+    if not several_cores():
+        return None, None
+    if len(timelines) > 1:
+        second = sorted(range(len(timelines)), key=lambda i: -timelines[i].events)[1]
+        return (second, None) if timelines[second].events >= PARALLEL_MIN_EVENTS else (None, None)
+    if len(timelines) == 1 and timelines[0].split and timelines[0].events > SLICE_EVENTS:
+        split = timelines[0].split(report)
+        return (0, split) if split is not None else (None, None)
+    return None, None
 
 
 def _renumber(timeline: Timeline, paths: List[Path], first: int) -> List[Path]:
@@ -552,23 +481,3 @@ def _other_data(path: Path) -> dict:
 
 
 
-def other_data(report, kind: str, model: Optional[dict], iteration_id=None) -> dict:
-    """otherData of a unit's timeline file."""
-    begin = report.clock.get("collection_begin_us") or 0
-    return {
-        "collectionTimeBegin": int(begin) if float(begin).is_integer() else begin,
-        "deviceId": report.device_id,
-        "file": kind,
-        "model": None if model is None else {"modelId": model["model_id"], "modelName": model["model_name"],
-                                              "batchNum": model["batch_num"]},
-        "iteration": iteration_id,
-        "msprofVersion": __version__,
-        "timeUnit": "us",
-    }
-
-
-def device_number(report) -> int:
-    try:
-        return max(0, min(int(report.device_id), 4095))
-    except (TypeError, ValueError):
-        return 0

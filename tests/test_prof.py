@@ -31,7 +31,7 @@ from msprof.layouts.prof.report import ProfReport  # noqa: E402
 from msprof.contract import Selection, SummaryFile  # noqa: E402
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios  # noqa: E402
 from msprof.show import View  # noqa: E402
-from msprof.trace import TASK_PID_BASE  # noqa: E402
+from msprof.events import TASK_PID_BASE  # noqa: E402
 from msprof.tracecheck import check_trace  # noqa: E402
 from test_profgen import r3_half_up as round3  # noqa: E402
 
@@ -539,11 +539,11 @@ def test_a_worker_whose_value_is_not_read_is_stopped_with_its_report(tmp_path, m
     report = unit.open()
     later = workers.Later(report, _slow_rows, (Selection(),))
     later.start()
-    [process] = later.executor._processes.values()
+    [process] = later.pool._processes.values()
     assert process.is_alive()
     report.close()
     process.join(30)
-    assert not process.is_alive() and later.executor is None
+    assert not process.is_alive() and later.pool is None
 
 
 def _slow_rows(report, selection):

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
+import msprof.events as ev
 import msprof.layouts.job.trace as jt
 import msprof.trace as tl
 from msprof import workers
 from msprof.api import import_collection
+from msprof.contract import Selection
 from msprof.errors import UsageError
 from msprof.layouts import find_units
-from msprof.contract import Selection
 from msprof.tracecheck import check_trace
 
 
@@ -96,7 +97,7 @@ CALLS = [
     (3, host_ns(2100), host_ns(2200), PID, 79, "svp_acl_rt_malloc"),
     (2, host_ns(3000) - 5, host_ns(3500) + 5, PID, TID, "svp_acl_mdl_execute"),
 ]
-TASK_PID = tl.TASK_PID_BASE      # device 0
+TASK_PID = ev.TASK_PID_BASE      # device 0
 
 
 def export(job, **kwargs):
@@ -265,7 +266,7 @@ def test_a_slice_is_finished_once_it_holds_slice_bytes(tmp_path, monkeypatch, la
     full = sorted(events(whole))
     budget = 3 * max(map(len, full))
     monkeypatch.setattr(tl, "SLICE_BYTES", budget)
-    monkeypatch.setattr(tl, "FETCH_ROWS", 1)
+    monkeypatch.setattr(ev, "FETCH_ROWS", 1)
     sliced = api.export_timeline(path)
     assert len(sliced) > len(whole)
     if layout == "JOB":
@@ -439,9 +440,9 @@ def test_generated_network_matches_truth(tmp_path):
 
 
 def test_clean_name():
-    assert tl.clean_name("a\x00b\x1fc\x7fd\x9fe") == "a?b?c?d?e"
-    assert tl.clean_name("\ud800x") == "?x"
-    assert tl.clean_name(None) == ""
+    assert ev.clean_name("a\x00b\x1fc\x7fd\x9fe") == "a?b?c?d?e"
+    assert ev.clean_name("\ud800x") == "?x"
+    assert ev.clean_name(None) == ""
 
 
 def test_acl_timeline_written_by_a_child_process_is_identical(tmp_path, monkeypatch):

@@ -17,8 +17,8 @@ from msprof.decode.hwts import TASK_TYPES
 from msprof.contract import Selection
 from msprof.paths import safe_name
 from msprof.contract import EventSource, Timeline
-from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, batches, device_number, jstr, other_data,
-                          sorted_query, us_formats, us_text)
+from msprof.events import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, batches, device_number, jstr, other_data,
+                           sorted_query, us_formats, us_text)
 
 # ACL calls that start a model execution (a HostToDevice flow links each to its iteration).
 EXECUTE_APIS = ("svp_acl_mdl_execute", "aclmdlExecute")

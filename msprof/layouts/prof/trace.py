@@ -21,8 +21,8 @@ from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.report import HWTS_TASK_TYPES
 from msprof.console import log
 from msprof.contract import EventSource, Timeline
-from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, batches, device_number, jstr, other_data,
-                          sorted_query, us_formats, us_text)
+from msprof.events import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, batches, device_number, jstr, other_data,
+                           sorted_query, us_formats, us_text)
 
 HOST_PROCESS = "CANN (host)"
 LEVEL_NAMES = {level: jstr(name) for level, name in LEVELS.items()}
