@@ -169,27 +169,7 @@ def _write_batch(jobs: List[Tuple[SummaryFile, Optional[Tuple[int, int]]]], fmt:
 def _write_in_workers(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
     names = {f.name for f in files}
     later = [i for i, f in enumerate(files) if f.after in names]     # written here, from what the workers gathered
-    jobs = []                             # (file index, part or None, weight)
-    for i, f in enumerate(files):
-        if i in later:
-            continue
-        n = f.parts
-        if n > 1:
-            jobs += [(i, (k, n), int(f.weight * part_share(k, n))) for k in range(n)]
-        else:
-            jobs.append((i, None, f.weight))
-    # the files that cannot be cut first, largest first; the parts of the others after them, where they even
-    # out the end (a whole file last would keep one process busy while the other waits)
-    order = sorted(range(len(jobs)), key=lambda j: (jobs[j][1] is not None, -jobs[j][2]))
-    share = max(1, sum(j[2] for j in jobs) // (8 * WORKERS))
-    batches: List[List[int]] = []
-    load: Optional[int] = None
-    for j in order:                       # large jobs alone, small ones grouped up to ``share`` rows
-        if load is None or load + jobs[j][2] > share:
-            batches.append([])
-            load = 0
-        batches[-1].append(j)
-        load += jobs[j][2]
+    jobs, batches = _plan(files, later)
     log.info("writing %d file(s) in %d processes", len(files), WORKERS)
     results: List[List[Path]] = [[] for _ in jobs]       # per job, a path per name
     gathered: List[Optional[list]] = [None for _ in jobs]
@@ -225,3 +205,30 @@ def _write_in_workers(report, files: List[SummaryFile], fmt: str, directory: Pat
         else:
             written += mine[0]
     return written
+
+
+def _plan(files: List[SummaryFile], later: List[int]) -> Tuple[List[tuple], List[List[int]]]:
+    """The workers' jobs — (file index, part or None, weight): each file but those written ``later``, cut
+    into its parts — and the batches they go in (job indexes): the files that cannot be cut first, largest
+    first; the parts of the others after them, where they even out the end (a whole file last would keep
+    one process busy while the other waits); large jobs alone, small ones grouped up to a share of rows."""
+    jobs = []
+    for i, f in enumerate(files):
+        if i in later:
+            continue
+        n = f.parts
+        if n > 1:
+            jobs += [(i, (k, n), int(f.weight * part_share(k, n))) for k in range(n)]
+        else:
+            jobs.append((i, None, f.weight))
+    order = sorted(range(len(jobs)), key=lambda j: (jobs[j][1] is not None, -jobs[j][2]))
+    share = max(1, sum(j[2] for j in jobs) // (8 * WORKERS))
+    batches: List[List[int]] = []
+    load: Optional[int] = None
+    for j in order:
+        if load is None or load + jobs[j][2] > share:
+            batches.append([])
+            load = 0
+        batches[-1].append(j)
+        load += jobs[j][2]
+    return jobs, batches

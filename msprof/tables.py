@@ -487,11 +487,6 @@ def signed_zeros(texts: List[str], values, text: Callable[[object], str] = str) 
     return texts
 
 
-def columns(spec: Sequence[tuple]) -> List[Column]:
-    """[(name, kind)] → Columns."""
-    return [Column(name, kind) for name, kind in spec]
-
-
 def snake_case(name: str) -> str:
     out, last = [], "_"
     for ch in name.replace("%", " pct ").replace("(", " ").replace(")", " "):
