@@ -25,7 +25,7 @@ from fixtures.networks import small_job  # noqa: E402
 from msprof import api  # noqa: E402
 from msprof.analysis.advise import RULES, Rule, activation_chains, find  # noqa: E402
 from msprof.analysis.facts import Layer  # noqa: E402
-from msprof.api import ensure_databases  # noqa: E402
+from msprof.frame import ensure_databases  # noqa: E402
 from msprof.layouts import find_units  # noqa: E402
 from msprof.contract import Selection  # noqa: E402
 

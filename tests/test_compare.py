@@ -589,7 +589,7 @@ def test_compare_fetches_aggregates_not_tasks(tmp_path):
     """Facts never hand Python one row per task: the rows compare reads from SQLite are about the number of
     layers and iterations, whatever the number of tasks (a 1M-task compare is timed in docs/tutorial.md, "Speed")."""
     from msprof.analysis.compare import Side
-    from msprof.api import ensure_databases
+    from msprof.frame import ensure_databases
     from msprof.layouts import find_units
 
     layers = [{"name": f"l{i}", "type": ("Conv", "Mish")[i % 2], "task_id": i + 1, "duration_us": 1 + i % 3}
