@@ -41,7 +41,7 @@ def batches(cursor):
         yield rows
 
 
-NA = '"N/A"'
+NA_JSON = '"N/A"'             # N/A as an event's argument: the JSON text of msprof.tables.NA
 
 
 # Event times: whole ns printed as µs with three decimals. An event format writes ``%U`` for a time; ``us_formats``

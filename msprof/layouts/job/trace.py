@@ -17,8 +17,8 @@ from msprof.decode.hwts import TASK_TYPES
 from msprof.contract import Selection
 from msprof.paths import safe_name
 from msprof.contract import EventSource, Timeline
-from msprof.events import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, batches, device_number, jstr, other_data,
-                           sorted_query, us_formats, us_text)
+from msprof.events import (FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, JsonNames, batches, device_number, jstr,
+                           other_data, sorted_query, us_formats, us_text)
 
 # ACL calls that start a model execution (a HostToDevice flow links each to its iteration).
 EXECUTE_APIS = ("svp_acl_mdl_execute", "aclmdlExecute")
@@ -207,8 +207,8 @@ class JobTaskSource(EventSource):
             if (pid, tid) not in threads:
                 out.use(pid, tid, TASK_PROCESS, lane)
             name = layer_names.get((layer_id, stream, task_id)) or type_name
-            layer = NA if layer_id is None else layer_id
-            iteration = NA if index_id is None else index_id
+            layer = NA_JSON if layer_id is None else layer_id
+            iteration = NA_JSON if index_id is None else index_id
             if start >= 0:
                 d = end - start
                 events.append(fmt % (pid, tid, start // 1000, start % 1000, d // 1000, d % 1000, name, type_name,

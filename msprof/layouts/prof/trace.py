@@ -21,8 +21,8 @@ from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.report import HWTS_TASK_TYPES
 from msprof.console import log
 from msprof.contract import EventSource, Timeline
-from msprof.events import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, batches, device_number, jstr, other_data,
-                           sorted_query, us_formats, us_text)
+from msprof.events import (FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, JsonNames, batches, device_number, jstr,
+                           other_data, sorted_query, us_formats, us_text)
 
 HOST_PROCESS = "CANN (host)"
 LEVEL_NAMES = {level: jstr(name) for level, name in LEVELS.items()}
@@ -274,8 +274,8 @@ class ProfTaskSource(EventSource):
             if track is not None and call is not None and track <= start and count + 2 <= room:
                 host_tid = host.lane_of_call(thread, call, index)
             jname, jtype = names[name], names[task_type]
-            jop = NA if op_type is None else names[op_type]
-            it = NA if iteration is None else iteration
+            jop = NA_JSON if op_type is None else names[op_type]
+            it = NA_JSON if iteration is None else iteration
             # (one tuple per event in the usual cases, times >= 0: a tuple concatenation costs as much as it saves)
             if host_tid is None and start >= 0:
                 events.append(fmt % (tid, start // 1000, start % 1000, d // 1000, d % 1000, jname, task_id, stream,
