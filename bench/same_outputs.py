@@ -71,15 +71,15 @@ def large_sets() -> list:
     return sets
 
 
-def run(msprof: str, args: list, out: Path, stdout_name: str = "") -> None:
-    result = subprocess.run([msprof, "-q", *args, "--output", str(out)], capture_output=True, text=True,
+def run(msprof: str, args: list, out: Path, stdout_name: str = "", output: Path = None) -> None:
+    result = subprocess.run([msprof, "-q", *args, "--output", str(output or out)], capture_output=True, text=True,
                             env=dict(os.environ, COLUMNS="200"))
     if stdout_name:
         (out / stdout_name).write_text(result.stdout)
     (out / "stderr.txt").open("a").write(f"$ msprof {' '.join(args)} -> {result.returncode}\n{result.stderr}")
 
 
-def exercise(msprof: str, data: Path, out: Path) -> None:
+def exercise(msprof: str, data: Path, out: Path, large: bool = False) -> None:
     out.mkdir(parents=True)
     d = ["-dir", str(data)]
     run(msprof, ["import", *d], out)
@@ -94,6 +94,15 @@ def exercise(msprof: str, data: Path, out: Path) -> None:
         run(msprof, ["export", "summary", *d, *selection], out)
         run(msprof, ["export", "timeline", *d, *selection], out)
         run(msprof, ["show", *d, "--format", "json", *selection], out, "show-selected.json")
+    # the views for people and the other commands' documents: printed, not written
+    run(msprof, ["show", *d], out, "show.txt")
+    run(msprof, ["show", *d, "--format", "csv", "--top", "0"], out, "show.csv")
+    run(msprof, ["query", *d], out, "query.txt")
+    for fmt in ("table", "json"):
+        run(msprof, ["advise", *d, "--format", fmt], out, f"advise.{fmt}")
+    if not large:      # (compare imports both sides again under --output: small data only)
+        for fmt in ("table", "csv", "json"):
+            run(msprof, ["compare", str(data), str(data), "--format", fmt], out, f"compare.{fmt}", out / "compare")
 
 
 def _rename_summaries(out: Path, fmt: str) -> None:
@@ -159,7 +168,7 @@ def main() -> int:
             if side == "old" and args.reuse_old and (sides[side] / "done").exists():
                 continue
             shutil.rmtree(sides[side], ignore_errors=True)
-            exercise(msprof, data, sides[side])
+            exercise(msprof, data, sides[side], name.endswith("-1M"))
             (sides[side] / "done").write_text("")
         found = differences(sides["old"], sides["new"])
         files = sum(1 for p in sides["old"].rglob("*") if p.is_file())

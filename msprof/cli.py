@@ -88,7 +88,7 @@ def resolve_dir(collection_dir):
 
 
 def selection(model_id, iteration_id):
-    from msprof.layouts.base import Selection
+    from msprof.contract import Selection
 
     return Selection(model_id, iteration_id).check()
 

@@ -127,14 +127,6 @@ def wait(futures, shown: Step, weights=None) -> None:
         shown.advance(sum(weight[f] for f in done))
 
 
-def pool_map(pool, label: str, fn, *iterables) -> list:
-    """``pool.map`` with the line kept alive meanwhile: one step of ``label`` counting the calls done."""
-    futures = [pool.submit(fn, *args) for args in zip(*iterables)]
-    with step(label, len(futures)) as shown:
-        wait(futures, shown)
-    return [future.result() for future in futures]
-
-
 def clear() -> None:
     """Erase the line (before a message, or when a step ends)."""
     global _shown

@@ -407,10 +407,10 @@ class SideLoads:
 
     def __enter__(self):
         if self.remote:
-            from msprof.workers import process_pool
+            from msprof.workers import Pool
 
             output_dir(self.target.parent)
-            self.executor = process_pool(1)
+            self.executor = Pool(1)
             for name in self.remote:
                 part = self._part(name)
                 table, load, streams = self.families[name]
@@ -447,13 +447,8 @@ class SideLoads:
         return {f"part_{name}": self.parts[name] for name in self.kept}
 
     def __exit__(self, kind, *exc):
-        if self.executor is not None:
-            from msprof.workers import stop
-
-            if kind is None:
-                self.executor.shutdown(wait=True)
-            else:                 # an error or an interrupt: do not wait for the worker
-                stop(self.executor)
+        if self.executor is not None:     # (after an error or an interrupt: stopped, not waited for)
+            self.executor.close(failed=kind is not None)
         if self.conn is not None and kind is None:       # no part open while it moves (some systems refuse)
             commit(self.conn)
             for name in self.kept:

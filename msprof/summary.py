@@ -7,7 +7,7 @@ two processes share the work: the files that cannot be cut first, largest first,
 that can (a PROF op_summary of a million rows, cut by start time into parts that shrink towards the end),
 which both write and its renderer joins. Files made by one pass
 over the rows (a PROF op_summary and task_time: one query) are written together, a batch of each in turn.
-A file may be made from what such a pass gathered on the way (``after``: its Source's taps, msprof.tables.Tap;
+A file may be made from what such a pass gathered on the way (``after``: its RowSource's taps, msprof.tables.Tap;
 PROF op_statistic's sums per op): it is written once every part of that pass is, by this process, and
 makes its rows itself when the pass gathered nothing (a renderer that printed values instead).
 The order of the returned paths is the order of the list, either way.
@@ -15,32 +15,19 @@ The order of the returned paths is the order of the list, either way.
 import contextlib
 import itertools
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from msprof import progress
+from msprof.contract import SummaryFile
 from msprof.outputs import atomic_open, naming_errors, output_dir, remove_stale, temporary
 from msprof.console import log, notice
 from msprof.renderers import FORMATS
 from msprof.tables import part_share
-from msprof.workers import process_pool, several_cores
+from msprof.workers import Pool, several_cores
 
 # With at least this many rows in all (and more than one core), two processes write the files.
 PARALLEL_MIN_ROWS = 200_000
 WORKERS = 2
-
-
-class SummaryFile(NamedTuple):
-    name: str            # file name without extension
-    table: str           # the report method that makes its Table (with ``also``: a list, one per name)
-    args: tuple = ()
-    weight: int = 1      # about its rows
-    parts: int = 1       # row ranges its table can be cut into (the method takes part=(k, n))
-    also: Tuple[str, ...] = ()     # more files the same pass over the rows fills
-    after: str = ""      # the file (listed before it) whose pass gathers its input (the method takes ``gathered``)
-
-    @property
-    def names(self) -> Tuple[str, ...]:
-        return (self.name,) + self.also
 
 
 def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path,
@@ -138,17 +125,14 @@ def _tables(report, summary_file: SummaryFile, part: Optional[Tuple[int, int]] =
     options = {"part": part} if part else {}
     if summary_file.after:
         options["gathered"] = gathered
-    made = getattr(report, summary_file.table)(*summary_file.args, **options)
-    return made if summary_file.also else [made]
+    return summary_file.tables(report, **options)
 
 
 def _gathered(tables) -> Optional[list]:
-    """What the taps of the tables' Source gathered in the pass just made: [part's result] (one per tap), or
-    None when it has no taps or they were not fed every row."""
-    source = tables[0].source if tables else None
-    if source is None or not source.taps or not all(tap.done for tap in source.taps):
-        return None
-    return [[tap.result() for tap in source.taps]]
+    """What the report gathered in the pass just made over the tables' rows (msprof.tables.RowSource.gathered):
+    [this part's], or None when it gathered nothing."""
+    made = tables[0].source.gathered() if tables and tables[0].source is not None else None
+    return None if made is None else [made]
 
 
 def _join(renderer, parts: List[Path], target: Path) -> Path:
@@ -185,39 +169,17 @@ def _write_batch(jobs: List[Tuple[SummaryFile, Optional[Tuple[int, int]]]], fmt:
 def _write_in_workers(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
     names = {f.name for f in files}
     later = [i for i, f in enumerate(files) if f.after in names]     # written here, from what the workers gathered
-    jobs = []                             # (file index, part or None, weight)
-    for i, f in enumerate(files):
-        if i in later:
-            continue
-        n = f.parts
-        if n > 1:
-            jobs += [(i, (k, n), int(f.weight * part_share(k, n))) for k in range(n)]
-        else:
-            jobs.append((i, None, f.weight))
-    # the files that cannot be cut first, largest first; the parts of the others after them, where they even
-    # out the end (a whole file last would keep one process busy while the other waits)
-    order = sorted(range(len(jobs)), key=lambda j: (jobs[j][1] is not None, -jobs[j][2]))
-    share = max(1, sum(j[2] for j in jobs) // (8 * WORKERS))
-    batches: List[List[int]] = []
-    load: Optional[int] = None
-    for j in order:                       # large jobs alone, small ones grouped up to ``share`` rows
-        if load is None or load + jobs[j][2] > share:
-            batches.append([])
-            load = 0
-        batches[-1].append(j)
-        load += jobs[j][2]
+    jobs, batches = _plan(files, later)
     log.info("writing %d file(s) in %d processes", len(files), WORKERS)
     results: List[List[Path]] = [[] for _ in jobs]       # per job, a path per name
     gathered: List[Optional[list]] = [None for _ in jobs]
     try:
-        with process_pool(WORKERS, initializer=_open_worker_report, initargs=(report.unit,)) as pool:
+        with Pool(WORKERS, initializer=_open_worker_report, initargs=(report.unit,)) as pool:
             futures = [pool.submit(_write_batch, [(files[jobs[j][0]], jobs[j][1]) for j in batch], fmt,
                                    str(directory)) for batch in batches]
-            weights = [sum(jobs[j][2] for j in batch) for batch in batches]
-            with progress.step("writing summaries", sum(weights)) as shown:
-                progress.wait(futures, shown, weights)
-            for batch, future in zip(batches, futures):
-                for j, (paths, pass_gathered) in zip(batch, future.result()):
+            done = pool.results("writing summaries", futures, [sum(jobs[j][2] for j in batch) for batch in batches])
+            for batch, batch_done in zip(batches, done):
+                for j, (paths, pass_gathered) in zip(batch, batch_done):
                     results[j] = [Path(path) for path in paths]
                     gathered[j] = pass_gathered
     except BaseException:                  # the pool is stopped: remove what its workers left
@@ -243,3 +205,30 @@ def _write_in_workers(report, files: List[SummaryFile], fmt: str, directory: Pat
         else:
             written += mine[0]
     return written
+
+
+def _plan(files: List[SummaryFile], later: List[int]) -> Tuple[List[tuple], List[List[int]]]:
+    """The workers' jobs — (file index, part or None, weight): each file but those written ``later``, cut
+    into its parts — and the batches they go in (job indexes): the files that cannot be cut first, largest
+    first; the parts of the others after them, where they even out the end (a whole file last would keep
+    one process busy while the other waits); large jobs alone, small ones grouped up to a share of rows."""
+    jobs = []
+    for i, f in enumerate(files):
+        if i in later:
+            continue
+        n = f.parts
+        if n > 1:
+            jobs += [(i, (k, n), int(f.weight * part_share(k, n))) for k in range(n)]
+        else:
+            jobs.append((i, None, f.weight))
+    order = sorted(range(len(jobs)), key=lambda j: (jobs[j][1] is not None, -jobs[j][2]))
+    share = max(1, sum(j[2] for j in jobs) // (8 * WORKERS))
+    batches: List[List[int]] = []
+    load: Optional[int] = None
+    for j in order:
+        if load is None or load + jobs[j][2] > share:
+            batches.append([])
+            load = 0
+        batches[-1].append(j)
+        load += jobs[j][2]
+    return jobs, batches

@@ -11,7 +11,7 @@ rounded by the SQL that computes it (exact integer arithmetic: a renderer cannot
 exactly from its float); a PROF column the reference rounds with SQLite's round() or Python's round() is
 rounded by its kind (``SQLITE_ROUND3``, ``ROUND3``), wherever it is printed.
 
-A table whose rows come from SQL may say so (``Source``, ``Column.sql``): then a renderer that can print in
+A table whose rows come from SQL may say so (``RowSource``, ``Column.sql``): then a renderer that can print in
 SQL (csv) has SQLite make each row's text, and only what SQL cannot compute (``Running``: the wait since
 the row before) is computed in Python (msprof.renderers.insql). Every other consumer reads the values.
 """
@@ -158,7 +158,7 @@ class Column:
     """A column; ``constant``: the value of every row, which the row tuples then do not carry (the PROF
     tensor columns: a million N/A fetched from SQLite and formatted one by one cost a second).
 
-    In a table with a ``Source``: ``sql`` is the column's value over a source row (its kind's ``value_sql``
+    In a table with a ``RowSource``: ``sql`` is the column's value over a source row (its kind's ``value_sql``
     rounds it where the kind says so); ``null_when`` the SQL condition under which it is NULL (N/A), when
     known (columns NULL together are printed N/A together); ``nullable`` False when it never is; ``domain``
     a SELECT of every text a text column can hold (a few rows: names), so that a renderer checks them once
@@ -183,11 +183,12 @@ class Column:
 
 
 @dataclass
-class Source:
+class RowSource:
     """The rows one or more tables select their columns from: ``sql``, a SELECT of named columns in the
-    tables' row order, with its ``params``. Tables of one Source are filled by one pass over its rows (PROF
+    tables' row order, with its ``params``. Tables of one RowSource are filled by one pass over its rows (PROF
     op_summary and task_time), each keeping the rows its ``where`` accepts. ``order``: SQL of the key the
-    rows are in order of, for tables whose rows of equal keys are ordered otherwise (``Ties``)."""
+    rows are in order of, for tables whose rows of equal keys are ordered otherwise (``Ties``). ``taps``:
+    what the report gathers from every row of such a pass for another table (``Tap``)."""
 
     conn: sqlite3.Connection
     sql: str
@@ -195,13 +196,50 @@ class Source:
     order: Optional[str] = None
     taps: List["Tap"] = field(default_factory=list)
 
+    @property
+    def whole(self) -> bool:
+        """Whether a pass must read every row, whatever its tables keep: its taps gather from all of them."""
+        return bool(self.taps)
+
+    def columns(self, select: List[str], where: str = "", group: Optional[int] = None,
+                size: int = 1024) -> Iterator[List[tuple]]:
+        """One pass over the rows: the values of ``select`` (SQL over a source row) of the rows ``where``
+        accepts, ``size`` rows at a time as columns, no batch splitting a run of rows with equal values at
+        position ``group`` (a tie group). A pass over every row feeds the taps, done once it has ended."""
+        taps = [] if where else self.taps
+        positions = []
+        select = list(select)
+        for tap in taps:
+            positions.append(range(len(select), len(select) + len(tap.inputs)))
+            select += list(tap.inputs)
+        sql = f"SELECT {', '.join(select)} FROM ({self.sql})" + (f" WHERE {where}" if where else "")
+        cursor = self.conn.execute(sql, self.params)
+        batched = iter(lambda: cursor.fetchmany(size), [])
+        if group is not None:              # rows that may be reordered come in the same batch
+            batched = whole_groups(batched, group)
+        for rows in batched:
+            columns = list(zip(*rows))
+            for tap, at in zip(taps, positions):
+                tap.feed([columns[i] for i in at])
+            yield columns
+        for tap in taps:
+            tap.done = True
+
+    def gathered(self) -> Optional[list]:
+        """What the taps gathered (a result per tap) in a pass over every row; None without taps, or before
+        such a pass has ended."""
+        if not self.taps or not all(tap.done for tap in self.taps):
+            return None
+        return [tap.result() for tap in self.taps]
+
 
 class Tap:
-    """What Python gathers from every row of a Source in the pass that prints its tables in SQL
-    (msprof.renderers.insql), whichever tables keep the row: the sums of another table that would otherwise
-    need a pass of its own over the same joins (PROF op_statistic beside op_summary). ``inputs`` are SQL over
-    the source row; ``feed`` takes a batch's values, a tuple per input. ``done`` once the pass has fed every
-    row (a renderer that prints values instead never feeds it: what it gathered is then not to be used)."""
+    """What a report gathers from every row of a RowSource in the pass that prints its tables, whichever
+    tables keep the row (``RowSource.columns``): the sums of another table that would otherwise need a pass of
+    its own over the same joins (PROF op_statistic beside op_summary). ``inputs`` are SQL over the source row;
+    ``feed`` takes a batch's values, a tuple per input. ``done`` once a pass has fed every row (a renderer
+    that prints values reads each table's rows on their own: then it is never done, and what it gathered
+    is not to be used)."""
 
     inputs: Sequence[str] = ()
 
@@ -217,7 +255,7 @@ class Tap:
 
 
 class Ties:
-    """The order of a table's rows that share their Source's order key (tasks that start at the same moment),
+    """The order of a table's rows that share their RowSource's order key (tasks that start at the same moment),
     where it is not the SQL's: ``inputs`` are SQL over the source row, ``ranks`` gives
     the rows of any number of such groups (their inputs' values) a sort key each, and a group's rows are
     sorted by it (stable: equal keys keep the SQL's order). Computed a batch at a time, from the inputs or
@@ -306,7 +344,7 @@ class Table:
     sort: Optional[str] = None   # the column show ranks rows by (--top, --sort): the table's time
     keep: Sequence[str] = ()     # the columns a narrow terminal keeps, most important first
     cut: bool = True             # a narrow terminal may cut long texts (names); False: wrap them (messages)
-    source: Optional[Source] = None     # the SQL rows the columns' ``sql`` reads (batches made from it)
+    source: Optional[RowSource] = None     # the SQL rows the columns' ``sql`` reads (batches made from it)
     where: str = ""              # which of the source's rows are this table's (SQL; "": all)
     running: Optional[Running] = None   # columns computed in Python, in row order
     ties: Optional[Ties] = None  # the order of rows with the same source order key, when not the SQL's
@@ -314,6 +352,16 @@ class Table:
     def __post_init__(self):
         if self.source is not None and not self.batches:
             self.batches = _SourceBatches(self)
+
+    def column_index(self, name: Optional[str]) -> Optional[int]:
+        """The index of column ``name`` (its title or its snake_case key, any case), or None."""
+        if name is None:
+            return None
+        wanted = name.strip().lower()
+        for index, column in enumerate(self.columns):
+            if wanted in (column.name.lower(), column.key):
+                return index
+        return None
 
     def rows(self) -> Iterator[tuple]:
         """Every row with all its values (constant columns filled in); the total row is apart."""
@@ -437,11 +485,6 @@ def signed_zeros(texts: List[str], values, text: Callable[[object], str] = str) 
         return [(signs[math.copysign(1.0, v)] if type(v) is float and v == 0 else text(v))
                 if t in ("0.0", "-0.0") else t for t, v in zip(texts, values)]
     return texts
-
-
-def columns(spec: Sequence[tuple]) -> List[Column]:
-    """[(name, kind)] → Columns."""
-    return [Column(name, kind) for name, kind in spec]
 
 
 def snake_case(name: str) -> str:

@@ -1,7 +1,7 @@
 """The one Chrome-trace writer of every layout (outputs.md §2, docs/timeline.md).
 
 A layout's report describes its timelines (``Timeline``: a base file name, otherData, and the event
-``Source``s that fill it); this module writes them:
+``EventSource``s that fill it: msprof.contract); this module writes them:
 
 * **merging** — a timeline's sources are each in start order; the first (the largest) drives, and before
   each of its batches the others are drained up to that batch's last start, so every thread's events are
@@ -9,8 +9,9 @@ A layout's report describes its timelines (``Timeline``: a base file name, other
 * **lanes** — a slice that partially overlaps an open slice of its thread goes to an "(overlap)" lane
   (``Lanes``): nothing dropped, nothing moved in time;
 * **slices** — above ``SLICE_EVENTS`` events a timeline is split into ``…_slice_<k>.json`` files, each
-  valid on its own; a flow and the slices it binds to are written as one group (``reserve``) so they
-  share a file;
+  valid on its own: a source fills the file being written while it has ``room`` and hands back the rest of
+  its batch, which the writer puts in a new file (``Writer.put``); a flow and the slices it binds to go into
+  one file;
 * **checks and atomicity** — each file is written to a temporary, checked (msprof.tracecheck) and renamed
   into place; large slices get their metadata written into room left before the body instead of a copy.
 
@@ -23,16 +24,16 @@ import logging
 import os
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Hashable, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Hashable, Iterator, List, Optional, Tuple
 
-from msprof import __version__, progress
-from msprof.outputs import atomic_path, naming_errors, output_dir, remove_stale, temporary
+from msprof import progress
 from msprof.console import log
-from msprof.layouts.base import Selection
+from msprof.contract import EventSource, Timeline
+from msprof.events import jstr
+from msprof.outputs import atomic_path, naming_errors, output_dir, remove_stale, temporary
 from msprof.tracecheck import TraceError, check_trace
-from msprof.workers import process_pool, several_cores, stop
+from msprof.workers import Pool, several_cores
 
 # A timeline with more events (metadata not counted) is split into slices of at most this many, and a slice whose
 # events reach SLICE_BYTES is finished at the end of the batch being written (events with long names: 1M of them
@@ -53,80 +54,9 @@ HEAD_ROOM = 1 << 16
 IN_PLACE_MIN_BYTES = 1 << 24
 # With a second timeline of at least this many events (and a second core), a child process writes it.
 PARALLEL_MIN_EVENTS = 100_000
-# Synthetic ids, above what Linux hands out (pid_max <= 2^22), so they never clash with real pids/tids.
-TASK_PID_BASE = 1 << 22
+# Overlap lanes' tids: above what Linux hands out (pid_max <= 2^22), and above the synthetic pids
+# (msprof.events.TASK_PID_BASE), so they never clash with real pids/tids.
 LANE_TID_BASE = 1 << 24
-FLOW_CATEGORY = "HostToDevice"
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-# Rows per fetch (and per write of formatted events): few enough that the row tuples and event strings
-# of one batch are freed and reused by the next; with 8192 the allocator returns its arenas to the OS
-# and faults them in again for every batch (0.3 s per 1M rows).
-FETCH_ROWS = 1024
-
-
-def sorted_query(conn, sql: str, args=(), cache_mb: int = 128):
-    """A cursor over ``sql``, whose ORDER BY sorts a whole table. SQLite sorts in runs of the cache size
-    (2 MB by default), spilled to a temporary file and merged; with room for 128 MB, 1M task or ACL rows
-    (~75 MB) are sorted in memory at once (0.2-1 s less per 1M rows; a JOB's 1M-task timeline 3.2 s against
-    3.4 s with 32 MB, at 164 MB of RSS against 99 MB). The sort is done by the first step, inside execute(),
-    so the connection's setting can be restored right after."""
-    (cache_size,) = conn.execute("PRAGMA cache_size").fetchone()
-    conn.execute(f"PRAGMA cache_size = -{int(cache_mb) * 1024}")
-    try:
-        return conn.execute(sql, args)
-    finally:
-        conn.execute(f"PRAGMA cache_size = {int(cache_size)}")
-
-
-def batches(cursor):
-    """Rows of ``cursor`` in lists of FETCH_ROWS (fewer Python↔SQLite round trips than row by row)."""
-    while True:
-        rows = cursor.fetchmany(FETCH_ROWS)
-        if not rows:
-            return
-        yield rows
-
-
-NA = '"N/A"'
-
-
-# Event times: whole ns printed as µs with three decimals. An event format writes ``%U`` for a time; ``us_formats``
-# makes two formats of it: one printing a time from (ns // 1000, ns % 1000), one from its text (``us_text``), for
-# times that may be negative (``%d.%03d`` cannot print -0.5). Printing the parts costs a third less than repr() of
-# ns / 1000 (0.7 against 1.0 µs an event; 1M-event slices have two or three times each), and a JSON reader gets the
-# same number: the double nearest to the exact thousandths.
-def us_formats(template: str) -> Tuple[str, str]:
-    return template.replace("%U", "%d.%03d"), template.replace("%U", "%s")
-
-
-def us_text(ns: int) -> str:
-    return ("-%d.%03d" if ns < 0 else "%d.%03d") % divmod(abs(ns), 1000)
-
-
-def clean_name(value) -> str:
-    """A display name without control characters or unencodable text."""
-    text = "" if value is None else str(value)
-    text = text.encode("utf-8", "replace").decode("utf-8")
-    return _CONTROL.sub("?", text)
-
-
-def jstr(value) -> str:
-    return json.dumps(clean_name(value), ensure_ascii=False)
-
-
-class JsonNames(dict):
-    """name → its JSON string, each distinct name escaped once (bounded: names come from the data)."""
-
-    LIMIT = 100_000
-
-    def __missing__(self, name) -> str:
-        text = jstr(name)
-        if len(self) < self.LIMIT:
-            self[name] = text
-        return text
-
-
 # ---------------------------------------------------------------------------------------------------
 # Threads: one per stream / host thread, with extra "(overlap)" lanes for partially overlapping data
 # ---------------------------------------------------------------------------------------------------
@@ -233,23 +163,42 @@ class Writer:
             os.lseek(fd, HEAD_ROOM, os.SEEK_SET)
             self.body = os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20)
 
-    def write(self, text: str) -> None:
-        """Events into the slice (``count`` is the writer's to keep). Once the slice holds SLICE_BYTES, its
-        limit is the events it has: the next event starts a new slice."""
+    # --- what an event source sees of the file being written (msprof.contract.EventSource.write) ----------
+    @property
+    def room(self) -> int:
+        """Events the file being written can still take."""
+        return self.limit - self.count
+
+    @property
+    def empty(self) -> bool:
+        return self.count == 0
+
+    def add(self, text: str, events: int) -> None:
+        """``events`` events (their text) into the file. Once it holds SLICE_BYTES it has no more room: the next
+        event starts a new file."""
         self.body.write(text)
+        self.count += events
         self.bytes += len(text) if text.isascii() else len(text.encode("utf-8"))
         if self.bytes >= SLICE_BYTES:
             self.limit = max(1, min(self.limit, self.count))
 
-    def reserve(self, n: int) -> None:
-        """Make room for a group of n events that must share a file (a flow and its slices)."""
-        if self.count and self.count + n > self.limit:
-            self._flush(final=False)
-
     def use(self, pid: int, tid: int, process: str, lane: Lane) -> None:
+        """Name thread (pid, tid) of ``lane`` in the file (its metadata), where the source sees it first."""
         if (pid, tid) not in self.threads:
             self.threads[(pid, tid)] = (lane.name, lane.sort)
             self.processes.setdefault(pid, process)
+
+    def put(self, source: EventSource, rows: list, lanes: Lanes) -> None:
+        """A batch of a source's rows into the files: the source fills the file being written while it has room
+        and hands back the rows it could not take, which go on in a new file."""
+        while rows:
+            rest = source.write(rows, self, lanes)
+            if not rest:
+                return
+            if self.empty:      # (a source takes at least one row into an empty file: else it would never end)
+                raise TraceError(f"internal error: {self.base}: an event source wrote nothing into an empty file")
+            self._flush(final=False)
+            rows = rest
 
     def _metadata(self) -> Iterator[str]:
         for pid, name in sorted(self.processes.items()):
@@ -333,57 +282,8 @@ def _glob_escape(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------
-# What a layout describes, and the driver
+# The driver: a layout's timelines (msprof.contract.Timeline) written
 # ---------------------------------------------------------------------------------------------------
-class Source:
-    """Events of one kind, from rows in start order: ``batches()`` yields row lists, ``start(row)`` is a
-    row's start (ns, the merge key), and ``write(rows, writer, lanes)`` formats them into the writer.
-
-    A source of a timeline that can be split (``Timeline.split``) also takes ``window`` = (0 or 1, split):
-    its rows before (0) or from (1) the split point.
-
-    ``backwards`` counts the rows left out for ending before they start; ``noun`` and ``owner`` name the
-    slices and what they sit on in the warnings (``overlap_level``: how loud an overlap is, a warning where
-    the data are corrupt)."""
-
-    noun, owner = "event", "thread"
-    overlap_level = logging.WARNING
-    backwards = 0
-
-    def batches(self, window=None) -> Iterator[list]:
-        raise NotImplementedError
-
-    def start(self, row) -> int:
-        raise NotImplementedError
-
-    def write(self, rows: list, writer: "Writer", lanes: Lanes) -> None:
-        raise NotImplementedError
-
-    def finish(self, base: str, lanes: Lanes) -> None:
-        """After the last row: warnings about what was left out or moved to overlap lanes (``base``: the
-        timeline's name)."""
-        if self.backwards:
-            log.warning("%s: %d %s(s) end before they start (corrupt data): left out of the timeline",
-                        base, self.backwards, self.noun)
-        if lanes.moved:
-            log.log(self.overlap_level, "%s: %d %s(s) partially overlap another of their %s: shown on "
-                    "'(overlap)' threads", base, lanes.moved, self.noun, self.owner)
-
-
-@dataclass
-class Timeline:
-    """One timeline (its files share ``base``): otherData and a factory of its sources (given the report;
-    the first source drives the merge). ``events``: about how many events it holds. ``split``: when the
-    timeline can be written in two halves by two processes, gives the split point (of the sources' own
-    choosing: a value each source's window understands) for a report, or None."""
-
-    base: str
-    other: dict
-    sources: Callable[..., List[Source]]
-    events: int = 0
-    split: Optional[Callable] = None
-
-
 def write_timeline(report, timeline: Timeline, directory: Path, check_all: bool = False, window=None,
                    base: Optional[str] = None) -> List[Path]:
     """Write one timeline's files (``window``: one half of a split timeline, written as numbered slices
@@ -407,13 +307,13 @@ def write_timeline(report, timeline: Timeline, directory: Path, check_all: bool 
     return written
 
 
-def _merge(sources: List[Tuple[Source, Lanes]], writer: "Writer", window, shown: progress.Step) -> None:
+def _merge(sources: List[Tuple[EventSource, Lanes]], writer: "Writer", window, shown: progress.Step) -> None:
     (primary, lanes), others = sources[0], [_Drain(*s, window) for s in sources[1:]]
     for rows in (primary.batches(window) if window is not None else primary.batches()):
         until = primary.start(rows[-1])
         for other in others:
             other.write_until(until, writer)
-        primary.write(rows, writer, lanes)
+        writer.put(primary, rows, lanes)
         shown.advance(len(rows))
     for other in others:
         other.write_until(None, writer)
@@ -422,7 +322,7 @@ def _merge(sources: List[Tuple[Source, Lanes]], writer: "Writer", window, shown:
 class _Drain:
     """A secondary source, written up to a time at each step of the merge."""
 
-    def __init__(self, source: Source, lanes: Lanes, window=None):
+    def __init__(self, source: EventSource, lanes: Lanes, window=None):
         self.source, self.lanes = source, lanes
         self.pending = iter(source.batches(window) if window is not None else source.batches())
         self.rows: list = []
@@ -435,67 +335,60 @@ class _Drain:
                 if not self.rows:
                     return
             if until is None or start(self.rows[-1]) <= until:
-                self.source.write(self.rows, writer, lanes)
+                writer.put(self.source, self.rows, lanes)
                 self.rows = []
                 continue
             cut = next(i for i, row in enumerate(self.rows) if start(row) > until)
             if cut:
-                self.source.write(self.rows[:cut], writer, lanes)
+                writer.put(self.source, self.rows[:cut], lanes)
                 self.rows = self.rows[cut:]
             return
 
 
-def write_timelines(report, selection: Selection = Selection(), check_all: bool = False,
-                    timelines: Optional[list] = None) -> List[Path]:
-    """Write every timeline of a unit into <unit>/timeline/; return the files, in the order the layout
-    lists its timelines (``timelines``: the layout's list, when the caller has it: making it says what is
-    skipped, once). With a second core, a second timeline of PARALLEL_MIN_EVENTS or more is written by
-    a child process; a single timeline of more than SLICE_EVENTS that can be split is written in two
-    halves (the child writes the second), its slices numbered in time order."""
-    report.check(selection)
-    if timelines is None:
-        timelines = report.unit.layout.timelines(report, selection)
-    directory = report.unit.out / "timeline"
-    child = split = None
-    if len(timelines) > 1 and several_cores():
-        big = sorted(range(len(timelines)), key=lambda i: -timelines[i].events)
-        if timelines[big[1]].events >= PARALLEL_MIN_EVENTS:
-            child = big[1]
-    elif len(timelines) == 1 and timelines[0].split and timelines[0].events > SLICE_EVENTS and several_cores():
-        split = timelines[0].split(report)
+def write_timelines(report, timelines: List[Timeline], directory: Path, check_all: bool = False) -> List[Path]:
+    """Write a unit's timelines (its layout's list) into ``directory``; return the files, in the order of the
+    list. With a second core, a second timeline of PARALLEL_MIN_EVENTS or more is written by a child
+    process; a single timeline of more than SLICE_EVENTS that can be split is written in two halves (the
+    child writes the second), its slices numbered in time order."""
+    child, split = _second_process(report, timelines)
     written: Dict[int, List[Path]] = {}
-    executor = future = None
-    if child is not None or split is not None:
-        executor = process_pool(1)
-        args = (report.unit, selection, child if split is None else 0, str(directory), (SLICE_EVENTS, SLICE_BYTES),
-                CHECK_FILES, CHECK_MAX_EVENTS, check_all, None if split is None else (1, split))
-        future = executor.submit(_in_child, *args)
-    try:
+    if child is None:
         for i, timeline in enumerate(timelines):
-            if i != child:
-                written[i] = write_timeline(report, timeline, directory, check_all,
-                                            None if split is None else (0, split))
-        if future is not None:
-            with progress.step("writing timelines (second process)") as shown:
-                progress.wait([future], shown)
-            paths, messages = future.result()
+            written[i] = write_timeline(report, timeline, directory, check_all)
+    else:
+        with Pool(1, on_stop=lambda: remove_stale(directory)) as pool:     # (what a stopped child was writing)
+            args = (report.unit, timelines[child], str(directory), (SLICE_EVENTS, SLICE_BYTES), CHECK_FILES,
+                    CHECK_MAX_EVENTS, check_all, None if split is None else (1, split))
+            future = pool.submit(_in_child, *args)
+            for i, timeline in enumerate(timelines):
+                if i != child or split is not None:
+                    written[i] = write_timeline(report, timeline, directory, check_all,
+                                                None if split is None else (0, split))
+            [(paths, messages)] = pool.results("writing timelines (second process)", [future])
             for level, message in messages:
                 log.log(level, "%s", message)
             if split is None:
                 written[child] = [Path(p) for p in paths]
             else:
                 written[0] += _renumber(timelines[0], [Path(p) for p in paths], len(written[0]))
-    except BaseException:
-        if executor is not None:
-            stop(executor)
-            remove_stale(directory)         # what the stopped child was writing
-        raise
-    if executor is not None:
-        executor.shutdown(wait=True)
     files = [path for i in range(len(timelines)) for path in written.get(i, [])]
     for path in files:
         log.info("wrote %s", path)
     return files
+
+
+def _second_process(report, timelines: List[Timeline]) -> Tuple[Optional[int], Any]:
+    """(the timeline a child process writes, the point it is split at when the child writes its second half),
+    or (None, None) when this process writes them all."""
+    if not several_cores():
+        return None, None
+    if len(timelines) > 1:
+        second = sorted(range(len(timelines)), key=lambda i: -timelines[i].events)[1]
+        return (second, None) if timelines[second].events >= PARALLEL_MIN_EVENTS else (None, None)
+    if len(timelines) == 1 and timelines[0].split and timelines[0].events > SLICE_EVENTS:
+        split = timelines[0].split(report)
+        return (0, split) if split is not None else (None, None)
+    return None, None
 
 
 def _renumber(timeline: Timeline, paths: List[Path], first: int) -> List[Path]:
@@ -524,7 +417,7 @@ def _tail(other: dict) -> bytes:
             + "}\n").encode()
 
 
-def _in_child(unit, selection, index: int, directory: str, slice_limits: Tuple[int, int], check_files: bool,
+def _in_child(unit, timeline: Timeline, directory: str, slice_limits: Tuple[int, int], check_files: bool,
               check_max_events: int, check_all: bool, window=None):
     """One timeline (or, with ``window``, its second half) written in a child process: (paths, [(log
     level, message)])."""
@@ -536,7 +429,6 @@ def _in_child(unit, selection, index: int, directory: str, slice_limits: Tuple[i
     try:
         report = unit.open()
         try:
-            timeline = unit.layout.timelines(report, selection)[index]
             base = None if window is None else timeline.base + ".part"
             written = write_timeline(report, timeline, Path(directory), check_all, window, base)
         finally:
@@ -557,16 +449,13 @@ class _ListHandler(logging.Handler):
         self.messages.append((record.levelno, record.getMessage()))
 
 
-def timelines_current(report, timelines: Optional[list] = None) -> bool:
+def timelines_current(report, timelines: List[Timeline], directory: Path) -> bool:
     """True when every timeline file of a full export (``timelines``: the layout's, of the whole run) exists
-    and is newer than the database."""
-    if timelines is None:
-        timelines = report.unit.layout.timelines(report, Selection())
+    in ``directory`` and is newer than the database."""
     try:
         db_mtime = report.unit.database.path.stat().st_mtime_ns
     except OSError:
         return False
-    directory = report.unit.out / "timeline"
     for timeline in timelines:
         candidates = [directory / f"{timeline.base}.json", directory / f"{timeline.base}_slice_0.json"]
         mtimes = [p.stat().st_mtime_ns for p in candidates if p.is_file()]
@@ -592,23 +481,3 @@ def _other_data(path: Path) -> dict:
 
 
 
-def other_data(report, kind: str, model: Optional[dict], iteration_id=None) -> dict:
-    """otherData of a unit's timeline file."""
-    begin = report.clock.get("collection_begin_us") or 0
-    return {
-        "collectionTimeBegin": int(begin) if float(begin).is_integer() else begin,
-        "deviceId": report.device_id,
-        "file": kind,
-        "model": None if model is None else {"modelId": model["model_id"], "modelName": model["model_name"],
-                                              "batchNum": model["batch_num"]},
-        "iteration": iteration_id,
-        "msprofVersion": __version__,
-        "timeUnit": "us",
-    }
-
-
-def device_number(report) -> int:
-    try:
-        return max(0, min(int(report.device_id), 4095))
-    except (TypeError, ValueError):
-        return 0

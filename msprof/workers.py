@@ -1,10 +1,12 @@
-"""Worker processes for the large steps (import, export summary, export timeline).
+"""The one way msprof runs work in other processes (``Pool``): importing several databases, the large
+families of one import and its launch association, the parts of export summary, the second timeline (or
+half of one), compare's two sides, and show's op_statistic (``Later``).
 
 Workers never outlive the command: each asks the kernel to kill it when its parent dies (Linux
 PR_SET_PDEATHSIG) and, everywhere, watches its parent's pid; they leave Ctrl-C to the parent, which stops
-them (``process_pool`` as a context manager terminates them when the block fails or is interrupted instead
-of waiting for their work). Whatever a killed worker leaves behind carries its pid and is removed by a
-later run (msprof.outputs.remove_stale).
+them (a pool whose block fails or is interrupted kills them instead of waiting for their work). Whatever a
+killed worker leaves behind carries its pid and is removed by a later run (msprof.outputs.remove_stale), or
+at once by the pool's ``on_stop``.
 """
 import contextlib
 import ctypes
@@ -13,7 +15,10 @@ import os
 import signal
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Callable, List, Optional, Sequence
+
+from msprof import progress
 
 PR_SET_PDEATHSIG = 1
 
@@ -23,41 +28,65 @@ def several_cores() -> bool:
     return (os.cpu_count() or 1) > 1
 
 
-class _Pool(ProcessPoolExecutor):
+class Pool(ProcessPoolExecutor):
+    """``workers`` processes beside this one, forked where the platform can (a forked worker starts at once,
+    without a new interpreter and its own imports); ``initializer(*initargs)`` runs in each as it starts.
+    Work goes in with ``submit`` (a future) or ``each``, and comes back with ``results``, the progress line
+    kept alive meanwhile. Used as a context manager, or ended with ``close``, the pool waits for its workers
+    when the work went well, and stops them at once when it failed or was interrupted: pending work
+    cancelled, running workers killed, then ``on_stop`` (what they were writing removed). Workers open their
+    own SQLite connections and never use the parent's."""
+
+    def __init__(self, workers: int, initializer: Optional[Callable] = None, initargs: tuple = (),
+                 on_stop: Optional[Callable[[], None]] = None):
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        super().__init__(workers, mp_context=multiprocessing.get_context(method), initializer=_start_worker,
+                         initargs=(os.getpid(), initializer, initargs))
+        self.on_stop = on_stop
+
+    def results(self, label: str, futures: List[Future], weights: Optional[Sequence[int]] = None) -> list:
+        """The values of ``futures``, in their order, once every one is done (the first failure is raised at
+        once); meanwhile a progress line ``label`` counts them by ``weights`` (None: a spinner)."""
+        with progress.step(label, sum(weights) if weights is not None else None) as shown:
+            progress.wait(futures, shown, weights)
+        return [future.result() for future in futures]
+
+    def each(self, label: str, function: Callable, *iterables) -> list:
+        """``function`` called on each set of arguments (``map``), the calls counted on a progress line."""
+        futures = [self.submit(function, *args) for args in zip(*iterables)]
+        return self.results(label, futures, [1] * len(futures))
+
+    def close(self, failed: bool = False) -> None:
+        """Wait for the workers (``failed``: stop them)."""
+        if failed:
+            self.stop()
+        else:
+            self.shutdown(wait=True)
+
+    def stop(self) -> None:
+        """Stop the pool now: pending work cancelled, running workers killed (an interrupted command must not
+        wait for them, nor leave them running), then ``on_stop``."""
+        processes = list((getattr(self, "_processes", None) or {}).values())
+        self.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            with contextlib.suppress(Exception):
+                process.kill()
+        for process in processes:
+            with contextlib.suppress(Exception):
+                process.join(2)
+        # The pool's manager thread closes its wake-up pipe as it ends; at exit, Python (3.11) wakes every pool's
+        # manager through that pipe, and if both happen at once it prints "Exception ignored … Bad file
+        # descriptor" after "msprof: interrupted" (seen under load). With its workers gone the thread ends at once.
+        manager = getattr(self, "_executor_manager_thread", None)
+        if manager is not None:
+            with contextlib.suppress(Exception):
+                manager.join(2)
+        if self.on_stop is not None:
+            self.on_stop()
+
     def __exit__(self, kind, value, traceback):
-        if kind is None:
-            return super().__exit__(kind, value, traceback)
-        stop(self)
+        self.close(failed=kind is not None)
         return False
-
-
-def process_pool(workers: int, initializer=None, initargs=()) -> ProcessPoolExecutor:
-    """A pool that forks where the platform can: a forked worker starts at once, without a new
-    interpreter and its own imports. Workers open their own SQLite connections and never use the
-    parent's."""
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    return _Pool(workers, mp_context=multiprocessing.get_context(method), initializer=_start_worker,
-                 initargs=(os.getpid(), initializer, initargs))
-
-
-def stop(executor: ProcessPoolExecutor) -> None:
-    """Stop a pool now: pending work cancelled, running workers killed (an interrupted command must not
-    wait for them, nor leave them running; what they were writing is removed by msprof.outputs)."""
-    processes = list((getattr(executor, "_processes", None) or {}).values())
-    executor.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        with contextlib.suppress(Exception):
-            process.kill()
-    for process in processes:
-        with contextlib.suppress(Exception):
-            process.join(2)
-    # The pool's manager thread closes its wake-up pipe as it ends; at exit, Python (3.11) wakes every pool's
-    # manager through that pipe, and if both happen at once it prints "Exception ignored … Bad file
-    # descriptor" after "msprof: interrupted" (seen under load). With its workers gone the thread ends at once.
-    manager = getattr(executor, "_executor_manager_thread", None)
-    if manager is not None:
-        with contextlib.suppress(Exception):
-            manager.join(2)
 
 
 def _start_worker(parent: int, initializer, initargs) -> None:
@@ -89,35 +118,34 @@ def _watch_parent(parent: int) -> None:
 
 
 class Later:
-    """The value of ``getattr(report, method)(*args)``, made by a worker process (its own connection) while this
-    process goes on: a table's batches (show has op_statistic's GROUP BY over a million tasks made while it picks
-    op_summary's rows). ``start`` submits the work (show: once the table is selected and the timeline written);
-    iterating yields the value once, waiting for it (a failure is raised there). The report's close stops a
-    worker whose value was not read (an error, an interrupt, a table left out), so that nothing waits for it."""
+    """The value of ``function(report, *args)`` (a report method), made by a worker process (its own connection)
+    while this process goes on: a table's batches (show has op_statistic's GROUP BY over a million tasks made
+    while it picks op_summary's rows). ``start`` submits the work (show: once the table is selected and the
+    timeline written); iterating yields the value once, waiting for it (a failure is raised there). The
+    report's close stops a worker whose value was not read (an error, an interrupt, a table left out), so that
+    nothing waits for it."""
 
-    def __init__(self, report, method: str, args: tuple = ()):
-        self.call = (report.unit, method, args)
-        self.executor = self.future = None
+    def __init__(self, report, function, args: tuple = ()):
+        self.call = (report.unit, function, args)
+        self.pool: Optional[Pool] = None
+        self.future: Optional[Future] = None
         report.on_close(self.close)
 
     def start(self) -> None:
         if self.future is None:
-            self.executor = process_pool(1)
-            self.future = self.executor.submit(_report_call, *self.call)
+            self.pool = Pool(1)
+            self.future = self.pool.submit(_report_call, *self.call)
 
     def __iter__(self):
         self.start()
         yield self.future.result()
 
     def close(self) -> None:
-        if self.executor is not None:
-            if self.future.done():
-                self.executor.shutdown(wait=True)
-            else:
-                stop(self.executor)
-            self.executor = None
+        if self.pool is not None:
+            self.pool.close(failed=not self.future.done())
+            self.pool = None
 
 
-def _report_call(unit, method: str, args: tuple):
+def _report_call(unit, function, args: tuple):
     with unit.open() as report:
-        return getattr(report, method)(*args)
+        return function(report, *args)

@@ -25,9 +25,9 @@ from fixtures.networks import small_job  # noqa: E402
 from msprof import api  # noqa: E402
 from msprof.analysis.advise import RULES, Rule, activation_chains, find  # noqa: E402
 from msprof.analysis.facts import Layer  # noqa: E402
-from msprof.api import ensure_databases  # noqa: E402
+from msprof.frame import ensure_databases  # noqa: E402
 from msprof.layouts import find_units  # noqa: E402
-from msprof.layouts.base import Selection, opened  # noqa: E402
+from msprof.contract import Selection  # noqa: E402
 
 MAC_BUSY, VEC_PPEN, DSTR, DLD, WLD = 0x300, 0x303, 0x304, 0x306, 0x307
 SS928_NATIVE = "SS928: Relu, LeakyRelu, PRelu, Elu, Srelu"
@@ -437,7 +437,7 @@ def test_rules_are_data(networks):
 
     [unit] = find_units(path)
     ensure_databases(unit)
-    with opened(unit) as report:
+    with unit.open() as report:
         findings = find(unit.layout.facts(report), Selection(),
                         [Rule("slowest_layer", slowest_layer, "{name} takes {us} µs", "")])
     conv1 = max((t for t in job.recorded_tasks(index_id=3)), key=lambda t: Fraction(t["duration_us"]))

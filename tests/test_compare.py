@@ -589,16 +589,15 @@ def test_compare_fetches_aggregates_not_tasks(tmp_path):
     """Facts never hand Python one row per task: the rows compare reads from SQLite are about the number of
     layers and iterations, whatever the number of tasks (a 1M-task compare is timed in docs/tutorial.md, "Speed")."""
     from msprof.analysis.compare import Side
-    from msprof.api import ensure_databases
+    from msprof.frame import ensure_databases
     from msprof.layouts import find_units
-    from msprof.layouts.base import opened
 
     layers = [{"name": f"l{i}", "type": ("Conv", "Mish")[i % 2], "task_id": i + 1, "duration_us": 1 + i % 3}
               for i in range(40)]
     job = jobgen.write_job(tmp_path, {"models": [{"name": "m", "executions": 50, "gap_us": 1, "layers": layers}]})
     [unit] = find_units(job)
     ensure_databases(unit)
-    with opened(unit) as report:
+    with unit.open() as report:
         report.conn = counting = CountingConnection(report.conn)
         side = Side.read(unit.layout.facts(report))
     assert len(side.models["m"]) == 50 and len(side.ops) == 40

@@ -76,3 +76,23 @@ def test_the_readme_library_example_runs(tmp_path, capsys):
     assert (prof / "device_0" / "summary" / "op_summary.csv").is_file()
     assert list((prof / "device_0" / "timeline").glob("msprof_model1_iter1*.json"))
     assert capsys.readouterr().out == ""                  # fmt=None: the library printed nothing
+
+
+def test_the_architecture_names_every_module():
+    """docs/architecture.md's module list has a line for every module of msprof, and no module that is gone."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = text.split("## Modules", 1)[1].split("```")[1]
+    listed, parents = set(), []
+    for line in block.splitlines():
+        match = re.match(r"^( *)(\S+)", line)
+        if not match or not match.group(2).endswith(("/", ".py")):
+            continue
+        depth = len(match.group(1)) // 2
+        parents[depth:] = [match.group(2)]
+        if match.group(2).endswith(".py"):
+            listed.add("".join(parents))
+    package = ROOT / "msprof"
+    modules = {str(path.relative_to(ROOT)).replace("\\", "/") for path in package.rglob("*.py")
+               if path.name != "__init__.py" or path.parent.parent.name == "layouts"}
+    assert modules - listed == set(), "modules docs/architecture.md does not name"
+    assert listed - modules == set(), "modules docs/architecture.md names that do not exist"

@@ -10,7 +10,7 @@ import pytest
 from msprof.renderers import insql
 from msprof.renderers.csvfile import CSV_FIELDS, CsvRenderer
 from msprof.renderers.jsonfile import JSON_FIELDS, JsonRenderer
-from msprof.tables import EPOCH_US, INT, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, Source, Table, Ties
+from msprof.tables import EPOCH_US, INT, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, RowSource, Table, Ties
 
 # values where SQL's printing and Python's disagree unless the guards hand them to Python
 FLOATS = [0.0625, 0.0075, 0.3125, 2.5, 0.0, -0.0, -1.2345, 1e6 + 0.5, 123456.7895, 1e15 + 0.25, 1e16, 3.7e17,
@@ -71,7 +71,7 @@ class _Reversed(Ties):
 
 def tables(conn, where="", running=True, ties=True):
     texts = "SELECT s FROM t"
-    source = Source(conn, "SELECT * FROM t ORDER BY k, seq", {}, order="k")
+    source = RowSource(conn, "SELECT * FROM t ORDER BY k, seq", {}, order="k")
     columns = [Column("const%", constant="a%d,b"), Column("k", INT, sql="k", nullable=False),
                Column("python x", ROUND3, sql="x"), Column("sqlite x", SQLITE_ROUND3, sql="x"),
                Column("gap", ROUND3), Column("python y", ROUND3, sql="y", null_when="y IS NULL"),
@@ -181,7 +181,7 @@ def test_a_source_table_read_twice_gives_the_same_rows():
 def test_a_one_column_table_writes_its_empty_fields_quoted():
     """A row whose only field is empty is written "" (an empty line would be no row), by write_many too."""
     conn = database()
-    source = Source(conn, "SELECT * FROM t ORDER BY k, seq", {}, order="k")
+    source = RowSource(conn, "SELECT * FROM t ORDER BY k, seq", {}, order="k")
     texts = [Column("text", TEXT, sql="s", domain="SELECT s FROM t")]
     many = [io.StringIO()]
     CsvRenderer().write_many([Table("one", "one", texts, source=source)], many)

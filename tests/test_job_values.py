@@ -206,8 +206,6 @@ def test_a_layer_name_of_spaces_names_nothing(tmp_path):
     """Kept as it is in op_summary (RFC 4180), but the timeline and compare/advise name such a task as they name
     one without a name (a newcomer's re-test: an invisible name in the timeline)."""
     from msprof import api
-    from msprof.analysis.facts import single_unit
-    from msprof.layouts.base import opened
 
     def named(layer_name):
         desc = {"seed": 5, "models": [{"executions": 1, "layers": [
@@ -216,8 +214,8 @@ def test_a_layer_name_of_spaces_names_nothing(tmp_path):
         [timeline] = [p for p in api.export_timeline(path) if p.name.startswith("task_time")]
         events = json.loads(timeline.read_text())
         events = events["traceEvents"] if isinstance(events, dict) else events
-        unit = single_unit(path)
-        with opened(unit) as report:
+        unit = api.single_unit(path)
+        with unit.open() as report:
             ops = sorted((op.name, op.type) for op in unit.layout.facts(report).ops())
         return [e["name"] for e in events if e.get("ph") == "X" and "Task Type" in e["args"]], ops
 

@@ -27,10 +27,11 @@ from msprof.decode.base import Blocks, Rows, Tally  # noqa: E402
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder  # noqa: E402
 from msprof.decode.stars import stars_ids  # noqa: E402
 from msprof.errors import UsageError  # noqa: E402
-from msprof.layouts.base import Selection  # noqa: E402
+from msprof.layouts.prof.report import ProfReport  # noqa: E402
+from msprof.contract import Selection, SummaryFile  # noqa: E402
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios  # noqa: E402
 from msprof.show import View  # noqa: E402
-from msprof.trace import TASK_PID_BASE  # noqa: E402
+from msprof.events import TASK_PID_BASE  # noqa: E402
 from msprof.tracecheck import check_trace  # noqa: E402
 from test_profgen import r3_half_up as round3  # noqa: E402
 
@@ -513,9 +514,9 @@ def test_show_has_a_worker_make_op_statistic_for_many_tasks(tmp_path, capsys, mo
     assert made == []
     assert shown(1) == alone
     selection = Selection(model_id=1, iteration_id=1)
-    assert made == [("op_statistic_rows", (Selection(),))]
+    assert made == [(ProfReport.op_statistic_rows, (Selection(),))]
     assert shown(1, selection) == shown(10 ** 9, selection)
-    assert made[1:] == started[1:] == [("op_statistic_rows", (selection,))]
+    assert made[1:] == started[1:] == [(ProfReport.op_statistic_rows, (selection,))]
     statistic = alone[f"{prof_dir.name}/device_0"]["tables"]["op_statistic"]
     assert statistic["row_count"] == len(expected_op_statistic(pg.build(MULTI))) > 0
     # a table left out (--table) is never made: its worker is not started
@@ -529,24 +530,27 @@ def test_a_worker_whose_value_is_not_read_is_stopped_with_its_report(tmp_path, m
     """show's worker (workers.Later) must not outlive its report: on an error, an interrupt or a broken pipe
     the report is closed with its value unread, and the worker is stopped then (the interpreter's exit would
     otherwise wait for it, and a second Ctrl-C there hung)."""
-    import time
-
     from msprof import workers
     from msprof.layouts import find_units
-    from msprof.layouts.prof.report import ProfReport
 
     prof_dir = pg.write_prof(tmp_path, MULTI)
     api.import_collection(prof_dir)
-    monkeypatch.setattr(ProfReport, "op_statistic_rows", lambda self, selection: time.sleep(600))
     [unit] = [u for u in find_units(prof_dir) if u.path.name == "device_0"]
     report = unit.open()
-    later = workers.Later(report, "op_statistic_rows", (Selection(),))
+    later = workers.Later(report, _slow_rows, (Selection(),))
     later.start()
-    [process] = later.executor._processes.values()
+    [process] = later.pool._processes.values()
     assert process.is_alive()
     report.close()
     process.join(30)
-    assert not process.is_alive() and later.executor is None
+    assert not process.is_alive() and later.pool is None
+
+
+def _slow_rows(report, selection):
+    """A report method whose value takes longer than any test waits (picklable: a worker runs it)."""
+    import time
+
+    time.sleep(600)
 
 
 # ---------------------------------------------------------------------------------------------- timeline
@@ -664,12 +668,11 @@ def test_the_selections_together_hold_each_iterated_task_once(tmp_path, shape):
     from collections import Counter
 
     from msprof.layouts import find_units
-    from msprof.layouts.base import opened
 
     prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "7", "--ops", "12", "--iters", "3"] + shape))
     api.import_collection(prof_dir)
     [unit] = find_units(prof_dir, None)
-    with opened(unit) as report:
+    with unit.open() as report:
         whole = report.op_summary(Selection())
         names = [c.name for c in whole.columns]
         wait, model = names.index("Task Wait Time(us)"), names.index("Model ID")
@@ -824,14 +827,15 @@ def test_show_csv_writes_its_rows_as_it_goes(tmp_path, monkeypatch):
     import csv
     import io
 
-    import msprof.show
+    import click
+
     from msprof.show import View
 
     prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "3", "--ops", "50", "--iters", "50", "--models", "1",
                                                  "--aicpu-ratio", "0"]))
     api.import_collection(prof_dir)
     stdout = []
-    monkeypatch.setattr(msprof.show.click, "echo",
+    monkeypatch.setattr(click, "echo",
                         lambda text, nl=True, file=None, **kw: stdout.append(text) if file is None else None)
     api.show(prof_dir / "device_0", view=View(fmt="csv", top=0, tables=("op_summary",)))
     rows = list(csv.reader(io.StringIO("".join(stdout))))
@@ -1192,8 +1196,8 @@ def test_op_statistic_from_the_op_summary_pass_is_its_own_query(tmp_path, monkey
     unit = [u for u in find_units(prof) if u.path.name.startswith("device")][0]
     own = tmp_path / "own"
     with unit.open() as report:
-        summary_writer.write_file(report, summary_writer.SummaryFile("op_statistic", "op_statistic", (Selection(),)),
-                                  "csv", own)
+        summary_writer.write_file(report, SummaryFile("op_statistic", ProfReport.op_statistic, (Selection(),)), "csv",
+                                  own)
     expected = (own / "op_statistic.csv").read_bytes()
     merged = []
     original = prof_report._OpTotals.merged

@@ -33,7 +33,7 @@ from test_profgen import (MULTI, TIED_ONCE, assert_rows_equal, expected_api_stat
 
 from fixtures import make_demo  # noqa: E402
 from msprof import api  # noqa: E402
-from msprof.layouts.base import Selection  # noqa: E402
+from msprof.contract import Selection  # noqa: E402
 from msprof.layouts.prof import ProfLayout  # noqa: E402
 from msprof.layouts.prof.report import ProfReport  # noqa: E402
 

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from msprof.renderers import FORMATS, Renderer, csvfile as render, terminal
+from msprof.renderers.documents import Comparison, Findings, Listing, Section, View
 from msprof.tables import EPOCH_US, INT, NUMBER, ROUND3, TEXT, Column, Table
 
 
@@ -225,7 +226,7 @@ def test_a_long_terminal_table_is_drawn_in_chunks_as_it_would_be_whole(style, na
 
     def draw(width):
         t = Table("t", "t", columns, [rows[:20], rows[20:]], total=("total", 57, 1.0, "-"))
-        renderer = FORMATS["text"](style, width)
+        renderer = FORMATS["table"](style, width)
         return renderer.render(t), renderer.hidden
 
     whole = {width: draw(width) for width in (None, 60)}
@@ -238,3 +239,91 @@ def test_a_long_terminal_table_is_drawn_in_chunks_as_it_would_be_whole(style, na
     with terminal._Spool(t) as spool:
         assert spool.spilled and spool.held == [] and spool.rows == 57
         assert spool.plain is (names == "ascii")
+
+
+# --- the commands' documents: every format prints what its commands print (tests over every subclass) ----------
+def _listing(view, several=True):
+    def table():
+        return Table("ops", "Ops", [Column("Name"), Column("Time(us)", NUMBER)], [[("a", 2.5), ("b,c", 1.0)]],
+                     total=("total", 3.5), sort="Time(us)", context={"model_id": 1})
+
+    sections = [Section("one", "/x/one", "JOB", [table()]), Section("two", "/x/two", "PROF", [table()], "lost")]
+    return Listing(iter(sections if several else sections[:1]), view, several)
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_every_format_prints_a_listing(name):
+    out = io.StringIO()
+    FORMATS[name](width=None).listing(_listing(View(fmt=name)), out)
+    text = out.getvalue()
+    if name == "csv":       # one header, the result dir first, each section's total last
+        assert text == ("result_dir,Name,Time(us)\none,a,2.5\none,\"b,c\",1.0\none,total,3.5\n"
+                        "two,a,2.5\ntwo,\"b,c\",1.0\ntwo,total,3.5\n")
+    elif name == "json":
+        import json
+
+        table = {"title": "Ops", "context": {"model_id": 1}, "columns": ["name", "time_us"],
+                 "rows": [{"name": "a", "time_us": 2.5}, {"name": "b,c", "time_us": 1.0}], "row_count": 2,
+                 "total": {"name": "total", "time_us": 3.5}}
+        assert json.loads(text) == {
+            "one": {"path": "/x/one", "layout": "JOB", "data_quality": None, "tables": {"ops": table}},
+            "two": {"path": "/x/two", "layout": "PROF", "data_quality": "lost", "tables": {"ops": table}}}
+    else:                   # the terminal: the 20 longest rows of each, the total last
+        lines = text.splitlines()
+        assert lines[0] == "== one (JOB) ==" and "== two (PROF) ==" in lines and lines.count("Ops") == 2
+        assert [line.split() for line in lines[3:8]] == [["Name", "Time(us)"], ["------", "----------"], ["a", "2.5"],
+                                                       ["b,c", "1.0"], ["total", "3.5"]]
+
+
+def test_a_listing_without_sections_is_an_empty_document():
+    for name, empty in (("csv", ""), ("json", "{}\n"), ("table", "")):
+        out = io.StringIO()
+        FORMATS[name]().listing(Listing(iter(()), View(fmt=name)), out)
+        assert out.getvalue() == empty
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_every_format_prints_a_comparison(name):
+    document = {"base": "b", "new": "n", "models": [{"model_name": "m", "delta_us": 1.5}]}
+    tables = [Table("models", "Models (µs)", [Column("model_name"), Column("delta_us", NUMBER)], [[("m", 1.5)]]),
+              Table("ops", "Ops, the 1 largest changes of 2", [Column("op_name")], [[("x",)]])]
+    out = io.StringIO()
+    FORMATS[name](width=None).comparison(Comparison(document, "m: 1.0 → 2.5 µs", tables, {"ops": (1, 2)}), out)
+    text = out.getvalue()
+    if name == "csv":
+        assert text == "# models\nmodel_name,delta_us\nm,1.5\n\n# ops\nop_name\nx\n\n"
+    elif name == "json":
+        import json
+
+        assert text == json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+    else:
+        lines = text.splitlines()
+        assert lines[:3] == ["m: 1.0 → 2.5 µs", "", "Models (µs)"]
+        assert ["m", "1.5"] in [line.split() for line in lines] and "Ops, the 1 largest changes of 2" in lines
+
+
+FINDING = {"id": "idle", "severity": "high", "message": "The device waits: 40.5 % of the time.",
+           "evidence": [{"table": "task", "key": {"n": n}, "values": {}} for n in range(7)]}
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_every_format_prints_findings_or_says_it_cannot(name):
+    findings = Findings("JOBX", [FINDING], [[f"gap {n}" for n in range(7)]], limit=20)
+    out = io.StringIO()
+    if name == "csv":       # (the CLI offers advise in table and json only)
+        with pytest.raises(NotImplementedError):
+            FORMATS[name]().findings(findings, out)
+        return
+    FORMATS[name]().findings(findings, out)
+    if name == "json":
+        import json
+
+        assert json.loads(out.getvalue()) == {"findings": [FINDING]}
+    else:
+        assert out.getvalue() == ("JOBX: 1 finding(s), most important first\n\n1. [high] idle\n"
+                                  "   The device waits: 40.5 % of the time.\n"
+                                  + "".join(f"   - gap {n}\n" for n in range(5))
+                                  + "   - … 2 more (--format json lists them)\n")
+        out = io.StringIO()
+        FORMATS[name]().findings(Findings("JOBX", [], [], 20), out)
+        assert out.getvalue() == "JOBX: no findings.\n"

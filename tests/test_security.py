@@ -212,7 +212,7 @@ def test_a_linux_worker_runs_one_thread_so_its_own_pools_fork_safely():
     thread at the fork (a lock it held would stay held in the child; Python 3.12+ warns of it): on Linux the
     kernel watches the parent, not a thread."""
     from msprof import workers
-    with workers.process_pool(1) as pool:
+    with workers.Pool(1) as pool:
         assert pool.submit(_threads_here).result(timeout=30) == 1
 
 

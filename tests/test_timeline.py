@@ -13,19 +13,20 @@ from pathlib import Path
 
 import pytest
 
+import msprof.events as ev
 import msprof.layouts.job.trace as jt
 import msprof.trace as tl
 from msprof import workers
 from msprof.api import import_collection
+from msprof.contract import Selection
 from msprof.errors import UsageError
 from msprof.layouts import find_units
-from msprof.layouts.base import Selection, opened
 from msprof.tracecheck import check_trace
 
 
 def open_report(job):
     [unit] = find_units(job)
-    return opened(unit)
+    return unit.open()
 
 HWTS = struct.Struct("=BBHHHQ12I")
 STEP = struct.Struct("=BBHIQQQHHHH")
@@ -96,13 +97,25 @@ CALLS = [
     (3, host_ns(2100), host_ns(2200), PID, 79, "svp_acl_rt_malloc"),
     (2, host_ns(3000) - 5, host_ns(3500) + 5, PID, TID, "svp_acl_mdl_execute"),
 ]
-TASK_PID = tl.TASK_PID_BASE      # device 0
+TASK_PID = ev.TASK_PID_BASE      # device 0
 
 
 def export(job, **kwargs):
     selection = Selection(kwargs.pop("model_id", None), kwargs.pop("iteration_id", None))
     with open_report(job) as report:
-        return tl.write_timelines(report, selection, **kwargs)
+        return write_timelines(report, selection, **kwargs)
+
+
+def write_timelines(report, selection=Selection(), **kwargs):
+    """The timelines of a report's layout written into its timeline/ (what export timeline does)."""
+    report.check(selection)
+    return tl.write_timelines(report, report.unit.layout.timelines(report, selection), report.unit.out / "timeline",
+                              **kwargs)
+
+
+def timelines_current(report):
+    return tl.timelines_current(report, report.unit.layout.timelines(report, Selection()),
+                                report.unit.out / "timeline")
 
 
 def load(path):
@@ -224,12 +237,12 @@ def test_iteration_filter(job, tmp_path):
     assert [f["ts"] for f in of(trace, "f")] == [1020.1]
     assert trace["otherData"]["iteration"] == 2
     with open_report(job) as report:
-        assert not tl.timelines_current(report)     # a one-iteration export is not the full timeline
+        assert not timelines_current(report)     # a one-iteration export is not the full timeline
     with pytest.raises(UsageError):
         export(job, model_id=1, iteration_id=9)
     export(job)                                     # restore the full timeline for the other tests
     with open_report(job) as report:
-        assert tl.timelines_current(report)
+        assert timelines_current(report)
 
 
 @pytest.mark.parametrize("layout", ["JOB", "PROF"])
@@ -253,7 +266,7 @@ def test_a_slice_is_finished_once_it_holds_slice_bytes(tmp_path, monkeypatch, la
     full = sorted(events(whole))
     budget = 3 * max(map(len, full))
     monkeypatch.setattr(tl, "SLICE_BYTES", budget)
-    monkeypatch.setattr(tl, "FETCH_ROWS", 1)
+    monkeypatch.setattr(ev, "FETCH_ROWS", 1)
     sliced = api.export_timeline(path)
     assert len(sliced) > len(whole)
     if layout == "JOB":
@@ -293,17 +306,17 @@ def test_times_before_the_collection_start_are_exact(tmp_path):
 def test_timeline_current(tmp_path):
     job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
     with open_report(job) as report:
-        assert not tl.timelines_current(report)
-        tl.write_timelines(report)
-        assert tl.timelines_current(report)
+        assert not timelines_current(report)
+        write_timelines(report)
+        assert timelines_current(report)
     earlier = (job / "sqlite" / "msprof.db").stat().st_mtime - 10     # the database was rebuilt since
     os.utime(job / "timeline" / "task_time_0.json", (earlier, earlier))
     with open_report(job) as report:
-        assert not tl.timelines_current(report)
-        tl.write_timelines(report)
-        assert tl.timelines_current(report)
+        assert not timelines_current(report)
+        write_timelines(report)
+        assert timelines_current(report)
         (job / "timeline" / "task_time_0.json").unlink()
-        assert not tl.timelines_current(report)
+        assert not timelines_current(report)
 
 
 def test_unpaired_tasks_are_counted(job):
@@ -427,9 +440,9 @@ def test_generated_network_matches_truth(tmp_path):
 
 
 def test_clean_name():
-    assert tl.clean_name("a\x00b\x1fc\x7fd\x9fe") == "a?b?c?d?e"
-    assert tl.clean_name("\ud800x") == "?x"
-    assert tl.clean_name(None) == ""
+    assert ev.clean_name("a\x00b\x1fc\x7fd\x9fe") == "a?b?c?d?e"
+    assert ev.clean_name("\ud800x") == "?x"
+    assert ev.clean_name(None) == ""
 
 
 def test_acl_timeline_written_by_a_child_process_is_identical(tmp_path, monkeypatch):

@@ -15,20 +15,18 @@ op_summary table. The other device rules use every recorded iteration (or the se
 Numbers in findings: µs rounded to 3 decimals, percentages to 2.
 """
 import heapq
-import shutil
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from msprof import progress
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
-from msprof.console import emit, notice
-from msprof.layouts.base import Selection
-from msprof.paths import one_line
+from msprof.console import notice
+from msprof.contract import Selection
+from msprof.renderers.documents import Findings
 
 SEVERITIES = ("high", "medium", "info")
 EVIDENCE_LIMIT = 20          # evidence items per finding (the largest first); the message gives the count
-SHOWN_EVIDENCE = 5           # of those, printed under a finding in the table view
 
 
 @dataclass
@@ -422,30 +420,8 @@ def evidence_line(rule: Rule, item: dict) -> str:
     return template.format_map(fields)
 
 
-def print_findings(findings: List[dict], fmt: str = "table", label: str = "") -> None:
-    if fmt == "json":
-        import json
-
-        emit(json.dumps({"findings": findings}, indent=1, ensure_ascii=False))
-        return
-    if not findings:
-        emit(f"{one_line(label)}: no findings.")
-        return
-    from msprof.renderers.terminal import fill
-
+def findings_document(findings: List[dict], label: str = "") -> Findings:
+    """What advise prints in every format (msprof.renderers): the findings, with their evidence in words."""
     rules = {rule.id: rule for rule in RULES}
-    width = max(40, min(100, shutil.get_terminal_size((100, 24)).columns))
-    emit(f"{one_line(label)}: {len(findings)} finding(s), most important first")
-    for number, finding in enumerate(findings, 1):
-        emit("")
-        emit(f"{number}. [{finding['severity']}] {finding['id']}")
-        # (a table view for people: names from the data escaped, as show's tables)
-        emit(fill(one_line(finding["message"]), width, initial_indent="   ", subsequent_indent="   "))
-        evidence = finding["evidence"]
-        for item in evidence[:SHOWN_EVIDENCE]:
-            emit(fill(one_line(evidence_line(rules[finding["id"]], item)), width, initial_indent="   - ",
-                      subsequent_indent="     ", break_long_words=False))
-        if len(evidence) > SHOWN_EVIDENCE:
-            # (evidence stops at the EVIDENCE_LIMIT largest: the message may count more)
-            of = f" of the {len(evidence)} largest" if len(evidence) >= EVIDENCE_LIMIT else ""
-            emit(f"   - … {len(evidence) - SHOWN_EVIDENCE} more{of} (--format json lists them)")
+    evidence = [[evidence_line(rules[finding["id"]], item) for item in finding["evidence"]] for finding in findings]
+    return Findings(label, findings, evidence, EVIDENCE_LIMIT)

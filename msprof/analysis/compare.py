@@ -2,7 +2,7 @@
 
 Each side is read once into a ``Side`` (a few dictionaries of aggregates, from its facts), the two are
 matched by name into one document — the JSON ``--format json`` writes — and the table and csv views are
-drawn from that document, so every view shows the same numbers.
+drawn from that document (``comparison``, printed by msprof.renderers), so every view shows the same numbers.
 
 Numbers: µs rounded to 3 decimals, percentages too; deltas are computed from the rounded values, so a
 reader can check them by subtraction. ``None`` (JSON null, N/A in the tables) where a side has no value:
@@ -10,14 +10,13 @@ a model, op or API the other side lacks, and every op type of a side with no dev
 without devices: nothing was timed). An op type one side lacks otherwise is 0 on that side (it ran 0 times).
 Everything is matched by name (models: see ``matched_models``).
 """
-import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from msprof.analysis.facts import ApiTime, OpAverage, TypeTime
-from msprof.console import emit, log, notice
+from msprof.console import log, notice
 from msprof.errors import RegressionError
-from msprof.paths import one_line
+from msprof.renderers.documents import Comparison
 from msprof.tables import NUMBER, TEXT, Column, Table
 
 # the document's sections: key → (columns, title of the table view)
@@ -55,14 +54,6 @@ class Side:
                    {t.type: t for t in facts.op_types()} if facts.report.has_tasks else None,
                    {(o.model_name, o.name): o for o in facts.ops()},
                    {a.name: a for a in facts.apis()} if facts.has_api else None)
-
-
-def read_side(unit) -> Side:
-    """One collection's Side, read from its (imported) database (a worker process may run this)."""
-    from msprof.layouts.base import opened
-
-    with opened(unit) as report:
-        return Side.read(unit.layout.facts(report))
 
 
 def r3(value: Optional[float]) -> Optional[float]:
@@ -215,48 +206,17 @@ def check_gate(document: dict, pct: Optional[float]) -> None:
 
 
 # --- views ---------------------------------------------------------------------------------------------------
-def tables(document: dict, top: Optional[int] = DEFAULT_TOP) -> List[Table]:
-    """The four sections as tables (ops cut to the ``top`` largest changes)."""
-    out = []
+def comparison(document: dict, top: Optional[int] = DEFAULT_TOP) -> Comparison:
+    """What compare prints in every format (msprof.renderers): the document, its verdict, and its four
+    sections as tables (ops cut to the ``top`` largest changes)."""
+    out, cut = [], {}
     for key, (names, title) in SECTIONS.items():
         rows = [tuple(row[name] for name in names) for row in document[key]]
         if key == "ops" and top is not None and len(rows) > top:
             title += f", the {top} largest changes of {len(rows)}"
+            cut[key] = (top, len(rows))
             rows = rows[:top]
         columns = [Column(name, TEXT if name in _NAME_COLUMNS else NUMBER) for name in names]
         # (a model's label is wrapped, not cut: "yolov3_tin…h → yolov3_tiny_leaky" hid what tells them apart)
         out.append(Table(key, title, columns, [rows], keep=KEEP[key], cut=key != "models"))
-    return out
-
-
-def print_comparison(document: dict, fmt: str = "table", top: Optional[int] = DEFAULT_TOP,
-                     wide: bool = False) -> None:
-    """The comparison on stdout; the table view fits the terminal (as show does) unless ``wide``."""
-    import json
-
-    from msprof.renderers.terminal import TextRenderer, fill, terminal_width
-
-    from msprof.renderers import FORMATS
-
-    if fmt == "json":
-        emit(json.dumps(document, indent=1, ensure_ascii=False))
-        return
-    if fmt == "table":
-        line = one_line(verdict(document))
-        if sys.stdout.isatty() and not wide:     # (in a pipe one line, for grep)
-            line = fill(line, terminal_width(), subsequent_indent="  ", break_long_words=False)
-        emit(line)
-        emit("")
-    for table in tables(document, top):
-        if fmt == "csv":
-            if table.key == "ops" and top is not None and len(document["ops"]) > top:
-                notice(f"ops: the {top} largest changes of {len(document['ops'])} in the csv (--top 0: all)")
-            emit(f"# {table.key}")
-            emit(FORMATS["csv"]().render(table), nl=False)
-        else:
-            emit(table.title)
-            renderer = TextRenderer("simple", terminal_width(wide))
-            emit(renderer.render(table) if table.batches[0] else "(none)\n", nl=False)
-            if renderer.hidden:
-                emit(f"({renderer.hidden_note})")
-        emit("")
+    return Comparison(document, verdict(document), out, cut)

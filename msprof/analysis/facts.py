@@ -13,11 +13,9 @@ one iteration is every device task.
 """
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
-from msprof.errors import UsageError
-from msprof.layouts.base import Selection, Unit
+from msprof.contract import Selection
 
 SINGLE_OP = "single-op"
 
@@ -346,16 +344,3 @@ class Facts:
         """Streams with records skipped or bytes lost, and the import's warnings."""
         return [Loss(*row) for row in self._loss_rows()], self._warnings()
 
-
-def single_unit(path: Path, output: Optional[Path] = None) -> Unit:
-    """The one unit compare and advise analyse: ``path`` is a JOB directory, a PROF_ directory with one
-    device (or a PROF_ device directory), or a parent holding exactly one of them; several is a usage
-    error listing them (the user names one)."""
-    from msprof.layouts import find_units
-
-    units = find_units(path, output)
-    if len(units) != 1:
-        # one line, as every message (a name from the data cannot add a line)
-        listed = ", ".join(str(unit.path) for unit in units)
-        raise UsageError(f"{path} holds {len(units)} result directories; name one of them: {listed}")
-    return units[0]

@@ -1,6 +1,7 @@
-"""The input layouts, as plug-ins of the one pipeline: ``find_units(path)`` finds the result directories
-under a path (raw-format.md §1), gives each to the first layout that claims it by its content, and returns
-the units every command loops over, in path order."""
+"""The input layouts, as plug-ins of the one pipeline (each implements msprof.contract.Layout):
+``find_units(path)`` finds the result directories under a path (raw-format.md §1), gives each to the first
+layout that claims it by its content, and returns the units every command loops over, in path order;
+``targets(units)`` groups them into the sets of files the exports write."""
 import dataclasses
 import os
 from collections import Counter
@@ -9,7 +10,7 @@ from typing import List, Optional
 
 from msprof.collection import find_result_dirs
 from msprof.errors import UsageError
-from msprof.layouts.base import Layout, Unit
+from msprof.contract import Layout, Target, Unit
 from msprof.layouts.job import JobLayout
 from msprof.layouts.prof import ProfLayout
 
@@ -46,3 +47,13 @@ def _distinct(units: List[Unit], path: Path, output: Optional[Path]) -> List[Uni
     labels = Counter(unit.label for unit in units)
     return [dataclasses.replace(unit, label=os.path.relpath(unit.path, path)) if labels[unit.label] > 1 else unit
             for unit in units]
+
+
+def targets(units: List[Unit]) -> List[Target]:
+    """The output sets of ``units``, as their layouts group them, in the units' order."""
+    by_layout = {}
+    for unit in units:
+        by_layout.setdefault(id(unit.layout), (unit.layout, []))[1].append(unit)
+    made = [target for layout, mine in by_layout.values() for target in layout.targets(mine)]
+    order = {id(unit): i for i, unit in enumerate(units)}
+    return sorted(made, key=lambda target: min(order[id(unit)] for unit in target.units))

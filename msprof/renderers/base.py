@@ -1,5 +1,7 @@
-"""Renderers: one small class per output format behind this base class (the pyinstrument shape); each
-writes a report Table (msprof.tables) to a text stream, row batches as they come from SQL."""
+"""Renderers: one small class per output format behind this base class (the pyinstrument shape). Each
+format prints every document of the commands that support it: a report Table into a summary file, row
+batches as they come from SQL (``write``, ``write_many``, ``join``); show and query's ``Listing``;
+compare's ``Comparison``; advise's ``Findings`` (msprof.renderers.documents)."""
 import io
 import itertools
 import os
@@ -7,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import BinaryIO, Dict, List, Optional, TextIO, Type
 
+from msprof.renderers.documents import Comparison, Findings, Listing
 from msprof.tables import Table
 
 
@@ -24,12 +27,18 @@ class Sink:
 class Renderer:
     """Base of every format. ``extension`` names the files it writes. A file format provides ``sink``; a
     format that needs every row before it writes one (the terminal's column widths) overrides ``write``.
+    ``style`` and ``width`` are the terminal's (a tabulate style; None: every column, however wide).
 
     ``part``: None for a whole file; k for the k-th of the parts one file is written in (two processes),
     which ``join`` puts together."""
 
     name = ""
     extension = ""
+    default_top: Optional[int] = None     # rows of each table show prints without --top (None: all)
+
+    def __init__(self, style: str = "simple", width: Optional[int] = None):
+        self.style = style
+        self.width = width
 
     def sink(self, table: Table, out: TextIO, part: Optional[int] = None) -> Sink:
         raise NotImplementedError
@@ -59,11 +68,22 @@ class Renderer:
 
     def render(self, table: Table) -> str:
         """The whole table as one string (small tables; files are written with ``write``)."""
-        import io
-
         buffer = io.StringIO()
         self.write(table, buffer)
         return buffer.getvalue()
+
+    # --- the commands' documents, printed on ``out`` (msprof.renderers.documents.Stdout) -----------------
+    def listing(self, listing: Listing, out: TextIO) -> None:
+        """show and query's output, one section per result dir."""
+        raise NotImplementedError(f"{self.name} does not print show's tables")
+
+    def comparison(self, comparison: Comparison, out: TextIO) -> None:
+        """compare's output."""
+        raise NotImplementedError(f"{self.name} does not print a comparison")
+
+    def findings(self, findings: Findings, out: TextIO) -> None:
+        """advise's output."""
+        raise NotImplementedError(f"{self.name} does not print findings")
 
 
 def copy(source: BinaryIO, out: BinaryIO) -> None:

@@ -1,12 +1,17 @@
 """CSV: what Python's csv.writer writes (minimal quoting, "\\n" line ends), except that a field holding "\\r"
 is quoted too (RFC 4180). Built column by column with C-level map/join instead of csv.writer's per-field
-work: half the cost on a million-row table, where formatting floats was the largest part."""
+work: half the cost on a million-row table, where formatting floats was the largest part.
+
+Summary files; show and query's one table (``listing``); compare's tables, each under a "# key" line."""
 import itertools
+from dataclasses import replace
 from typing import List, Optional, Sequence, TextIO
 
+from msprof.console import notice
 from msprof.renderers import insql
 from msprof.renderers.base import Renderer, Sink, register
-from msprof.tables import EPOCH_US, NA, Column, Table, _Plain, signed_zeros
+from msprof.renderers.documents import Comparison, Listing, Section, View
+from msprof.tables import EPOCH_US, NA, TEXT, Column, Table, _Plain, chunks, signed_zeros
 
 
 class _CsvFields(insql.TextFormat):
@@ -55,6 +60,62 @@ class CsvRenderer(Renderer):
             for out, text in zip(outs, step):
                 if text:
                     out.write(text)
+
+    def listing(self, listing: Listing, out: TextIO) -> None:
+        """One table as one csv stream: the one --table names, or the first (said on stderr when there were
+        more). With several result dirs a ``result_dir`` column comes first; a header is repeated, after an
+        empty line, only where the columns change."""
+        state = _ListingState(listing.view, listing.several)
+        for section in listing.sections:
+            state.section(self, section, out)
+
+    def comparison(self, comparison: Comparison, out: TextIO) -> None:
+        for table in comparison.tables:
+            if table.key in comparison.cut:
+                shown, total = comparison.cut[table.key]
+                notice(f"{table.key}: the {shown} largest changes of {total} in the csv (--top 0: all)")
+            out.write(f"# {table.key}\n{self.render(table)}\n")
+
+
+class _ListingState:
+    """What the csv of a listing keeps from one section to the next."""
+
+    def __init__(self, view: View, several: bool):
+        self.view, self.several = view, several
+        self.header = None
+        self.key = None            # the table printed: the first result dir's first, for every result dir
+        self.told = False          # the notice of the tables left out, once for all result dirs
+
+    def section(self, renderer: CsvRenderer, section: Section, out: TextIO) -> None:
+        if not section.tables:
+            return
+        if self.key is None:
+            self.key = section.tables[0].key
+        others = ", ".join(t.key for t in section.tables if t.key != self.key)
+        if others and not self.told:
+            if self.view.tables:      # (several asked for: each but the first left out, said as such)
+                notice(f"csv holds one table: {self.key} printed, not {others} (one --table per csv)")
+            else:
+                notice(f"csv holds one table: {self.key} printed; --table {{{others}}} for another")
+            self.told = True
+        table = next((t for t in section.tables if t.key == self.key), None)
+        if table is None:           # (a PROF_ host without devices has no op_summary: not another table instead)
+            notice(f"{section.label}: no {self.key} table: nothing of it in the csv")
+            return
+        rows, _ = self.view.pick(table, renderer.default_top)
+        columns = [Column(c.name, c.kind) for c in table.columns]
+        total = table.total
+        if self.several:
+            columns.insert(0, Column("result_dir", TEXT, constant=section.label))
+            total = None if total is None else (section.label,) + tuple(total)
+        header = [c.name for c in columns]
+        if self.header is not None and header != self.header:
+            out.write("\n")
+        # a table under the same header continues the one before: a later part of one csv. (Written as it
+        # goes: a million rows held as one text took 210 MB.)
+        renderer.write(replace(table, columns=columns, batches=chunks(rows, 1024), total=total), out,
+                       part=1 if header == self.header else None)
+        self.header = header
 
 
 class _CsvSink(Sink):

@@ -1,7 +1,7 @@
 """Tables printed by SQLite: a renderer's text of each row made by the query that computes the row.
 
 Taking a row's values out of SQLite costs a Python object per value, and printing them one more each: most
-of the time of a million-row op_summary. For a table whose columns are SQL over a ``Source``
+of the time of a million-row op_summary. For a table whose columns are SQL over a ``RowSource``
 (msprof.tables), a renderer that can describe its fields in SQL (a ``TextFormat``: csv, json) has SQLite print
 them with ``printf()`` as each column's kind says (``Kind.printf``), so that Python receives one text per
 run of columns. Python still prints what SQL cannot: the columns a ``Running`` computes (the wait since the
@@ -16,7 +16,7 @@ import collections
 import itertools
 from typing import Deque, Iterator, List, Optional, Sequence
 
-from msprof.tables import Column, Printf, Table, tie_order, whole_groups
+from msprof.tables import Column, Printf, Table, tie_order
 
 BATCH = 1024
 # Each plan's Python printer is a function of its own name: SQLite refuses to redefine a function while a
@@ -94,16 +94,17 @@ class Plan:
         self.source = tables[0].source
         self.nested: List[List[Column]] = []      # the columns of each nested printf Python may stand in for
         self.plans = [_TablePlan(t) for t in tables]
-        self.sql = ""
+        self.select: List[str] = []        # what the one query selects from the source's rows
+        self.where = ""
         self.function = f"msprof_texts_{next(_NAMES)}"
         self.tied: Optional[int] = None     # result position of the source's order key
-        self.taps: List[tuple] = []         # (tap, result positions of its inputs)
 
     # --- building --------------------------------------------------------------------------------------
     def build(self) -> bool:
         select: List[str] = []
-        # (one query for several tables, or with taps, reads every source row; each table keeps its own)
-        shared = len(self.tables) > 1 or bool(self.source.taps)
+        # (one query for several tables, or of a source read whole, reads every source row; each table keeps
+        # its own)
+        shared = len(self.tables) > 1 or self.source.whole
         for plan in self.plans:
             table = plan.table
             if table.total is not None or table.source is not self.source:
@@ -136,11 +137,8 @@ class Plan:
                 if plan.table.ties:
                     plan.tie_inputs = list(range(len(select), len(select) + len(plan.table.ties.inputs)))
                     select += list(plan.table.ties.inputs)
-        for tap in self.source.taps:
-            self.taps.append((tap, list(range(len(select), len(select) + len(tap.inputs)))))
-            select += list(tap.inputs)
-        where = f" WHERE {self.tables[0].where}" if not shared and self.tables[0].where else ""
-        self.sql = f"SELECT {', '.join(select)} FROM ({self.source.sql}){where}"
+        self.select = select
+        self.where = self.tables[0].where if not shared else ""
         return True
 
     def _fields_sql(self, columns: List[Column]) -> Optional[str]:
@@ -266,22 +264,14 @@ class Plan:
         for table in self.tables:
             if table.running:
                 table.running.start()
-        cursor = self.source.conn.execute(self.sql, self.source.params)
-        batched = iter(lambda: cursor.fetchmany(BATCH), [])
-        if self.tied is not None:          # rows that may be reordered come in the same batch
-            batched = whole_groups(batched, self.tied)
+        batched = self.source.columns(self.select, self.where, self.tied, BATCH)
         queues: List[Deque[str]] = [collections.deque() for _ in self.plans]
 
         def step() -> bool:
-            rows = next(batched, None)
-            if not rows:       # done: the connection lets go of this plan (and what its tables hold)
+            columns = next(batched, None)
+            if columns is None:       # done: the connection lets go of this plan (and what its tables hold)
                 self.source.conn.create_function(self.function, -1, None)
-                for tap, _inputs in self.taps:
-                    tap.done = True
                 return False
-            columns = list(zip(*rows))
-            for tap, inputs in self.taps:
-                tap.feed([columns[i] for i in inputs])
             for plan, queue in zip(self.plans, queues):
                 queue.append(self._records(plan, columns))
             return True

@@ -2,7 +2,11 @@
 ``json.dumps(rows, indent=1)`` gives; numbers stay numbers, N/A stays the text "N/A" as in the csv files.
 Tables of a SQL source are printed by SQLite, each row's object one text (msprof.renderers.insql: 250k
 tasks' op_summary and task_time 4.7 -> 2.6 s); other tables' texts are made column by column, as the csv
-renderer makes them (a json.dumps call per value made a 250k-task op_summary take 12 s)."""
+renderer makes them (a json.dumps call per value made a 250k-task op_summary take 12 s).
+
+show and query print one document keyed by result dir (docs/user-guide.md "Output for scripts" pins its
+shape: table keys and column keys in snake_case, numbers as numbers, null for N/A, the total row in its own
+field), written as it goes; compare and advise print theirs whole (``json.dumps``, indent 1)."""
 import itertools
 import json
 from pathlib import Path
@@ -10,6 +14,7 @@ from typing import BinaryIO, List, Optional, Sequence, TextIO
 
 from msprof.renderers import insql
 from msprof.renderers.base import Renderer, Sink, register
+from msprof.renderers.documents import Comparison, Findings, Listing, Section, View
 from msprof.tables import EPOCH_US, NA, Column, Kind, Table, _PythonRound, signed_zeros
 
 
@@ -90,6 +95,46 @@ class JsonRenderer(Renderer):
                 super().join([path], out)
                 written = True
         out.write(b"\n]\n" if written else b"[]\n")
+
+    def listing(self, listing: Listing, out: TextIO) -> None:
+        """One document, written as it goes: a million rows never sit in memory."""
+        first = True
+        for section in listing.sections:
+            out.write("{\n" if first else ",\n")
+            first = False
+            self._section(section, listing.view, out)
+        out.write("{}\n" if first else "\n}\n")
+
+    def _section(self, section: Section, view: View, out: TextIO) -> None:
+        head = {"path": section.path, "layout": section.layout, "data_quality": section.quality}
+        out.write(f" {_dumps(section.label)}: {_dumps(head)[:-1]}, " '"tables": {')
+        for n, table in enumerate(section.tables):
+            rows, count = view.pick(table, self.default_top)
+            keys = [c.key for c in table.columns]
+            encode = [c.kind.json for c in table.columns]
+            head = {"title": table.title, "context": table.context, "columns": keys}
+            out.write(("," if n else "") + f"\n  {_dumps(table.key)}: {_dumps(head)[:-1]}, \"rows\": [")
+            for i, row in enumerate(rows):
+                out.write(("," if i else "") + "\n   " + _dumps(_record(keys, encode, row)))
+            # the total row's "-" fill the columns that have no total: left out
+            total = None if table.total is None else {k: v for k, v in _record(keys, encode, table.total).items()
+                                                      if v != "-"}
+            out.write(f"\n  ], \"row_count\": {count[0]}, \"total\": {_dumps(total)}}}")
+        out.write("\n }}")
+
+    def comparison(self, comparison: Comparison, out: TextIO) -> None:
+        out.write(json.dumps(comparison.document, indent=1, ensure_ascii=False) + "\n")
+
+    def findings(self, findings: Findings, out: TextIO) -> None:
+        out.write(json.dumps({"findings": findings.findings}, indent=1, ensure_ascii=False) + "\n")
+
+
+def _record(keys: List[str], encode, row) -> dict:
+    return {k: (None if v is None else e(v)) for k, e, v in zip(keys, encode, row)}
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 class _JsonSink(Sink):

@@ -1,4 +1,5 @@
-"""Terminal tables (tabulate), for ``show`` and ``query``: the rows as the csv files print them.
+"""The terminal's format ("table"): show and query's tables (tabulate; the rows as the csv files print them),
+compare's verdict and tables, advise's findings in short paragraphs.
 
 Given a ``width`` (the terminal's), a table is made to fit it: long names lose their middle ("Default/net…
 /Conv2D-op12"; a table of messages says ``cut=False``), then columns are left out — first those the table
@@ -10,15 +11,20 @@ Memory stays flat however long the table: the widths come from a first pass over
 texts in a temporary file beyond HELD_ROWS; the second draws them a chunk at a time (``_draw_chunked``).
 """
 import json
+import shutil
+import sys
 import tempfile
-from typing import IO, Iterator, List, Optional, TextIO
+from dataclasses import replace
+from typing import IO, Iterable, Iterator, List, Optional, TextIO
 
 from msprof.paths import one_line
 from msprof.renderers.base import Renderer, register
 from msprof.renderers.csvfile import column_texts
-from msprof.tables import Table, chunks
+from msprof.renderers.documents import DEFAULT_TOP, Comparison, Findings, Listing, View
+from msprof.tables import Column, Table, chunks
 
 LONGEST_CELL = 32       # characters of a text cell when the table has to fit a width
+SHOWN_EVIDENCE = 5      # evidence lines printed under a finding of advise
 # Rows held in memory to size the columns; a longer table (show --top 0 of a million tasks: 2 GB drawn whole)
 # goes to a temporary file, and is drawn a chunk at a time in its columns' widths.
 HELD_ROWS = 20_000
@@ -27,8 +33,6 @@ CHUNK_ROWS = 4096
 
 def terminal_width(wide: bool = False) -> Optional[int]:
     """The width tables are fitted to: the terminal's (COLUMNS, else 80), or None for every column (--wide)."""
-    import shutil
-
     return None if wide else shutil.get_terminal_size((80, 24)).columns
 
 
@@ -42,12 +46,12 @@ def fill(text: str, width: int, **options) -> str:
 
 @register
 class TextRenderer(Renderer):
-    name = "text"
+    name = "table"
     extension = ".txt"
+    default_top = DEFAULT_TOP
 
     def __init__(self, style: str = "simple", width: Optional[int] = None):
-        self.style = style
-        self.width = width
+        super().__init__(style, width)
         self.hidden: List[str] = []
 
     @property
@@ -100,6 +104,71 @@ class TextRenderer(Renderer):
                                maxcolwidths=wrap) + "\n")
             return spool.rows
 
+    # --- documents ---------------------------------------------------------------------------------------
+    def listing(self, listing: Listing, out: TextIO) -> None:
+        """Each result dir under a heading, each table under its title, its rows fitted to the width; a line
+        under a table says what was left out (rows beyond the top, columns beyond the width)."""
+        view = listing.view
+        for section in listing.sections:
+            if not section.tables:       # (--table naming none of its tables: it said so on stderr)
+                continue
+            out.write(f"== {one_line(section.label)} ({section.layout}) ==\n")
+            for table in section.tables:
+                self._shown(table, view, out)
+            out.write("\n")
+
+    def _shown(self, table: Table, view: View, out: TextIO) -> None:
+        rows, count = view.pick(table, self.default_top)
+        renderer = TextRenderer(self.style, self.width)
+        out.write(f"\n{one_line(table.title)}\n")
+        # (drawn as the rows come: a million of them are spooled, not held)
+        drawn = renderer.write(_with_rows(table, rows, view.sort), out)
+        if not drawn:
+            out.write(f"(no rows{_recorded_for(table.context)})\n")
+            return
+        notes = []
+        if count[0] > drawn:
+            by = view.ranked_by(table)
+            notes.append(f"{drawn} of {count[0]} rows" + (f" by {by}" if by else "") + ": --top N")
+        if renderer.hidden:
+            notes.append(renderer.hidden_note)
+        if notes:
+            out.write(f"({'; '.join(notes)})\n")
+
+    def comparison(self, comparison: Comparison, out: TextIO) -> None:
+        """The verdict first (one line in a pipe, for grep), then each table under its title."""
+        line = one_line(comparison.verdict)
+        if sys.stdout.isatty() and self.width is not None:
+            line = fill(line, self.width, subsequent_indent="  ", break_long_words=False)
+        out.write(f"{line}\n\n")
+        for table in comparison.tables:
+            out.write(f"{table.title}\n")
+            renderer = TextRenderer(self.style, self.width)
+            out.write(renderer.render(table) if table.batches[0] else "(none)\n")
+            if renderer.hidden:
+                out.write(f"({renderer.hidden_note})\n")
+            out.write("\n")
+
+    def findings(self, findings: Findings, out: TextIO) -> None:
+        """The findings, most important first, each a short paragraph and a few lines of its evidence; names
+        from the data escaped, as in show's tables."""
+        label = one_line(findings.label)
+        if not findings.findings:
+            out.write(f"{label}: no findings.\n")
+            return
+        width = max(40, min(100, shutil.get_terminal_size((100, 24)).columns))
+        out.write(f"{label}: {len(findings.findings)} finding(s), most important first\n")
+        for number, (finding, evidence) in enumerate(zip(findings.findings, findings.evidence), 1):
+            out.write(f"\n{number}. [{finding['severity']}] {finding['id']}\n")
+            out.write(fill(one_line(finding["message"]), width, initial_indent="   ", subsequent_indent="   ") + "\n")
+            for line in evidence[:SHOWN_EVIDENCE]:
+                out.write(fill(one_line(line), width, initial_indent="   - ", subsequent_indent="     ",
+                               break_long_words=False) + "\n")
+            if len(evidence) > SHOWN_EVIDENCE:
+                # (evidence stops at the ``limit`` largest: the message may count more)
+                of = f" of the {len(evidence)} largest" if len(evidence) >= findings.limit else ""
+                out.write(f"   - … {len(evidence) - SHOWN_EVIDENCE} more{of} (--format json lists them)\n")
+
     def _wrapped(self, widths: List[int]) -> List[Optional[int]]:
         """Column widths that make the table fit by wrapping its widest column (messages, long names)."""
         widest = widths.index(max(widths))
@@ -117,6 +186,25 @@ class TextRenderer(Renderer):
         drawn = tabulate([["x" * w for w in widths]], headers=["h" * w for w in widths], tablefmt=self.style,
                          disable_numparse=True)
         return max(len(line) for line in drawn.splitlines())
+
+
+def _with_rows(table: Table, rows: Iterable[tuple], sort: Optional[str] = None) -> Table:
+    """The table of these rows (complete: the columns no longer hold constants). A column the user sorted by
+    is kept on a narrow terminal, right after the most important one: rows ranked by a hidden value would
+    look unordered."""
+    keep = list(table.keep)
+    index = table.column_index(sort)
+    if index is not None:
+        name = table.columns[index].name
+        keep = keep[:1] + [name] + [k for k in keep[1:] if k != name]
+    return replace(table, columns=[Column(c.name, c.kind) for c in table.columns], batches=chunks(iter(rows), 1024),
+                   keep=keep)
+
+
+def _recorded_for(context: dict) -> str:
+    ids = [f"{name} {context[key]}" for key, name in (("model_id", "model"), ("iteration_id", "iteration"))
+           if context.get(key) is not None]
+    return f": nothing recorded for {', '.join(ids)}" if ids else ""
 
 
 def _least_important_first(table: Table) -> List[int]:

@@ -4,9 +4,13 @@ from pathlib import Path
 from typing import List, Optional
 
 from msprof.console import notice
+from msprof.contract import Database, Layout, Selection, SummaryFile, Unit
+from msprof.layouts.base import COLLECTION_KEEP, id_ranges, out_dir
+from msprof.layouts.job.facts import JobFacts
+from msprof.layouts.job.report import JobReport
+from msprof.layouts.job.trace import timelines as job_timelines
 from msprof.paths import safe_name
-from msprof.layouts.base import COLLECTION_KEEP, Database, Layout, Selection, Unit, out_dir
-from msprof.summary import SummaryFile
+from msprof.tables import INT, TEXT, Column, Table
 
 
 class JobLayout(Layout):
@@ -23,9 +27,7 @@ class JobLayout(Layout):
                 Database(self.name, "main", path, out / "sqlite" / "msprof.db", functools.partial(_import, path))]))
         return units
 
-    def report(self, unit: Unit):
-        from msprof.layouts.job.report import JobReport
-
+    def report(self, unit: Unit) -> JobReport:
         return JobReport(unit)
 
     # --- what export summary writes (outputs.md §3) ------------------------------------------------------
@@ -41,21 +43,20 @@ class JobLayout(Layout):
             counts = dict(report.conn.execute("SELECT model_id || ':' || index_id, count(*) FROM task"
                                               " WHERE model_id IS NOT NULL GROUP BY model_id, index_id"))
             for it in iterations:
-                files.append(SummaryFile(_op_summary_name(report, it), "op_summary", (it,),
+                files.append(SummaryFile(_op_summary_name(report, it), JobReport.op_summary, (it,),
                                          counts.get(f"{it.model_id}:{it.index_id}", 0)))
             for model_id in dict.fromkeys(it.model_id for it in iterations):
                 last = [it for it in iterations if it.model_id == model_id][-1]
                 name = (f"op_statistic_{safe_name(report.device_id)}_{last.model_id}_{last.index_id * last.batch_num}"
                         f"_{last.index_id}")
-                files.append(SummaryFile(name, "op_statistic", (model_id, selection.iteration_id),
+                files.append(SummaryFile(name, JobReport.op_statistic, (model_id, selection.iteration_id),
                                          sum(counts.values())))          # a scan of the model's tasks
         if report.has_acl:
-            files.append(SummaryFile(_acl_statistic_name(report, iterations), "acl_statistic", (),
+            files.append(SummaryFile(_acl_statistic_name(report, iterations), JobReport.acl_statistic, (),
                                      report.count("acl_api")))
         else:
             notice(f"{label}: no ACL API data: acl_statistic skipped")
         return files
-
 
     # --- show and query (outputs.md §4) ---------------------------------------------------------------------
     def show_tables(self, report, selection: Selection) -> list:
@@ -80,9 +81,6 @@ class JobLayout(Layout):
         return tables
 
     def query_tables(self, report) -> list:
-        from msprof.show import id_ranges
-        from msprof.tables import INT, TEXT, Column, Table
-
         rows = []
         for model in report.models() or [{"model_id": None, "model_name": None}]:
             ids = ([it.index_id for it in report.iterations(Selection(model["model_id"]))]
@@ -97,15 +95,10 @@ class JobLayout(Layout):
                                                " GROUP BY kind ORDER BY kind"))])
         return [collection, data]
 
-    def timelines(self, report, selection: Selection):
-        from msprof.layouts.job.trace import timelines
+    def timelines(self, report, selection: Selection) -> list:
+        return job_timelines(report, selection)
 
-        return timelines(report, selection)
-
-    def facts(self, report, idle: bool = False):
-        """What compare and advise read (msprof.analysis.facts)."""
-        from msprof.layouts.job.facts import JobFacts
-
+    def facts(self, report, idle: bool = False) -> JobFacts:
         return JobFacts(report, idle)
 
 

@@ -5,7 +5,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 from msprof.analysis.facts import Facts, Layer, LayerIteration
 from msprof.decode.acl import API_TYPES
 from msprof.decode.hwts import TASK_TYPES
-from msprof.layouts.base import Selection
+from msprof.contract import Selection
 
 AA_CPU = next(k for k, v in TASK_TYPES.items() if v == "AA_CPU")
 

@@ -5,7 +5,7 @@ from typing import List, Optional
 
 from msprof.decode.acl import API_TYPES
 from msprof.decode.hwts import TASK_TYPES
-from msprof.layouts.base import Iteration, Report, Selection
+from msprof.contract import Iteration, Report, Selection
 from msprof.metrics import MetricSet
 from msprof.tables import INT, NUMBER, Column, Table, batches
 

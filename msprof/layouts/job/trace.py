@@ -14,10 +14,11 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from msprof.console import log, notice
 from msprof.decode.acl import api_type_name
 from msprof.decode.hwts import TASK_TYPES
-from msprof.layouts.base import Selection
+from msprof.contract import Selection
 from msprof.paths import safe_name
-from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number,
-                          jstr, other_data, sorted_query, us_formats, us_text)
+from msprof.contract import EventSource, Timeline
+from msprof.events import (FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, JsonNames, batches, device_number, jstr,
+                           other_data, sorted_query, us_formats, us_text)
 
 # ACL calls that start a model execution (a HostToDevice flow links each to its iteration).
 EXECUTE_APIS = ("svp_acl_mdl_execute", "aclmdlExecute")
@@ -105,11 +106,11 @@ class _TaskSources:
     def __init__(self, model: Optional[dict], iteration_id: Optional[int]):
         self.model, self.iteration_id = model, iteration_id
 
-    def __call__(self, report) -> List[Source]:
-        return [TaskSource(report, self.model, self.iteration_id)]
+    def __call__(self, report) -> List[EventSource]:
+        return [JobTaskSource(report, self.model, self.iteration_id)]
 
 
-class TaskSource(Source):
+class JobTaskSource(EventSource):
     """The tasks of one model (or of none), with the execute call and HostToDevice flow of each iteration."""
 
     noun, owner = "task", "stream (corrupt data)"
@@ -164,11 +165,13 @@ class TaskSource(Source):
                 names.setdefault((layer_id, stream_id, task_id), jstr(name))
         return names
 
-    def write(self, rows: list, writer, lanes) -> None:
+    def write(self, rows: list, out, lanes) -> Optional[list]:
         layer_names, type_names, pending = self.layer_names, self.type_names, self.pending
-        place, limit, fmt, pid = lanes.place, writer.limit, _X_TASK, self.pid
-        out: List[str] = []
-        count, threads = writer.count, writer.threads
+        place, room, fmt, pid = lanes.place, out.room, _X_TASK, self.pid
+        threads = out.threads
+        events: List[str] = []
+        count = 0
+        rows = iter(rows)
         for stream, task_id, task_type, index_id, layer_id, start, end in rows:
             if end < start:
                 self.backwards += 1
@@ -176,57 +179,60 @@ class TaskSource(Source):
             type_name = type_names.get(task_type)
             if type_name is None:
                 type_name = type_names[task_type] = jstr(TASK_TYPES.get(task_type, str(task_type)))
-            lane = place(stream, stream, "Stream", stream * 256, start, end)
             while self.next_link is not None and self.next_link[2] <= start:
                 pending[self.next_link[1]] = self.next_link
                 self.next_link = next(self.links, None)
-            link = pending.pop(index_id, None) if pending else None
-            if link is not None or count >= limit:
-                writer.write("".join(out))
-                out = []
-                writer.count = count
-                if link is not None:
-                    self._flow(writer, lanes, link, start)
-                    self.flows += 1
-                else:
-                    writer.reserve(1)
-                count, threads = writer.count, writer.threads
+            link = pending.get(index_id) if pending else None
+            if link is not None:
+                # the first task of an iteration its execute call starts is a group of four events (the call, the
+                # flow's start, the task, the flow's end) that go in one file: the events before it go in first,
+                # and the file then has room for the group, or is empty and takes it anyway, or is done
+                out.add("".join(events), count)
+                events, count, room = [], 0, out.room
+                if room < 4 and not out.empty:
+                    return [(stream, task_id, task_type, index_id, layer_id, start, end), *rows]
+            elif count >= room:         # (the row as it came, and those after it: for the next file)
+                out.add("".join(events), count)
+                return [(stream, task_id, task_type, index_id, layer_id, start, end), *rows]
+            lane = place(stream, stream, "Stream", stream * 256, start, end)
+            if link is not None:
+                del pending[index_id]
+                events += self._flow(out, lanes, link)
+                count += 2
+                self.flows += 1
             if len(pending) > 64:         # iterations that ended without a timed task
                 for key in [k for k, v in pending.items() if v[3] < start]:
                     del pending[key]
             tid = lane.tid
             if (pid, tid) not in threads:
-                writer.use(pid, tid, TASK_PROCESS, lane)
+                out.use(pid, tid, TASK_PROCESS, lane)
             name = layer_names.get((layer_id, stream, task_id)) or type_name
-            layer = NA if layer_id is None else layer_id
-            iteration = NA if index_id is None else index_id
+            layer = NA_JSON if layer_id is None else layer_id
+            iteration = NA_JSON if index_id is None else index_id
             if start >= 0:
                 d = end - start
-                out.append(fmt % (pid, tid, start // 1000, start % 1000, d // 1000, d % 1000, name, type_name, stream,
-                                  task_id, layer, iteration))
+                events.append(fmt % (pid, tid, start // 1000, start % 1000, d // 1000, d % 1000, name, type_name,
+                                     stream, task_id, layer, iteration))
             else:
-                out.append(_X_TASK_ANY % (pid, tid, us_text(start), us_text(end - start), name, type_name, stream,
-                                          task_id, layer, iteration))
+                events.append(_X_TASK_ANY % (pid, tid, us_text(start), us_text(end - start), name, type_name, stream,
+                                             task_id, layer, iteration))
             count += 1
             if link is not None:
-                out.append(_FLOW_F % (FLOW_CATEGORY, FLOW_CATEGORY, link[4], pid, tid, us_text(start)))
+                events.append(_FLOW_F % (FLOW_CATEGORY, FLOW_CATEGORY, link[4], pid, tid, us_text(start)))
                 count += 1
-        writer.write("".join(out))
-        writer.count = count
+        out.add("".join(events), count)
+        return None
 
-    def _flow(self, writer, lanes, link: tuple, task_start: int) -> None:
+    def _flow(self, out, lanes, link: tuple) -> List[str]:
         """The execute call (X) and the flow start; the task X and flow end follow (one group: 4 events)."""
-        writer.reserve(4)
         _model, index_id, it_start, _it_end, flow_id, call = link
         _seq, call_pid, call_tid, api_type, name, c_start, c_end = call
         lane = lanes.place(("acl", call_pid, call_tid), call_tid, "Thread", call_tid, c_start, c_end)
-        writer.use(call_pid, lane.tid, ACL_PROCESS, lane)
-        write = writer.write
-        write(_X_CALL % (call_pid, lane.tid, us_text(c_start), us_text(c_end - c_start), jstr(name),
-                         jstr(api_type_name(api_type)), call_pid, call_tid, index_id))
+        out.use(call_pid, lane.tid, ACL_PROCESS, lane)
         s_ts = min(max(it_start, c_start), c_end)
-        write(_FLOW_S % (FLOW_CATEGORY, FLOW_CATEGORY, flow_id, call_pid, lane.tid, us_text(s_ts)))
-        writer.count += 2
+        return [_X_CALL % (call_pid, lane.tid, us_text(c_start), us_text(c_end - c_start), jstr(name),
+                           jstr(api_type_name(api_type)), call_pid, call_tid, index_id),
+                _FLOW_S % (FLOW_CATEGORY, FLOW_CATEGORY, flow_id, call_pid, lane.tid, us_text(s_ts))]
 
     def _links(self) -> Iterator[tuple]:
         """(model_id, index_id, it_start, it_end, flow_id, call) for each iteration of this file that lies
@@ -270,7 +276,7 @@ class TaskSource(Source):
         log.info("%s: %d HostToDevice flow(s)", base, self.flows)
 
 
-class AclSource(Source):
+class AclSource(EventSource):
     """Every ACL call of the collection (process "AscendCL" per pid, thread per tid)."""
 
     noun, owner = "ACL call", "thread"
@@ -291,40 +297,39 @@ class AclSource(Source):
     def start(self, row) -> int:
         return row[4]
 
-    def write(self, rows: list, writer, lanes) -> None:
+    def write(self, rows: list, out, lanes) -> Optional[list]:
         names, modes = self.names, self.modes
-        place, limit, fmt = lanes.place, writer.limit, _X_ACL
-        out: List[str] = []
-        count, threads = writer.count, writer.threads
+        place, room, fmt = lanes.place, out.room, _X_ACL
+        threads = out.threads
+        events: List[str] = []
+        count = 0
+        rows = iter(rows)
         for pid, tid, api_type, name, start, end in rows:
             if end < start:
                 self.backwards += 1
                 continue
+            if count >= room:           # (the row as it came, and those after it: for the next file)
+                out.add("".join(events), count)
+                return [(pid, tid, api_type, name, start, end), *rows]
             jname = names[name]
             mode = modes.get(api_type)
             if mode is None:
                 mode = modes[api_type] = jstr(api_type_name(api_type))
             lane = place((pid, tid), tid, "Thread", tid, start, end)
-            if count >= limit:
-                writer.write("".join(out))
-                out = []
-                writer.count = count
-                writer.reserve(1)
-                count, threads = writer.count, writer.threads
             lane_tid = lane.tid
             if (pid, lane_tid) not in threads:
-                writer.use(pid, lane_tid, ACL_PROCESS, lane)
+                out.use(pid, lane_tid, ACL_PROCESS, lane)
             if start >= 0:
                 d = end - start
-                out.append(fmt % (pid, lane_tid, start // 1000, start % 1000, d // 1000, d % 1000, jname, mode, pid,
-                                  tid))
+                events.append(fmt % (pid, lane_tid, start // 1000, start % 1000, d // 1000, d % 1000, jname, mode,
+                                     pid, tid))
             else:
-                out.append(_X_ACL_ANY % (pid, lane_tid, us_text(start), us_text(end - start), jname, mode, pid, tid))
+                events.append(_X_ACL_ANY % (pid, lane_tid, us_text(start), us_text(end - start), jname, mode, pid,
+                                            tid))
             count += 1
-        writer.write("".join(out))
-        writer.count = count
+        out.add("".join(events), count)
+        return None
 
 
-
-def _acl_sources(report) -> List[Source]:
+def _acl_sources(report) -> List[EventSource]:
     return [AclSource(report)]

@@ -9,15 +9,22 @@ from typing import Dict, List, Optional
 
 from msprof.collection import LINK_NOT_FOLLOWED
 from msprof.console import log, notice
+from msprof.contract import Database, Layout, Selection, SummaryFile, Unit
 from msprof.errors import DataError
-from msprof.layouts.base import COLLECTION_KEEP, Database, Layout, Selection, Unit, out_dir
-from msprof.summary import SummaryFile
+from msprof.layouts.base import COLLECTION_KEEP, id_ranges, out_dir
+from msprof.layouts.prof.facts import ProfFacts
+from msprof.layouts.prof.report import ProfReport
+from msprof.layouts.prof.trace import timelines as prof_timelines
+from msprof.tables import INT, TEXT, Column, Table
 from msprof.workers import Later, several_cores
 
 _DEVICE = re.compile(r"^device_(\d+)$")
 # chips whose api_event the reference does not parse (its ApiEventParser is registered for the others): no
 # api_statistic there, as from the reference (msprof still reads the calls: they name the ops)
 API_STATISTIC_NOT_WRITTEN = ("9",)
+# From this many tasks show has a worker process make op_statistic (a GROUP BY over every task) while it picks
+# the op_summary rows to print.
+SHOW_PARALLEL_MIN_TASKS = 100_000
 
 
 def has_info_json(directory: Path) -> bool:
@@ -120,26 +127,13 @@ class ProfLayout(Layout):
                                   ([host_db] if host_db else []) + [own]))
         return units
 
-    def report(self, unit: Unit):
-        from msprof.layouts.prof.report import ProfReport
-
+    def report(self, unit: Unit) -> ProfReport:
         return ProfReport(unit)
 
-    def show_tables(self, report, selection: Selection) -> list:
-        return show_tables(report, selection)
-
-    def query_tables(self, report) -> list:
-        return query_tables(report)
-
     def timelines(self, report, selection: Selection) -> list:
-        from msprof.layouts.prof.trace import timelines
+        return prof_timelines(report, selection)
 
-        return timelines(report, selection)
-
-    def facts(self, report, idle: bool = False):
-        """What compare and advise read (msprof.analysis.facts)."""
-        from msprof.layouts.prof.facts import ProfFacts
-
+    def facts(self, report, idle: bool = False) -> ProfFacts:
         return ProfFacts(report, idle)
 
     # --- what export summary writes (docs/prof.md) -----------------------------------------------------------
@@ -155,12 +149,14 @@ class ProfLayout(Layout):
             # 1-2, measured): two processes then finish together; the parts even out the end
             if selection.everything:
                 # op_statistic from the sums op_summary's pass gathers (its own query joins every task again)
-                files.append(SummaryFile("op_summary", "op_summary_and_task_time", (), tasks * 12, parts=8,
+                files.append(SummaryFile("op_summary", ProfReport.op_summary_and_task_time, (), tasks * 12, parts=8,
                                          also=("task_time",)))
-                files.append(SummaryFile("op_statistic", "op_statistic", (selection,), 1, after="op_summary"))
+                files.append(SummaryFile("op_statistic", ProfReport.op_statistic, (selection,), 1, after="op_summary"))
             else:
-                files.append(SummaryFile("op_summary" + suffix, "op_summary", (selection,), tasks * 10, parts=8))
-                files.append(SummaryFile("op_statistic" + suffix, "op_statistic", (selection,), tasks * 3 // 2))
+                files.append(SummaryFile("op_summary" + suffix, ProfReport.op_summary, (selection,), tasks * 10,
+                                         parts=8))
+                files.append(SummaryFile("op_statistic" + suffix, ProfReport.op_statistic, (selection,),
+                                         tasks * 3 // 2))
         else:
             notice(f"{label}: no device task data: op_summary, op_statistic and task_time skipped")
         if not report.has_api:
@@ -170,7 +166,7 @@ class ProfLayout(Layout):
                    "parse api_event there")
         elif selection.everything:
             # (its cost: the groups the import counted, read twice)
-            files.append(SummaryFile("api_statistic", "api_statistic", (),
+            files.append(SummaryFile("api_statistic", ProfReport.api_statistic, (),
                                      report.conn.execute("SELECT count(*) FROM host.api_duration").fetchone()[0]))
         if not selection.everything:
             # (an api_statistic named for the selection held every call of the run, as task_time would)
@@ -183,66 +179,59 @@ class ProfLayout(Layout):
         return files
 
 
+    # --- show and query (outputs.md §4) ---------------------------------------------------------------------
+    def show_tables(self, report, selection: Selection) -> list:
+        report.check(selection)
+        tables = []
+        if report.has_tasks:
+            context = {"device_id": report.device_number, "model_id": selection.model_id,
+                       "iteration_id": selection.iteration_id}
+            later = None
+            if report.count("task") >= SHOW_PARALLEL_MIN_TASKS and several_cores():
+                later = Later(report, ProfReport.op_statistic_rows, (selection,))       # (started by show: api.show)
+            statistic = dataclasses.replace(
+                report.op_statistic(selection, later), title=f"Op statistic (device {report.device_id})",
+                context=context, sort="Total Time(us)",
+                keep=("OP Type", "Total Time(us)", "Ratio(%)", "Count", "Avg Time(us)", "Core Type", "Max Time(us)",
+                      "Min Time(us)"))
+            # the task columns of op_summary: its PMU columns belong in the summary files
+            summary = dataclasses.replace(
+                report.op_summary(selection, pmu=False).select(0, 12), title=f"Op summary (device {report.device_id})",
+                context=context, sort="Task Duration(us)",
+                keep=("Op Name", "Task Duration(us)", "OP Type", "Task Wait Time(us)", "Task Type",
+                      "Task Start Time(us)", "Stream ID", "Task ID"))
+            tables += [summary, statistic]
+        else:
+            notice(f"{report.unit.label}: no device task data: op tables skipped")
+        if report.has_api:
+            tables.append(dataclasses.replace(
+                report.api_statistic(), title="API statistic (host)", sort="Time(us)",
+                keep=("API Name", "Time(us)", "Count", "Avg(us)", "Level", "Max(us)", "Min(us)")))
+        return tables
+
+    def query_tables(self, report) -> list:
+        rows = []
+        ran = report.device_models()
+        models = [m for m in report.models() if ran is None or m["model_id"] in ran]
+        for m in models or [{"model_id": None, "model_name": None, "iterations": 0}]:
+            ids = list(range(1, (m["iterations"] or 0) + 1))
+            rows.append((report.device_number, report.platform, m["model_id"], m["model_name"], m["iterations"],
+                         id_ranges(ids)))
+        collection = Table("collection", "Collection", [Column("Device", INT)] + [
+            Column(n) for n in ("Platform", "Model Id", "Model Name", "Iterations", "Iteration Ids")], [rows],
+            keep=COLLECTION_KEEP)
+        data = []
+        for schema in ("host", "main"):
+            directory = "host" if schema == "host" else report.unit.path.name
+            data += [(directory, kind, records, lost) for kind, records, lost in report.conn.execute(
+                f"SELECT kind, sum(records), sum(head_lost + tail_lost) FROM {schema}.decode_count"
+                " GROUP BY kind ORDER BY kind")]
+        table = Table("data", "Data", [Column("Directory"), Column("Data", TEXT), Column("Records", INT),
+                                       Column("Bytes lost", INT)], [data])
+        return [collection, table]
+
+
 def _import(path: Path, role: str, target: Path, spare_cores: bool = True) -> Path:
     from msprof.layouts.prof.importer import import_result_dir
 
     return import_result_dir(path, role, target, spare_cores and several_cores())
-
-
-# From this many tasks show has a worker process make op_statistic (a GROUP BY over every task: 2.3 s of a 1M-task
-# show) while it picks the op_summary rows to print (4 s).
-SHOW_PARALLEL_MIN_TASKS = 100_000
-
-
-def show_tables(report, selection: Selection) -> list:
-    report.check(selection)
-    tables = []
-    if report.has_tasks:
-        context = {"device_id": report.device_number, "model_id": selection.model_id,
-                   "iteration_id": selection.iteration_id}
-        later = None
-        if report.count("task") >= SHOW_PARALLEL_MIN_TASKS and several_cores():
-            later = Later(report, "op_statistic_rows", (selection,))       # (started by show: api.show)
-        statistic = dataclasses.replace(report.op_statistic(selection, later),
-                                        title=f"Op statistic (device {report.device_id})",
-                            context=context, sort="Total Time(us)",
-                            keep=("OP Type", "Total Time(us)", "Ratio(%)", "Count", "Avg Time(us)", "Core Type",
-                                  "Max Time(us)", "Min Time(us)"))
-        # the task columns of op_summary: its PMU columns belong in the summary files
-        summary = dataclasses.replace(report.op_summary(selection, pmu=False).select(0, 12),
-                                      title=f"Op summary (device {report.device_id})",
-                          context=context, sort="Task Duration(us)",
-                          keep=("Op Name", "Task Duration(us)", "OP Type", "Task Wait Time(us)", "Task Type",
-                                "Task Start Time(us)", "Stream ID", "Task ID"))
-        tables += [summary, statistic]
-    else:
-        notice(f"{report.unit.label}: no device task data: op tables skipped")
-    if report.has_api:
-        tables.append(dataclasses.replace(report.api_statistic(), title="API statistic (host)", sort="Time(us)",
-                              keep=("API Name", "Time(us)", "Count", "Avg(us)", "Level", "Max(us)", "Min(us)")))
-    return tables
-
-
-def query_tables(report) -> list:
-    from msprof.show import id_ranges
-    from msprof.tables import INT, TEXT, Column, Table
-
-    rows = []
-    ran = report.device_models()
-    models = [m for m in report.models() if ran is None or m["model_id"] in ran]
-    for m in models or [{"model_id": None, "model_name": None, "iterations": 0}]:
-        ids = list(range(1, (m["iterations"] or 0) + 1))
-        rows.append((report.device_number, report.platform, m["model_id"], m["model_name"], m["iterations"],
-                     id_ranges(ids)))
-    collection = Table("collection", "Collection", [Column("Device", INT)] + [
-        Column(n) for n in ("Platform", "Model Id", "Model Name", "Iterations", "Iteration Ids")], [rows],
-        keep=COLLECTION_KEEP)
-    data = []
-    for schema in ("host", "main"):
-        directory = "host" if schema == "host" else report.unit.path.name
-        data += [(directory, kind, records, lost) for kind, records, lost in report.conn.execute(
-            f"SELECT kind, sum(records), sum(head_lost + tail_lost) FROM {schema}.decode_count"
-            " GROUP BY kind ORDER BY kind")]
-    table = Table("data", "Data", [Column("Directory"), Column("Data", TEXT), Column("Records", INT),
-                                   Column("Bytes lost", INT)], [data])
-    return [collection, table]

@@ -9,7 +9,7 @@ iteration is every device task.
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
-from msprof.layouts.base import Selection
+from msprof.contract import Selection
 from msprof.layouts.prof.report import HWTS_TASK_TYPES, NOT_IN_OP_SUMMARY, STARTED
 
 _SKIP = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)

@@ -357,7 +357,7 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
         total = 0
     if total < SPLIT_TRACK_BYTES or not several_cores():
         return _resolve(conn, tracks, lookups, _Share(), notices, counts)
-    from msprof.workers import process_pool
+    from msprof.workers import Pool
 
     (source,) = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
     store.commit(conn)                    # what the worker reads: the calls and node infos, indexed
@@ -365,7 +365,7 @@ def _load_launches(conn, tracks: list, lookups: tuple, notices: Notices, counts:
     directory = Path(source).parent
     parts = [temporary(directory, "msprof.launch.db") for _ in range(2)]
     try:
-        with process_pool(1) as pool:
+        with Pool(1) as pool:
             later = pool.submit(_resolve_part, source, str(parts[1]), tracks, lookups, total // 2, attached)
             part = _part_connection(parts[0], source, attached)
             try:

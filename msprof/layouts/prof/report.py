@@ -18,13 +18,13 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from msprof import store
 from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
-from msprof.layouts.base import Iteration, Report, Selection
+from msprof.contract import Iteration, Report, Selection
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.schema import HOST
 from msprof.layouts.prof.tensors import COLUMNS as TENSOR_COLUMNS
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, event_items, py_round_sql
-from msprof.tables import (EPOCH_US, INT, NA, NUMBER, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, Source, Table, Tap,
-                           Ties, part_cut)
+from msprof.tables import (EPOCH_US, INT, NA, NUMBER, ROUND3, SQLITE_ROUND3, TEXT, Column, RowSource, Running, Table,
+                           Tap, Ties, part_cut)
 
 # From this driver version on, the reference keys host and device tasks by batch id too ("all data export"),
 # except on these chips (its ChipManager's blacklist)
@@ -292,7 +292,7 @@ class ProfReport(Report):
         return self._summary_tables(selection, part, pmu)[0]
 
     def op_summary_and_task_time(self, part: Optional[Tuple[int, int]] = None) -> List[Table]:
-        """op_summary (everything) and task_time, of one Source: task_time has every timed task, op_summary
+        """op_summary (everything) and task_time, of one RowSource: task_time has every timed task, op_summary
         those it includes, both in start order. csv prints both in one pass over the tasks (a second would
         cost their host joins again); a renderer of values reads each table's own query. The same pass
         gathers op_statistic's sums per op (``_OpTotals``: op_statistic's ``gathered``)."""
@@ -300,7 +300,7 @@ class ProfReport(Report):
 
     def _summary_tables(self, selection: Selection, part: Optional[Tuple[int, int]], pmu: bool,
                         task_time: bool = False) -> List[Table]:
-        """op_summary (and task_time, with op_statistic's sums gathered) over one Source: the timed tasks in
+        """op_summary (and task_time, with op_statistic's sums gathered) over one RowSource: the timed tasks in
         start order with their launch and op, their times as the reference computes them (``start_ns``,
         ``dur``, epoch ns ``e_start``/``e_stop``) and, with ``pmu``, their PMU record and metrics
         (msprof.metrics.AscendMetrics)."""
@@ -325,7 +325,7 @@ class ProfReport(Report):
         tasks = self._tasks(fields, metrics is not None, span, inner=metrics.inner("p.") if metrics else (),
                             selected=not selection.everything, counters=metrics.counters() if metrics else None,
                             within=selection)
-        source = Source(self.conn, f"SELECT *, {', '.join(derived)} FROM ({tasks}) LIMIT -1 OFFSET 0", args,
+        source = RowSource(self.conn, f"SELECT *, {', '.join(derived)} FROM ({tasks}) LIMIT -1 OFFSET 0", args,
                         order="start_syscnt", taps=[_OpTotals()] if task_time else [])
 
         ops = "SELECT {} FROM host.op"

@@ -13,14 +13,16 @@ Times are µs relative to the collection start (the host's CLOCK_MONOTONIC_RAW a
 """
 import itertools
 import logging
-from typing import Dict, Iterator, List
+from typing import Dict, Iterator, List, Optional
 
 from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
-from msprof.layouts.base import Selection
+from msprof.contract import Selection
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.report import HWTS_TASK_TYPES
-from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number, jstr,
-                          other_data, sorted_query, us_formats, us_text)
+from msprof.console import log
+from msprof.contract import EventSource, Timeline
+from msprof.events import (FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, JsonNames, batches, device_number, jstr,
+                           other_data, sorted_query, us_formats, us_text)
 
 HOST_PROCESS = "CANN (host)"
 LEVEL_NAMES = {level: jstr(name) for level, name in LEVELS.items()}
@@ -85,9 +87,9 @@ class _Sources:
     def __init__(self, selection: Selection):
         self.selection = selection
 
-    def __call__(self, report) -> List[Source]:
+    def __call__(self, report) -> List[EventSource]:
         host = HostSource(report, self.selection)
-        return [TaskSource(report, self.selection, host), host]
+        return [ProfTaskSource(report, self.selection, host), host]
 
 
 def _host_pid(report) -> int:
@@ -95,7 +97,7 @@ def _host_pid(report) -> int:
     return int(pid) if pid and 0 < pid < TASK_PID_BASE else 1
 
 
-class HostSource(Source):
+class HostSource(EventSource):
     """The host's API calls, in start order (enclosing calls first)."""
 
     noun, owner = "host API call", "thread"
@@ -135,46 +137,46 @@ class HostSource(Source):
     def start(self, row) -> int:
         return row[4]
 
-    def write(self, rows: list, writer, lanes) -> None:
+    def write(self, rows: list, out, lanes) -> Optional[list]:
         texts, calls = self.texts, self.calls
-        place, limit, pid = lanes.place, writer.limit, self.pid
+        place, room, pid = lanes.place, out.room, self.pid
         fmt, fmt_any = self.formats
-        out: List[str] = []
-        count, threads = writer.count, writer.threads
-        for level, thread, struct_type, item, start, end in rows:
+        threads, index = out.threads, out.slice_index
+        events: List[str] = []
+        count = 0
+        pending = iter(rows)
+        for level, thread, struct_type, item, start, end in pending:
             if end < start:
                 self.backwards += 1
                 continue
-            if count >= limit:
-                writer.write("".join(out))
-                out = []
-                writer.count = count
-                writer.reserve(1)
-                count, threads = writer.count, writer.threads
+            if count >= room:           # (the row as it came, and those after it: for the next file)
+                out.add("".join(events), count)
+                return [(level, thread, struct_type, item, start, end), *pending]
             lane = place(thread, thread, "Thread", thread, start, end)
             tid = lane.tid
             if (pid, tid) not in threads:
-                writer.use(pid, tid, HOST_PROCESS, lane)
+                out.use(pid, tid, HOST_PROCESS, lane)
             if level == 10000:
-                calls[(thread, start)] = (tid, writer.slice_index)
+                calls[(thread, start)] = (tid, index)
                 if len(calls) > REMEMBERED_CALLS:
                     for key in list(itertools.islice(calls, REMEMBERED_CALLS // 2)):
                         del calls[key]
             name, level_text, item_text = texts[(level, struct_type, item)]
             if start >= 0:
                 d = end - start
-                out.append(fmt % (tid, start // 1000, start % 1000, d // 1000, d % 1000, name, level_text, item_text))
+                events.append(fmt % (tid, start // 1000, start % 1000, d // 1000, d % 1000, name, level_text,
+                                     item_text))
             else:
-                out.append(fmt_any % (tid, us_text(start), us_text(end - start), name, level_text, item_text))
+                events.append(fmt_any % (tid, us_text(start), us_text(end - start), name, level_text, item_text))
             count += 1
-        writer.write("".join(out))
-        writer.count = count
+        out.add("".join(events), count)
+        return None
 
-    def lane_of_call(self, thread: int, begin: int, writer):
-        """The lane of the node-level call of ``thread`` that began at ``begin``, when it is in the slice being
-        written (a flow must share its file with both of its slices); else None."""
+    def lane_of_call(self, thread: int, begin: int, index: int):
+        """The lane of the node-level call of ``thread`` that began at ``begin``, when it is in file ``index``
+        (a flow must share its file with both of its slices); else None."""
         found = self.calls.get((thread, begin))
-        return found[0] if found is not None and found[1] == writer.slice_index else None
+        return found[0] if found is not None and found[1] == index else None
 
 
 
@@ -203,7 +205,7 @@ class _CallTexts(dict):
         return value
 
 
-class TaskSource(Source):
+class ProfTaskSource(EventSource):
     """The device's tasks in start order, with the HostToDevice flow of each launched once per execution."""
 
     noun, owner = "task", "stream (corrupt data)"
@@ -245,60 +247,58 @@ class TaskSource(Source):
     def start(self, row) -> int:
         return row[7]
 
-    def write(self, rows: list, writer, lanes) -> None:
+    def write(self, rows: list, out, lanes) -> Optional[list]:
         names, host = self.names, self.host
-        place, limit, pid = lanes.place, writer.limit, self.pid
+        place, room, pid = lanes.place, out.room, self.pid
         fmt, fmt_any, fmt_flow, fmt_flow_any = self.formats
-        out: List[str] = []
-        count, threads = writer.count, writer.threads
-        for stream, task_id, name, task_type, op_type, model_id, iteration, start, end, thread, track, call in rows:
+        threads, index = out.threads, out.slice_index
+        events: List[str] = []
+        count = 0
+        pending = iter(rows)
+        for stream, task_id, name, task_type, op_type, model_id, iteration, start, end, thread, track, call in pending:
             if end < start:
                 self.backwards += 1
                 continue
-            if count >= limit:
-                writer.write("".join(out))
-                out = []
-                writer.count = count
-                writer.reserve(1)
-                count, threads = writer.count, writer.threads
+            if count >= room:           # (the row as it came, and those after it: for the next file)
+                out.add("".join(events), count)
+                return [(stream, task_id, name, task_type, op_type, model_id, iteration, start, end, thread, track,
+                         call), *pending]
             lane = place(stream, stream, "Stream", stream * 256, start, end)
             tid = lane.tid
             if (pid, tid) not in threads:
-                writer.use(pid, tid, self.process, lane)
+                out.use(pid, tid, self.process, lane)
             d = end - start
             count += 1
             host_tid = None
-            # the flow shares the file with its node-level call (written into this slice) and the task
-            if track is not None and call is not None and track <= start and count + 2 <= limit:
-                host_tid = host.lane_of_call(thread, call, writer)
+            # the flow shares the file with its node-level call (written into this file) and the task
+            if track is not None and call is not None and track <= start and count + 2 <= room:
+                host_tid = host.lane_of_call(thread, call, index)
             jname, jtype = names[name], names[task_type]
-            jop = NA if op_type is None else names[op_type]
-            it = NA if iteration is None else iteration
+            jop = NA_JSON if op_type is None else names[op_type]
+            it = NA_JSON if iteration is None else iteration
             # (one tuple per event in the usual cases, times >= 0: a tuple concatenation costs as much as it saves)
             if host_tid is None and start >= 0:
-                out.append(fmt % (tid, start // 1000, start % 1000, d // 1000, d % 1000, jname, task_id, stream, jtype,
-                                  jop, model_id, it))
+                events.append(fmt % (tid, start // 1000, start % 1000, d // 1000, d % 1000, jname, task_id, stream,
+                                     jtype, jop, model_id, it))
                 continue
             if host_tid is None:
-                out.append(fmt_any % (tid, us_text(start), us_text(d), jname, task_id, stream, jtype, jop, model_id,
-                                      it))
+                events.append(fmt_any % (tid, us_text(start), us_text(d), jname, task_id, stream, jtype, jop,
+                                         model_id, it))
                 continue
             flow_id = str((self.device << 40) | next(self.flow_ids))
             if track >= 0:
-                out.append(fmt_flow % (tid, start // 1000, start % 1000, d // 1000, d % 1000, jname, task_id, stream,
-                                       jtype, jop, model_id, it, flow_id, host_tid, track // 1000, track % 1000,
-                                       flow_id, tid, start // 1000, start % 1000))
+                events.append(fmt_flow % (tid, start // 1000, start % 1000, d // 1000, d % 1000, jname, task_id,
+                                          stream, jtype, jop, model_id, it, flow_id, host_tid, track // 1000,
+                                          track % 1000, flow_id, tid, start // 1000, start % 1000))
             else:
-                out.append(fmt_flow_any % (tid, us_text(start), us_text(d), jname, task_id, stream, jtype, jop,
-                                           model_id, it, flow_id, host_tid, us_text(track), flow_id, tid,
-                                           us_text(start)))
+                events.append(fmt_flow_any % (tid, us_text(start), us_text(d), jname, task_id, stream, jtype, jop,
+                                              model_id, it, flow_id, host_tid, us_text(track), flow_id, tid,
+                                              us_text(start)))
             count += 2
             self.flows += 1
-        writer.write("".join(out))
-        writer.count = count
+        out.add("".join(events), count)
+        return None
 
     def finish(self, base: str, lanes) -> None:
-        from msprof.console import log
-
         super().finish(base, lanes)
         log.info("%s: %d HostToDevice flow(s)", base, self.flows)
