@@ -8,7 +8,7 @@ import pytest
 from msprof.decode import framework as F
 from msprof.decode.base import Tally, load_streams
 from msprof.decode.framework import mindspore, stream, torch
-from msprof.decode.framework.schema import FRAMEWORK
+from msprof.layouts.framework.schema import FRAMEWORK
 from msprof.store import Notices, sqlite_utils_database
 
 

@@ -1,5 +1,5 @@
 """Decoders of the FRAMEWORK files of torch_npu and MindSpore result directories (framework.md §2–3), behind
-the one decoder contract (msprof.decode.base); the tables they fill: ``schema.FRAMEWORK``.
+the one decoder contract (msprof.decode.base); the tables they fill: ``msprof.layouts.framework.schema.FRAMEWORK``.
 
 ``FAMILIES`` says which file is which: (file name pattern, kind, decoder factory taking the import's shared
 ``Strings``), first match wins. The patterns match as torch_npu and MindSpore find their files (torch_npu

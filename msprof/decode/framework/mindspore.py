@@ -1,4 +1,4 @@
-"""MindSpore's FRAMEWORK files (framework.md §3) into the tables of ``msprof.decode.framework.schema``:
+"""MindSpore's FRAMEWORK files (framework.md §3) into the tables of ``msprof.layouts.framework.schema``:
 
 * ``op_range_<rank>`` (``mindspore.op_range`` in newer releases): TLV records, struct ``<5Qi3Hb3?`` (thread,
   flow id, step, start, end; process id; module, event and stage indexes; level; graph data, stage, stack

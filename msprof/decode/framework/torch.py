@@ -1,5 +1,5 @@
 """torch_npu's FRAMEWORK files (framework.md §2), little-endian, into the tables of
-``msprof.decode.framework.schema``. Times are kept as written (ns of CLOCK_MONOTONIC_RAW, or counter values
+``msprof.layouts.framework.schema``. Times are kept as written (ns of CLOCK_MONOTONIC_RAW, or counter values
 when profiler_info's ``syscnt_enable``); 64-bit unsigned fields are kept as the signed value with the same bits
 (the package's rule). A record whose times cannot be real (an end before its start), whose fixed part is all
 zeros, or whose op mark names no category of the format, is skipped and counted.
