@@ -40,7 +40,19 @@ def test_a_failure_stops_the_pool_and_cleans_up():
             processes += pool._processes.values()
             pool.results("failing", [failing, slow])
     assert stopped == [True] and time.monotonic() - started < 60
-    assert processes and not [p for p in processes if p.is_alive()]
+    assert processes and _all_gone(processes, within=10)
+
+
+def _all_gone(processes, within):
+    """True once no process is alive. The pool's own manager thread also reaps its workers, and between its
+    waitpid and its recording of the exit code ``is_alive`` still says True (seen once in CI), so this polls
+    briefly; a worker that was not killed sleeps for 600 s and still fails it."""
+    deadline = time.monotonic() + within
+    while [p for p in processes if p.is_alive()]:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def test_a_pool_that_went_well_waits_and_does_not_clean_up():
