@@ -367,10 +367,10 @@ def main(argv=None):
     args = sys.argv[1:] if argv is None else argv
     verbose = sum(a.count("v") for a in args if a.startswith("-") and set(a[1:]) == {"v"}) + args.count("--verbose")
     try:
-        # TERM and HUP are handled like Ctrl-C: what is being written is cleaned up, workers are stopped
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        for name in ("SIGTERM", "SIGHUP"):
-            if hasattr(signal, name):
+        # TERM and HUP are handled like Ctrl-C: what is being written is cleaned up, workers are stopped. A
+        # signal msprof was started ignoring stays ignored (nohup: a hang-up must not end the command).
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) != signal.SIG_IGN:
                 signal.signal(getattr(signal, name), _interrupted)
         restrict_umask()
         configure(verbose)

@@ -1,0 +1,71 @@
+"""Signals, a full disk and too few file descriptors in the middle of msprof's work (docs/security.md
+"Interrupted, killed, racing"), through the real CLI on real files: what was there before stays whole, what
+msprof says names what went wrong, and a signal the user asked to ignore is ignored."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fixtures.board import jobgen
+
+ROOT = Path(__file__).resolve().parents[1]
+# msprof as a real process whose large steps always use worker processes (the thresholds lowered there only)
+WITH_WORKERS = ("import sys, msprof.store, msprof.summary, msprof.trace;"
+                "msprof.store.PARALLEL_MIN_BYTES = 0; msprof.summary.PARALLEL_MIN_ROWS = 0;"
+                "msprof.trace.PARALLEL_MIN_EVENTS = 0;"
+                "from msprof.__main__ import main; main(sys.argv[1:])")
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+
+
+@pytest.fixture(scope="module")
+def big_job(tmp_path_factory):
+    """A JOB whose exports take a while (a second or two), in worker processes."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from run import job_description
+
+    job = jobgen.write_job(tmp_path_factory.mktemp("big"), dict(job_description(60_000), slice_bytes=1 << 22))
+    subprocess.run([sys.executable, "-m", "msprof", "-q", "import", "-dir", str(job)], check=True, env=ENV)
+    return job
+
+
+def _children(pid: int):
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def _ignoring(*signals):
+    def start():
+        for sig in signals:
+            signal.signal(sig, signal.SIG_IGN)
+    return start
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see the worker processes")
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGINT])
+def test_a_signal_msprof_was_started_ignoring_stays_ignored(big_job, sig):
+    """``nohup msprof …`` (HUP ignored) and a script's ``msprof … &`` (INT ignored): the hang-up of the terminal,
+    sent to the whole process group, ends neither msprof nor its workers (it ended both with exit 130)."""
+    proc = subprocess.Popen([sys.executable, "-c", WITH_WORKERS, "export", "timeline", "-dir", str(big_job)],
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ignoring(sig), start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not _children(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert proc.poll() is None, "msprof ended before it started a worker"
+    os.killpg(proc.pid, sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "interrupted" not in err and "Traceback" not in err
+    assert sorted(p.name for p in (big_job / "timeline").iterdir())
