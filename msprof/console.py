@@ -12,6 +12,7 @@ import re
 import stat
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 from msprof import progress
@@ -70,26 +71,43 @@ class _StderrFormatter(logging.Formatter):
         return text
 
 
-# what a terminal would act on (not a tab or a line break)
-_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# what may need escaping on a terminal: anything but a tab, a line break and printable ASCII
+_SUSPECT = re.compile("[^\t\n\x20-\x7e]")
+# Unicode's invisible format characters (U+202E right-to-left override, the other bidi controls, zero-width
+# spaces), line and paragraph separators, and lone surrogates: what reorders, hides or breaks a line
+_INVISIBLE = frozenset({"Cf", "Zl", "Zp", "Cs"})
 
 
 def emit(text: str, nl: bool = True, file=None) -> None:
     """Print results on stdout (or ``file``): byte for byte into a pipe or a file (click would strip escape
-    sequences there, so a csv printed would differ from the file written), and on a terminal with control
-    characters escaped (``\\x1b``): a name from the data must not drive the terminal."""
+    sequences there, so a csv printed would differ from the file written), and on a terminal through
+    ``terminal_safe``: a name from the data must not drive the terminal."""
     import click        # (the library's other users print nothing: no click to import for them)
 
     out = file or sys.stdout
     if getattr(out, "isatty", lambda: False)():
-        text = _TERMINAL_UNSAFE.sub(_escaped, text)
+        text = terminal_safe(text)
     click.echo(text, nl=nl, file=file, color=True)
 
 
+def terminal_safe(text: str) -> str:
+    """``text`` as a terminal may be given it: control characters but tab and line feed (``\\x1b``, C1 as
+    ``\\u009b``), and invisible format characters that would reorder or hide what is shown (``\\u202e``)
+    escaped — JSON escapes, so a JSON document stays valid."""
+    return _SUSPECT.sub(_escaped, text)
+
+
 def _escaped(match) -> str:
-    # C0 as \x1b; DEL and C1, which json.dumps leaves as they are, as \u009b: still valid JSON
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x7F else f"\\u{code:04x}"
+    char = match.group()
+    code = ord(char)
+    if code < 0x20:
+        return f"\\x{code:02x}"
+    if code < 0xA0 or unicodedata.category(char) in _INVISIBLE:
+        if code > 0xFFFF:       # (beyond the BMP: as JSON writes it, a surrogate pair)
+            code -= 0x10000
+            return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+        return f"\\u{code:04x}"
+    return char
 
 
 def discard_stdout() -> None:
