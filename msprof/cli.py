@@ -351,10 +351,26 @@ def _caused_by_interrupt(exc: BaseException) -> bool:
     return False
 
 
+def _out_of_files(exc: BaseException) -> bool:
+    """Whether an error comes from a process that may open no more files (wherever it met it: a pipe for a
+    worker, a module to import), itself or what caused it."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if getattr(exc, "errno", None) in (errno.EMFILE, errno.ENFILE):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _internal_error(exc: Exception, verbose: int) -> None:
-    """Exit for an exception that is no user error: a full disk (6), else an internal error (1)."""
+    """Exit for an exception that is no user error: a full disk or too few open files (6), else an internal
+    error (1)."""
     if isinstance(exc, (OSError, sqlite3.OperationalError)) and _is_disk_full(exc):
         log.error("not enough disk space: %s", exc)
+        sys.exit(6)
+    if _out_of_files(exc):
+        log.error("%s", outputs.too_many_open_files().message)
         sys.exit(6)
     if verbose >= 2:
         raise exc

@@ -25,13 +25,19 @@ import stat
 import tempfile
 from pathlib import Path
 
-from msprof.errors import DataError, DiskSpaceError, OutputError
+try:                        # (imported with the module: when no file can be opened, no module can be either)
+    import resource
+except ImportError:         # not POSIX
+    resource = None
+
+from msprof.errors import DataError, DiskSpaceError, OutputError, ResourceError
 
 # The SS928 tool writes its results with umask 0027.
 UMASK = 0o027
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 # (ENOTDIR: a file where a directory of the path should be, e.g. --output naming a file)
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR)
+_TOO_MANY_FILES = (errno.EMFILE, errno.ENFILE)
 # msprof's temporaries: ".<name>.<pid>.<random>.tmp" (and ".part-<pid>-<name>.db", written by earlier versions)
 _TEMPORARY = re.compile(r"^\..*\.(?P<pid>\d+)\.[^.]*\.tmp$|^\.part-(?P<part>\d+)-.*\.db$")
 
@@ -107,6 +113,7 @@ def atomic_path(target: Path):
     """Yield a temporary path beside ``target``; it replaces ``target`` only if the block succeeds, and is
     removed on every error path."""
     target = Path(target)
+    refuse_directory(target)
     tmp = temporary(output_dir(target.parent), target.name)
     try:
         with naming_errors(target):
@@ -115,6 +122,13 @@ def atomic_path(target: Path):
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+def refuse_directory(target: Path) -> None:
+    """A directory where msprof writes a file is refused (exit 7) before anything is written for it."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISDIR(os.lstat(target).st_mode):
+            raise OutputError(f"{target} is a directory where msprof writes a file (remove it, or {elsewhere()})")
 
 
 @contextlib.contextmanager
@@ -134,6 +148,11 @@ def naming_errors(path: Path):
     except OSError as exc:
         if exc.errno in _DISK_FULL:
             raise DiskSpaceError(f"not enough disk space to write {path}: {exc.strerror}") from None
+        if exc.errno in _TOO_MANY_FILES:
+            raise too_many_open_files(path) from None
+        if exc.errno == errno.EISDIR:
+            raise OutputError(f"{path} is a directory where msprof writes a file (remove it, or {elsewhere()})") \
+                from None
         if exc.errno in (errno.EACCES, errno.EPERM) and _is_input(exc.filename, path):
             raise DataError.unreadable(exc.filename, exc) from None
         if exc.errno in _NOT_WRITABLE:
@@ -146,9 +165,30 @@ def naming_errors(path: Path):
     except sqlite3.OperationalError as exc:     # SQLite says it in words
         if "disk is full" in str(exc):
             raise DiskSpaceError(f"not enough disk space to write {path}: {exc}") from None
+        if "unable to open" in str(exc) and not _can_open_a_file():
+            raise too_many_open_files(path) from None
         if "readonly" in str(exc) or "unable to open" in str(exc):
             raise OutputError(f"cannot write {path}: {exc} ({elsewhere()})") from None
         raise
+
+
+def too_many_open_files(path=None) -> ResourceError:
+    """The error of a process that may open no more files: the limit named (``ulimit -n``), exit 6."""
+    try:
+        limit = f" (the limit is {resource.getrlimit(resource.RLIMIT_NOFILE)[0]})"
+    except (AttributeError, OSError, ValueError):
+        limit = ""
+    where = f" while writing {path}" if path is not None else ""
+    return ResourceError(f"too many open files{where}{limit}: allow more with ulimit -n, e.g. ulimit -n 1024")
+
+
+def _can_open_a_file() -> bool:
+    """Whether this process may open one more file (SQLite says only "unable to open" when it may not)."""
+    try:
+        os.close(os.open(os.devnull, os.O_RDONLY))
+        return True
+    except OSError as exc:
+        return exc.errno not in _TOO_MANY_FILES
 
 
 def _is_input(name, path: Path) -> bool:

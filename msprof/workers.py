@@ -104,7 +104,7 @@ class Later:
     def start(self) -> None:
         if self.future is None:
             self.executor = process_pool(1)
-            self.future = self.executor.submit(_report_call, *self.call)
+            self.future = self.executor.submit(_report_call, *self.call)    # (close stops a pool it failed in)
 
     def __iter__(self):
         self.start()
@@ -112,7 +112,7 @@ class Later:
 
     def close(self) -> None:
         if self.executor is not None:
-            if self.future.done():
+            if self.future is not None and self.future.done():
                 self.executor.shutdown(wait=True)
             else:
                 stop(self.executor)

@@ -62,3 +62,26 @@ def test_bidi_and_invisible_characters_in_names_are_escaped_on_a_terminal(tmp_pa
         assert not {"\u202e", "\u200b", "\u2066", "\u2069"} & set(shown), fmt
     piped = msprof_cli("show", "-dir", job, "--table", "op_statistic", "--format", "csv")
     assert piped.returncode == 0 and name in piped.stdout
+
+
+# --- what stands where msprof writes ---------------------------------------------------------------------------
+@pytest.mark.parametrize("where", ["sqlite/msprof.db", "summary/acl_statistic_0_1_3.csv", "timeline/acl_0.tiny.1.1.json"])
+def test_a_directory_where_an_output_file_belongs_is_exit_7(tmp_path, msprof_cli, where):
+    """It was exit 1 ("internal error: IsADirectoryError"). Now exit 7 naming it, nothing written through or
+    into it, and the other results of the run are as they were."""
+    job = jobgen.write_job(tmp_path, small_job())
+    command = ["export", "timeline"] if where.startswith("timeline") else ["export", "summary"]
+    if not where.startswith("sqlite"):
+        assert msprof_cli(*command, "-dir", job).returncode == 0
+        (job / where).unlink()
+    (job / where).mkdir(parents=True)
+    (job / where / "mine").write_text("kept\n")
+    before = {p: p.read_bytes() for p in job.rglob("*") if p.is_file() and p.parent.name in ("summary", "timeline")}
+    proc = msprof_cli(*command, "-dir", job)
+    no_traceback(proc)
+    assert proc.returncode == 7, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (f"msprof: error: {job / where} is a directory where msprof writes a "
+                                            "file (remove it, or write the results elsewhere with --output DIR)")
+    assert (job / where / "mine").read_text() == "kept\n" and os.listdir(job / where) == ["mine"]
+    assert {p: p.read_bytes() for p in before} == before
+    assert not [p for p in job.rglob(".*")]                  # no temporary left
