@@ -233,7 +233,7 @@ def import_collection(path: Path, output: Optional[Path] = None) -> List[Path]:
     databases: Dict[Path, Database] = {}
     units = find_units(path, output)
     for unit in units:
-        for database in unit.databases:
+        for database in unit.databases if unit.problem is None else ():
             databases.setdefault(database.path, database)
     broken = [(unit.path, unit.problem) for unit in units if unit.problem is not None]
     return build_databases(list(databases.values()), keep_going=True, broken=broken)

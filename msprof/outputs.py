@@ -88,6 +88,27 @@ def output_dir(path: Path) -> Path:
     return path
 
 
+def refuse_links_below(root: Path, path: Path) -> None:
+    """The directories from ``root`` (exclusive: a --output the user names may lie behind a link) down to
+    ``path`` are msprof's own: one that exists as a symlink or a non-directory is refused (OutputError)."""
+    root, path = Path(root), Path(path)
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return
+    for depth in range(1, len(parts) + 1):
+        below = root.joinpath(*parts[:depth])
+        try:
+            info = os.lstat(below)
+        except OSError:
+            return                     # (made as a real directory when written)
+        if stat.S_ISLNK(info.st_mode):
+            raise OutputError(f"{below} is a symbolic link: msprof does not write through links under --output "
+                              f"(remove it, or {elsewhere()})")
+        if not stat.S_ISDIR(info.st_mode):
+            raise OutputError(f"{below} exists and is not a directory (remove it, or {elsewhere()})")
+
+
 def _nearest_existing(path: Path) -> Path:
     """The closest of ``path`` and its parents that this user can see exists."""
     for candidate in (path, *path.parents):

@@ -85,3 +85,34 @@ def test_a_directory_where_an_output_file_belongs_is_exit_7(tmp_path, msprof_cli
     assert (job / where / "mine").read_text() == "kept\n" and os.listdir(job / where) == ["mine"]
     assert {p: p.read_bytes() for p in before} == before
     assert not [p for p in job.rglob(".*")]                  # no temporary left
+
+
+@pytest.mark.parametrize("layout", ["JOB", "PROF"])
+def test_output_never_writes_through_a_link_below_it(tmp_path, msprof_cli, layout):
+    """--output DIR may itself be a link (the user named it), but DIR/<result dir name> (and a PROF_'s
+    DIR/PROF_x/device_N) are msprof's: a link there was followed. Now exit 7 naming it, nothing written."""
+    from fixtures import indepgen
+
+    if layout == "JOB":
+        collection = jobgen.write_job(tmp_path / "in", small_job())
+    else:
+        collection = Path(indepgen.generate(tmp_path / "in", ["--seed", "3", "--ops", "5", "--iters", "2"]))
+    elsewhere, real = tmp_path / "elsewhere", tmp_path / "real-output"
+    elsewhere.mkdir()
+    real.mkdir()
+    output = tmp_path / "output"
+    output.symlink_to(real, target_is_directory=True)          # --output itself: a link is fine
+    link = output / collection.name if layout == "JOB" else output / collection.name / "device_0"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere, target_is_directory=True)
+    for command in (["import"], ["export", "summary"], ["export", "timeline"], ["show"]):
+        proc = msprof_cli(*command, "-dir", collection, "--output", output)
+        no_traceback(proc)
+        assert proc.returncode == 7, (command, proc.stderr)
+        assert (f"msprof: error: {link} is a symbolic link: msprof does not write through links under --output "
+                "(remove it, or choose another --output DIR)") in proc.stderr, proc.stderr
+        assert list(elsewhere.iterdir()) == []
+    link.unlink()
+    proc = msprof_cli("export", "summary", "-dir", collection, "--output", output)
+    assert proc.returncode == 0, proc.stderr
+    assert list((real / collection.name).rglob("*.csv"))
