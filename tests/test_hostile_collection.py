@@ -2,6 +2,7 @@
 bookkeeping files, databases and names, through the real CLI on real files. Nothing it ships is believed,
 opened when it is not a regular file, read beyond a bound, or allowed to make msprof delete, run or show what
 its sender chose."""
+import json
 import os
 import subprocess
 import sys
@@ -116,3 +117,68 @@ def test_output_never_writes_through_a_link_below_it(tmp_path, msprof_cli, layou
     proc = msprof_cli("export", "summary", "-dir", collection, "--output", output)
     assert proc.returncode == 0, proc.stderr
     assert list((real / collection.name).rglob("*.csv"))
+
+
+# --- CSV injection -------------------------------------------------------------------------------------------
+# (none needs quoting: SQLite prints a column none of whose names needs care as it is, unless it is one of these)
+FORMULAS = ["=HYPERLINK(1)", "-2+3+cmd|calc!A0", "@SUM(1+1)", "+x", "\tx"]
+
+
+def _csv_cells(path: Path) -> set:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as handle:
+        return {cell for row in csv.reader(handle) for cell in row}
+
+
+def test_names_a_spreadsheet_would_run_are_written_as_text(tmp_path, msprof_cli):
+    """OWASP's CSV injection: a field beginning with =, +, -, @, a tab or a carriage return is a formula to a
+    spreadsheet. Such a name is written with a single quote before it, in the files (JOB: printed by Python;
+    PROF_: printed by SQLite, msprof.renderers.insql) and in show's csv; a name that is no more than a number
+    ("-1.5", "-2e5") and every other name stay as they are."""
+    from fixtures import profgen
+
+    names = FORMULAS + ["-1.5", "-2e5", "conv"]
+    desc = small_job()
+    layers = desc["models"][0]["layers"]
+    desc["models"][0]["layers"] = [dict(layers[0], id=i, name=name, ori="", task_id=10 + i,
+                                        duration_us=[100 + i, 110 + i, 120 + i]) for i, name in enumerate(names)]
+    job = jobgen.write_job(tmp_path / "job", desc)
+    prof = profgen.write_prof(tmp_path / "prof", {"iterations": 2, "threads": [{"ops": [
+        {"name": name, "type": "Conv2D", "dur_us": 20 + i} for i, name in enumerate(names)]}]})
+    expected = {"'" + name for name in FORMULAS} | {"-1.5", "-2e5", "conv"}
+    for collection, summary in ((job, job / "summary"), (prof, prof / "device_0" / "summary")):
+        proc = msprof_cli("export", "summary", "-dir", collection)
+        assert proc.returncode == 0, proc.stderr
+        op_summary = sorted(summary.glob("op_summary*.csv"))[0]
+        cells = _csv_cells(op_summary)
+        assert expected <= cells, (op_summary, cells)
+        assert not set(FORMULAS) & cells
+        shown = msprof_cli("show", "-dir", collection, "--format", "csv", "--table", "op_statistic")
+        assert shown.returncode == 0, shown.stderr
+        assert not set(FORMULAS) & {cell for row in shown.stdout.splitlines() for cell in row.split(",")}
+    # json is not a spreadsheet's: the names as they are
+    assert msprof_cli("export", "summary", "-dir", prof, "--format", "json").returncode == 0
+    rows = json.loads((prof / "device_0" / "summary" / "op_summary.json").read_text(encoding="utf-8"))
+    assert set(FORMULAS) <= {row["Op Name"] for row in rows}
+
+
+def test_sqlite_and_python_write_a_text_field_alike():
+    """The two csv printers (Python's, and SQLite's for tables printed in SQL) agree on every kind of text:
+    quoted, defused, both, neither; a spreadsheet reads each back as the text itself."""
+    import csv
+    import io
+    import sqlite3
+
+    from msprof.renderers.csvfile import CSV_FIELDS, column_texts
+    from msprof.tables import Column
+
+    values = FORMULAS + ['=a,"b"', "\r=x", "-", "+", "-1.5", "-1,3,224,224", "1e-5", "a,b", 'say "hi"', "", "x\ny",
+                         "N/A", "café", "=", "@"]
+    conn = sqlite3.connect(":memory:")
+    by_sql = [conn.execute(f"SELECT {CSV_FIELDS.text_sql(':v')}", {"v": v}).fetchone()[0] for v in values]
+    by_python = column_texts(Column("Name"), values)
+    assert by_sql == by_python
+    read = next(csv.reader(io.StringIO(",".join(by_python) + "\n")))
+    assert [field[1:] if field != value else field for field, value in zip(read, values)] == values
+    assert [v for v, field in zip(values, read) if field != v] == FORMULAS + ['=a,"b"', "\r=x", "=", "@"]
