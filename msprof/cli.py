@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from msprof import __version__, outputs
+from msprof import __version__, interrupts, outputs
 from msprof.console import configure, discard_stdout, log
 from msprof.outputs import restrict_umask
 from msprof.verbosity import verbosity_options
@@ -336,6 +336,7 @@ def _end_interrupted(own_line: bool = False) -> None:
 
 
 def _interrupted(signum, frame):
+    interrupts.seen()          # (a statement SQLite was running has ended: msprof.interrupts)
     raise KeyboardInterrupt
 
 
@@ -388,6 +389,7 @@ def main(argv=None):
         for name in ("SIGINT", "SIGTERM", "SIGHUP"):
             if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) != signal.SIG_IGN:
                 signal.signal(getattr(signal, name), _interrupted)
+        interrupts.watch()
         restrict_umask()
         configure(verbose)
         # A million rows handed from SQLite to Python are millions of short-lived tuples, none in a reference

@@ -182,3 +182,59 @@ def test_sqlite_and_python_write_a_text_field_alike():
     read = next(csv.reader(io.StringIO(",".join(by_python) + "\n")))
     assert [field[1:] if field != value else field for field, value in zip(read, values)] == values
     assert [v for v, field in zip(values, read) if field != v] == FORMULAS + ['=a,"b"', "\r=x", "=", "@"]
+
+
+# --- databases ---------------------------------------------------------------------------------------------------
+def plant_endless_task_view(db: Path) -> None:
+    """What a sender can put in a database: ``task`` as a view over an endless recursive query (a statement
+    that never returns), modified in place (the file keeps its identity)."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        columns = ", ".join(f"t.{row[1]}" for row in conn.execute("PRAGMA table_info(task)"))
+        conn.execute("ALTER TABLE task RENAME TO task_kept")
+        conn.execute(f"CREATE VIEW task AS WITH RECURSIVE r(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM r) "
+                     f"SELECT {columns} FROM task_kept t, r WHERE r.n < 0")
+
+
+def test_a_database_msprof_did_not_build_here_is_not_believed(tmp_path, msprof_cli):
+    """A collection shipped with sqlite/msprof.db: the sender's bookkeeping says it is current (sizes, times and
+    hashes of the raw files are the sender's), and its task table is a view that never returns (show spun at
+    100 % CPU forever). It is not believed: rebuilt from the raw data, said, and the tables are the raw data's.
+    A copy of a database this user built is not believed either; the same file renamed still is."""
+    job = jobgen.write_job(tmp_path / "job", small_job())
+    expected = msprof_cli("show", "-dir", job, "--format", "json")
+    assert expected.returncode == 0, expected.stderr
+    elsewhere = dict(XDG_CACHE_HOME=str(tmp_path / "sender-cache"))          # the sender's machine: its own key
+    assert msprof_cli("import", "-dir", job, env=elsewhere).returncode == 0
+    plant_endless_task_view(job / "sqlite" / "msprof.db")
+    shown = msprof_cli("show", "-dir", job, "--format", "json", timeout=60)
+    no_traceback(shown)
+    assert shown.returncode == 0, shown.stderr
+    assert (f"{job.name}: importing (database not made by msprof here for this user, or changed since: not "
+            "believed)") in shown.stderr
+    assert json.loads(shown.stdout)[job.name]["tables"] == json.loads(expected.stdout)[job.name]["tables"]
+    again = msprof_cli("export", "summary", "-dir", job, timeout=60)
+    assert again.returncode == 0 and "importing" not in again.stderr       # the rebuilt one is believed
+    (tmp_path / "copy").mkdir()
+    subprocess.run(["cp", "-a", str(job), str(tmp_path / "copy")], check=True)
+    assert "importing (database not made by msprof here" in msprof_cli("show", "-dir", tmp_path / "copy" / job.name).stderr
+    moved = tmp_path / "moved"
+    job.rename(moved)
+    assert "importing" not in msprof_cli("show", "-dir", moved).stderr
+
+
+def test_the_key_is_the_users_alone(tmp_path, msprof_cli):
+    """The key is made 0600 in the user's cache directory; one that others may read is not used (said)."""
+    cache = tmp_path / "cache"
+    job = jobgen.write_job(tmp_path / "job", small_job())
+    assert msprof_cli("import", "-dir", job, env=dict(XDG_CACHE_HOME=str(cache))).returncode == 0
+    key = cache / "msprof" / "key"
+    assert key.stat().st_mode & 0o777 == 0o600 and key.stat().st_size == 32
+    assert "importing" not in msprof_cli("query", "-dir", job, env=dict(XDG_CACHE_HOME=str(cache))).stderr
+    key.chmod(0o644)
+    proc = msprof_cli("query", "-dir", job, env=dict(XDG_CACHE_HOME=str(cache)))
+    assert proc.returncode == 0, proc.stderr
+    assert (f"warning: {key}: not used (others may read or change it: mode 0644): msprof's databases are rebuilt "
+            "by every command until it is removed") in proc.stderr
+    assert "importing (database not made by msprof here" in proc.stderr

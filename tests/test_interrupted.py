@@ -131,3 +131,27 @@ def test_a_worker_that_could_not_be_started_is_closed_quietly(tmp_path):
     subprocess.run([sys.executable, "-m", "msprof", "-q", "import", "-dir", prof], env=ENV, check=True)
     proc = subprocess.run([sys.executable, "-c", LATER, prof], env=ENV, capture_output=True, text=True, timeout=60)
     assert proc.stdout == "start: Too many open files\nclosed\n", proc.stderr
+
+
+# --- a statement that never returns ------------------------------------------------------------------------------
+@pytest.mark.parametrize("command,sig", [(["show"], signal.SIGINT), (["export", "summary"], signal.SIGTERM)])
+def test_no_sqlite_statement_outlives_a_signal(tmp_path, command, sig):
+    """A statement that never returns (a database this user built, then changed in place to read its tasks
+    through an endless recursive view): Ctrl-C and TERM did not stop msprof, which spun in SQLite until
+    killed. They end it now within a moment, exit 130, one line."""
+    from fixtures.networks import small_job
+    from test_hostile_collection import plant_endless_task_view
+
+    job = jobgen.write_job(tmp_path, small_job())
+    subprocess.run([sys.executable, "-m", "msprof", "-q", "import", "-dir", str(job)], check=True, env=ENV)
+    plant_endless_task_view(job / "sqlite" / "msprof.db")
+    proc = subprocess.Popen([sys.executable, "-m", "msprof", *command, "-dir", str(job)], env=ENV,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(2)                                   # (in the endless statement by now)
+    assert proc.poll() is None
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and err.splitlines() == ["msprof: interrupted"], err
