@@ -254,8 +254,8 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
         with failures.each(unit), reading(unit, f"export summary --format {fmt}") as report:
             files = unit.layout.summary_files(report, selection)
             # (what a whole-run export wrote is listed beside the database, for the next one to replace)
-            manifest = unit.out / "sqlite" / f"summary.{fmt}.list" if selection.everything else None
-            written += write_summary(report, files, fmt, unit.out / "summary", manifest)
+            manifest = unit.out / "sqlite" / f"summary.{fmt}.list"
+            written += write_summary(report, files, fmt, unit.out / "summary", manifest, selection.everything)
     _announce(written)
     failures.done()
     if hint and written:

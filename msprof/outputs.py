@@ -18,18 +18,21 @@ the log).
 """
 import contextlib
 import errno
+import json
 import os
 import re
 import sqlite3
 import stat
 import tempfile
 from pathlib import Path
+from typing import Dict, List, Optional, Tuple
 
 try:                        # (imported with the module: when no file can be opened, no module can be either)
     import resource
 except ImportError:         # not POSIX
     resource = None
 
+from msprof import trust
 from msprof.errors import DataError, DiskSpaceError, OutputError, ResourceError
 
 # The SS928 tool writes its results with umask 0027.
@@ -260,3 +263,208 @@ def _alive(pid: int) -> bool:
             return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except (OSError, IndexError):
         return True
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Bookkeeping files a collection holds, and outputs of several files
+# ---------------------------------------------------------------------------------------------------------
+BOOKKEEPING_LIMIT = 1 << 20
+
+
+def read_bookkeeping(path: Path, limit: int = BOOKKEEPING_LIMIT) -> Optional[bytes]:
+    """The bytes of a file msprof keeps beside its results (a manifest), read as what it may be: someone
+    else's. A symbolic link or anything but a regular file is never opened (a FIFO would block, /dev/zero never
+    end), nor more than ``limit`` bytes read; such a file is said and taken as absent (None, as a missing one)."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file")
+        if info.st_size > limit:
+            raise OSError(errno.EFBIG, f"over {limit} bytes")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        try:
+            opened = os.fstat(fd)
+            if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+                raise OSError(errno.EAGAIN, "replaced while read")
+            data = os.read(fd, limit + 1)
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        from msprof.console import log
+
+        log.warning("%s: not read (%s)", path, exc.strerror)
+        return None
+    return data if len(data) <= limit else None
+
+
+def _identity(path: Path) -> Optional[list]:
+    """What tells the file msprof wrote at ``path`` from any other put there since: device, inode, size, mtime."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns] if stat.S_ISREG(info.st_mode) else None
+
+
+class FileSet:
+    """An output of several files (a timeline's slices, an export's summary files), replaced as a whole or not
+    at all.
+
+    Each file is written to a temporary beside where it goes (``stage``, ``open``; ``adopt`` takes those a
+    worker process made). ``commit`` renames them all into place with Ctrl-C, TERM and HUP held off for those
+    few renames, removes the files of the set it replaces that it does not write again, and records what it
+    wrote in its ``manifest`` (a bookkeeping file beside the database, signed with the user's key:
+    msprof.trust). Until then the earlier set is untouched; leaving the block without a commit (an error, an
+    interrupt) removes the temporaries. A file of the earlier set is removed only when the manifest proves msprof
+    wrote it and no one changed it since (the identity it records: device, inode, size, mtime), or when its name
+    is one ``replaces`` matches (a timeline's slices: names msprof gives its own files in its own directory).
+    ``about``: what the set was made from, which ``current`` checks. A set that is not ``whole`` (a selection's)
+    replaces only the files it writes: the earlier set's others stay, and stay listed, as do the files it
+    writes again (they are msprof's still); its other files are not listed."""
+
+    def __init__(self, directory: Path, manifest: Optional[Path] = None, about: Optional[dict] = None,
+                 replaces: Optional["re.Pattern"] = None, whole: bool = True):
+        self.directory, self.manifest = Path(directory), manifest
+        self.about, self.replaces, self.whole = about or {}, replaces, whole
+        self.staged: List[Tuple[Path, str]] = []
+        self.removed: List[str] = []
+
+    def __enter__(self) -> "FileSet":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.discard()
+        return False
+
+    def stage(self, name: str) -> Path:
+        """A new temporary for the file ``name``."""
+        refuse_directory(self.directory / name)
+        tmp = temporary(output_dir(self.directory), name)
+        self.staged.append((tmp, name))
+        return tmp
+
+    @contextlib.contextmanager
+    def staging(self, name: str):
+        """The file ``name``'s temporary (as ``atomic_path``, put in place by the commit)."""
+        tmp = self.stage(name)
+        with naming_errors(self.directory / name):
+            yield tmp
+
+    @contextlib.contextmanager
+    def open(self, name: str, mode: str = "w", **kwargs):
+        """The file ``name``'s temporary, open for writing."""
+        with self.staging(name) as tmp, open(tmp, mode, **kwargs) as handle:
+            yield handle
+
+    def adopt(self, staged) -> None:
+        """Temporaries (path, name) of this set another process wrote."""
+        self.staged += [(Path(tmp), name) for tmp, name in staged]
+
+    def hand_over(self) -> List[Tuple[str, str]]:
+        """The staged temporaries (path, name), for another process's set to ``adopt``: this one forgets them."""
+        staged, self.staged = self.staged, []
+        return [(str(tmp), name) for tmp, name in staged]
+
+    def discard(self) -> None:
+        for tmp, _name in self.staged:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        self.staged = []
+
+    def commit(self) -> List[Path]:
+        """Put the staged files in place of the earlier set; return their paths."""
+        earlier = self._earlier()
+        names = [name for _tmp, name in self.staged]
+        for name in names:
+            refuse_directory(self.directory / name)
+        with _signals_held():
+            for tmp, name in self.staged:
+                with naming_errors(self.directory / name):
+                    os.replace(tmp, self.directory / name)
+            self.staged = []
+            self._remove(earlier if self.whole else {}, set(names))
+            if self.manifest is not None:
+                self._record(names if self.whole else [
+                    name for name, identity in earlier.items()
+                    if name in names or _identity(self.directory / name) == identity])
+        return [self.directory / name for name in names]
+
+    def _earlier(self) -> Dict[str, list]:
+        """The files of the earlier set its manifest proves msprof wrote: name → identity."""
+        found = _read_manifest(self.manifest) if self.manifest is not None else None
+        return found["files"] if found else {}
+
+    def _remove(self, earlier: Dict[str, list], keep: set) -> None:
+        try:
+            present = os.listdir(self.directory)
+        except OSError:
+            return
+        for name in sorted(present):
+            if name in keep:
+                continue
+            path = self.directory / name
+            ours = _identity(path)
+            if ours is not None and (earlier.get(name) == ours or self.replaces and self.replaces.fullmatch(name)):
+                with naming_errors(path):
+                    path.unlink()
+                self.removed.append(name)
+
+    def _record(self, names: List[str]) -> None:
+        files = {name: _identity(self.directory / name) for name in names}
+        body = {"about": self.about, "files": files}
+        document = dict(body, signature=trust.sign("msprof manifest", json.dumps(body, sort_keys=True)))
+        with atomic_open(self.manifest, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, sort_keys=True)
+            handle.write("\n")
+
+    @staticmethod
+    def current(directory: Path, manifest: Path, about: dict) -> bool:
+        """Whether the set the manifest records was made from ``about`` and is all there as msprof wrote it."""
+        found = _read_manifest(manifest)
+        if not found or found["about"] != about:
+            return False
+        return all(identity is not None and _identity(Path(directory) / name) == identity
+                   for name, identity in found["files"].items())
+
+
+def _read_manifest(path: Path) -> Optional[dict]:
+    """A manifest msprof signed here for this user ({"about", "files"}), else None (said at -v)."""
+    data = read_bookkeeping(path)
+    if data is None:
+        return None
+    try:
+        document = json.loads(data)
+        body = {"about": document["about"], "files": document["files"]}
+        if trust.signed(document.get("signature"), "msprof manifest", json.dumps(body, sort_keys=True)) and \
+                isinstance(body["files"], dict) and all(isinstance(n, str) and "/" not in n for n in body["files"]):
+            return body
+    except (ValueError, TypeError, KeyError, AttributeError):
+        pass
+    from msprof.console import log
+
+    log.info("%s: not a list msprof wrote here for this user: the files it names are left as they are", path)
+    return None
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Ctrl-C, TERM and HUP that come during the block take effect right after it (a set's renames are one
+    step): their handlers are put back and the first signal raised again."""
+    import signal
+    import threading
+
+    held, previous = [], {}
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            sig = getattr(signal, name, None)
+            if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
+                previous[sig] = signal.signal(sig, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if held:
+            signal.raise_signal(held[0])

@@ -238,3 +238,51 @@ def test_the_key_is_the_users_alone(tmp_path, msprof_cli):
     assert (f"warning: {key}: not used (others may read or change it: mode 0644): msprof's databases are rebuilt "
             "by every command until it is removed") in proc.stderr
     assert "importing (database not made by msprof here" in proc.stderr
+
+
+# --- bookkeeping files --------------------------------------------------------------------------------------------
+def _limited_memory():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))     # (a runaway read fails, not the machine)
+
+
+@pytest.mark.parametrize("manifest", ["summary.csv.list", "timeline.list"])
+@pytest.mark.parametrize("planted", ["link to /dev/zero", "fifo", "huge", "names a file", "forged"])
+def test_a_planted_list_of_written_files_is_never_believed(tmp_path, manifest, planted):
+    """sqlite/summary.<fmt>.list (and timeline.list) say which files the last export wrote, for the next to
+    replace. A collection can ship its own: a link to /dev/zero was read until memory ran out, a FIFO hung,
+    and any file it named in summary/ was deleted. Now a link or anything but a regular file is never opened,
+    nor more than 1 MiB read (said, and taken as absent), and only a list msprof signed here for this user is
+    believed, and then only for files that still are what msprof wrote."""
+    job = jobgen.write_job(tmp_path, small_job())
+    command = ["export", "summary"] if manifest.startswith("summary") else ["export", "timeline"]
+    directory = job / ("summary" if command[1] == "summary" else "timeline")
+    run = dict(env=ENV, capture_output=True, text=True, timeout=60, preexec_fn=_limited_memory)
+    subprocess.run([sys.executable, "-m", "msprof", "-q", *command, "-dir", job], check=True, **run)
+    notes = directory / "my_notes.txt"
+    notes.write_text("mine\n")
+    path = job / "sqlite" / manifest
+    path.unlink()
+    if planted == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif planted == "fifo":
+        os.mkfifo(path)
+    elif planted == "huge":
+        path.write_text("my_notes.txt\n" * 100_000)
+    elif planted == "names a file":
+        path.write_text("my_notes.txt\n")           # (what earlier versions wrote: names, one a line)
+    else:
+        path.write_text(json.dumps({"about": {}, "files": {"my_notes.txt": [0, 0, 5, 0]}, "signature": "0" * 64}))
+    proc = subprocess.run([sys.executable, "-m", "msprof", *command, "-dir", job], **run)
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    assert notes.read_text() == "mine\n"
+    said = {"link to /dev/zero": f"warning: {path}: not read (a symbolic link)",
+            "fifo": f"warning: {path}: not read (not a regular file)",
+            "huge": f"warning: {path}: not read (over 1048576 bytes)"}
+    assert said.get(planted, "warning") in proc.stderr or planted not in said, proc.stderr
+    assert path.is_file() and not path.is_symlink()                   # replaced by msprof's own
+    again = subprocess.run([sys.executable, "-m", "msprof", *command, "-dir", job], **run)
+    assert again.returncode == 0 and "warning" not in again.stderr, again.stderr
+    assert notes.read_text() == "mine\n"

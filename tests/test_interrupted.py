@@ -155,3 +155,123 @@ def test_no_sqlite_statement_outlives_a_signal(tmp_path, command, sig):
     finally:
         proc.kill()
     assert proc.returncode == 130 and err.splitlines() == ["msprof: interrupted"], err
+
+
+# --- outputs of several files: whole, or the earlier ones ------------------------------------------------------------
+MARK = "\n#earlier\n"           # (appended to each earlier file: a file of the earlier set is told by it)
+
+
+def _export(job: Path, command: list, slice_events: int, **popen):
+    code = WITH_WORKERS.replace("from msprof.__main__", f"msprof.trace.SLICE_EVENTS = {slice_events}; from msprof.__main__")
+    return subprocess.Popen([sys.executable, "-c", code, "-q", *command, "-dir", str(job)], env=ENV,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def _files(directory: Path) -> dict:
+    return {p.name: p.read_text(encoding="utf-8").endswith(MARK) for p in directory.iterdir()}
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see the worker processes")
+@pytest.mark.parametrize("what", ["timeline", "summary"])
+def test_an_interrupted_export_leaves_the_earlier_files_whole_or_the_new_ones(big_job, what):
+    """Ctrl-C, TERM or HUP at random moments of an export (with its worker processes): the earlier files stay,
+    all of them as they were, or the new ones are all there — never some of each, never a temporary left. (A
+    complete earlier slice was deleted, a 64 MB part slice left, the summary left 51 of 53 files.) The
+    earlier timeline is cut in fewer slices than the new one, so that a mix shows in the names too."""
+    import random
+
+    command = ["export", what]
+    directory = big_job / what
+    earlier, new = (25_000, 15_000) if what == "timeline" else (1_000_000, 1_000_000)
+    assert _export(big_job, command, new).wait(timeout=120) == 0
+    new_names = set(_files(directory))
+    started = time.monotonic()
+    assert _export(big_job, command, earlier).wait(timeout=120) == 0
+    duration = time.monotonic() - started
+    earlier_names = set(_files(directory))
+    assert what == "summary" or len(earlier_names) < len(new_names)
+    rng = random.Random(35)
+    outcomes = []
+    for trial in range(8):
+        for path in directory.iterdir():
+            if not path.read_text(encoding="utf-8").endswith(MARK):
+                with open(path, "a", encoding="utf-8") as handle:
+                    handle.write(MARK)
+        proc = _export(big_job, command, new)
+        time.sleep(rng.uniform(0.05, duration * 1.2))
+        proc.send_signal([signal.SIGINT, signal.SIGTERM, signal.SIGHUP][trial % 3])
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode in (0, 130) and "Traceback" not in err, err
+        found = _files(directory)
+        assert not [name for name in found if name.startswith(".")], found
+        if set(found.values()) == {True}:
+            assert set(found) == earlier_names, found
+            outcomes.append("earlier")
+        else:
+            assert set(found.values()) == {False} and set(found) == new_names, found
+            outcomes.append("new")
+            assert _export(big_job, command, earlier).wait(timeout=120) == 0
+    assert "earlier" in outcomes, outcomes           # (some signal came before the end)
+
+
+def test_show_notices_a_missing_slice(tmp_path):
+    """A slice of the timeline removed (or changed) since it was written: show writes the timeline again (it
+    looked only for the first file)."""
+    from fixtures.networks import small_job
+
+    job = jobgen.write_job(tmp_path, small_job())
+    code = "import sys, msprof.trace; msprof.trace.SLICE_EVENTS = 4; from msprof.__main__ import main; main(sys.argv[1:])"
+    run = dict(env=ENV, capture_output=True, text=True, timeout=120)
+    assert subprocess.run([sys.executable, "-c", code, "export", "timeline", "-dir", job], **run).returncode == 0
+    slices = sorted((job / "timeline").glob("task_time_*_slice_*.json"))
+    assert len(slices) > 2
+    kept = slices[1].read_bytes()
+    slices[1].unlink()
+    proc = subprocess.run([sys.executable, "-c", code, "show", "-dir", job], **run)
+    assert proc.returncode == 0, proc.stderr
+    assert "wrote" in proc.stderr and slices[1].read_bytes() == kept
+    proc = subprocess.run([sys.executable, "-c", code, "show", "-dir", job], **run)
+    assert "wrote" not in proc.stderr                 # all there: not written again
+
+
+# --- a full disk ----------------------------------------------------------------------------------------------------
+@pytest.fixture
+def disk(tmp_path):
+    """A 96 MiB tmpfs (root only: mount), unmounted afterwards."""
+    if os.geteuid() != 0 or not Path("/bin/mount").exists() and not Path("/usr/bin/mount").exists():
+        pytest.skip("a small tmpfs needs root and mount(8); .ci/run runs as root")
+    point = tmp_path / "disk"
+    point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(point)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def test_a_full_disk_during_the_timeline_names_the_file_and_show_still_prints_its_tables(disk):
+    """The disk fills while a timeline's events are written (several MB of them, beyond the writer's buffer):
+    the message named no file (an OSError from deep in the writer), and show ended with exit 6 without the
+    tables the README promises. Now export timeline names the file (exit 6); show names it in a warning and
+    prints its tables (exit 0); no temporary is left taking the space."""
+    import re
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from run import job_description
+
+    job = jobgen.write_job(disk, dict(job_description(30_000), slice_bytes=1 << 22))
+    run = dict(env=ENV, capture_output=True, text=True, timeout=120)
+    assert subprocess.run([sys.executable, "-m", "msprof", "import", "-dir", job], **run).returncode == 0
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    (disk / "filler").write_bytes(b"\0" * (free - (3 << 20)))
+    named = re.escape(str(job / "timeline")) + r"/(task_time|acl)_0\.bench\.1\.[0-9.]+json: No space left on device"
+    proc = subprocess.run([sys.executable, "-m", "msprof", "export", "timeline", "-dir", job], **run)
+    assert proc.returncode == 6 and "Traceback" not in proc.stderr, proc.stderr
+    assert re.search("msprof: error: not enough disk space to write " + named, proc.stderr), proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "msprof", "show", "-dir", job, "--table", "op_statistic"], **run)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search("msprof: warning: timeline not written: not enough disk space to write " + named, proc.stderr)
+    assert "Op statistic: bench (model 1)" in proc.stdout
+    assert [p for p in job.rglob(".*") if p.name != ".complete-bench"] == []      # no temporary keeps the space
