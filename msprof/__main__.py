@@ -27,6 +27,12 @@ def main(argv=None):
         return run(argv)
     except KeyboardInterrupt:          # a second Ctrl-C while msprof was already on its way out
         os._exit(130)
+    finally:
+        # The command is done (its exit code set): a signal from now on is ignored, also while the interpreter
+        # shuts down, which puts back the default handlers of those it had (a signal then ended msprof).
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            if hasattr(_signal, name):
+                _signal.signal(getattr(_signal, name), _signal.SIG_IGN)
 
 
 if __name__ == "__main__":

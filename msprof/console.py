@@ -136,11 +136,14 @@ class _LogFileFormatter(logging.Formatter):
 
 
 def _open_log(path: Path):
-    """The log opened for appending, never through a symlink nor onto anything but a regular file."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), file_mode())
+    """The log opened for appending, never through a symlink nor onto anything but a regular file (opened
+    without waiting: a FIFO would wait for a reader)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_NONBLOCK", 0), file_mode())
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
         return os.fdopen(fd, "a", encoding="utf-8")
     except BaseException:
         os.close(fd)
@@ -161,8 +164,8 @@ def result_log(result_dir: Path, command: str):
         output_dir(path.parent)
         stream = _open_log(path)
     except (OSError, MsprofError) as exc:  # a read-only collection can still be analysed (elsewhere)
-        reason = "a symbolic link" if getattr(exc, "errno", None) == errno.ELOOP else getattr(
-            exc, "strerror", None) or getattr(exc, "message", str(exc))
+        reason = {errno.ELOOP: "a symbolic link", errno.ENXIO: "not a regular file"}.get(
+            getattr(exc, "errno", None)) or getattr(exc, "strerror", None) or getattr(exc, "message", str(exc))
         # said once per run: a command enters a result dir's log several times (import, then export)
         level = logging.DEBUG if path in _unwritable else logging.WARNING
         log.log(level, "not writing the log %s: %s", path, reason)

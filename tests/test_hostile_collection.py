@@ -286,3 +286,14 @@ def test_a_planted_list_of_written_files_is_never_believed(tmp_path, manifest, p
     again = subprocess.run([sys.executable, "-m", "msprof", *command, "-dir", job], **run)
     assert again.returncode == 0 and "warning" not in again.stderr, again.stderr
     assert notes.read_text() == "mine\n"
+
+
+def test_a_log_that_is_a_fifo_is_not_waited_for(tmp_path, msprof_cli):
+    """log/msprof.log shipped as a FIFO: opening it for writing waited for a reader, forever (found by
+    bench/fuzz.py). It is opened without waiting, and refused as not a regular file."""
+    job = jobgen.write_job(tmp_path, small_job())
+    (job / "log").mkdir()
+    os.mkfifo(job / "log" / "msprof.log")
+    proc = msprof_cli("export", "summary", "-dir", job, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: not writing the log {job / 'log' / 'msprof.log'}: not a regular file" in proc.stderr

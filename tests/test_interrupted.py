@@ -275,3 +275,27 @@ def test_a_full_disk_during_the_timeline_names_the_file_and_show_still_prints_it
     assert re.search("msprof: warning: timeline not written: not enough disk space to write " + named, proc.stderr)
     assert "Op statistic: bench (model 1)" in proc.stdout
     assert [p for p in job.rglob(".*") if p.name != ".complete-bench"] == []      # no temporary keeps the space
+
+
+WAY_OUT = """
+import os, signal, sys
+from msprof.__main__ import main
+try:
+    main(["query", "-dir", sys.argv[1]])
+except SystemExit as done:
+    code = done.code
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):       # as if they came while the interpreter ends
+    os.kill(os.getpid(), sig)
+print("exit", code)
+"""
+
+
+def test_a_signal_once_the_command_is_done_does_not_change_its_end(tmp_path):
+    """A Ctrl-C, TERM or HUP between the end of the command and the end of the process (the interpreter puts
+    back the default handlers as it shuts down) killed msprof by that signal (exit -2, found by bench/fuzz.py)
+    after its work was done. Once the command is done they are ignored: its exit code stands."""
+    from fixtures.networks import small_job
+
+    job = jobgen.write_job(tmp_path, small_job())
+    proc = subprocess.run([sys.executable, "-c", WAY_OUT, job], env=ENV, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "exit 0", proc.stderr
