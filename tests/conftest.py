@@ -19,3 +19,25 @@ def msprof_cli():
                               capture_output=True, text=True, timeout=timeout)
 
     return run
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """``tmpfs(options)``: a tmpfs mounted with those options ("size=4m") under tmp_path (root only: mount),
+    unmounted afterwards; skips where one cannot be mounted."""
+    points = []
+
+    def mount(options: str) -> Path:
+        if os.geteuid() != 0 or not Path("/bin/mount").exists() and not Path("/usr/bin/mount").exists():
+            pytest.skip("a small tmpfs needs root and mount(8); .ci/run runs as root")
+        point = tmp_path / f"disk{len(points)}"
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+        points.append(point)
+        return point
+
+    yield mount
+    for point in points:
+        subprocess.run(["umount", "-l", str(point)], check=False)

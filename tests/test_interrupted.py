@@ -11,13 +11,9 @@ from pathlib import Path
 import pytest
 
 from fixtures.board import jobgen
+from test_security import WITH_WORKERS, children
 
 ROOT = Path(__file__).resolve().parents[1]
-# msprof as a real process whose large steps always use worker processes (the thresholds lowered there only)
-WITH_WORKERS = ("import sys, msprof.store, msprof.summary, msprof.trace;"
-                "msprof.store.PARALLEL_MIN_BYTES = 0; msprof.summary.PARALLEL_MIN_ROWS = 0;"
-                "msprof.trace.PARALLEL_MIN_EVENTS = 0;"
-                "from msprof.__main__ import main; main(sys.argv[1:])")
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
 
 
@@ -30,19 +26,6 @@ def big_job(tmp_path_factory):
     job = jobgen.write_job(tmp_path_factory.mktemp("big"), dict(job_description(60_000), slice_bytes=1 << 22))
     subprocess.run([sys.executable, "-m", "msprof", "-q", "import", "-dir", str(job)], check=True, env=ENV)
     return job
-
-
-def _children(pid: int):
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                out.append(int(entry.name))
-    return out
 
 
 def _ignoring(*signals):
@@ -61,7 +44,7 @@ def test_a_signal_msprof_was_started_ignoring_stays_ignored(big_job, sig):
                             env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=_ignoring(sig), start_new_session=True)
     deadline = time.monotonic() + 60
-    while not _children(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+    while not children(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     assert proc.poll() is None, "msprof ended before it started a worker"
     os.killpg(proc.pid, sig)
@@ -235,23 +218,7 @@ def test_show_notices_a_missing_slice(tmp_path):
 
 
 # --- a full disk ----------------------------------------------------------------------------------------------------
-@pytest.fixture
-def disk(tmp_path):
-    """A 96 MiB tmpfs (root only: mount), unmounted afterwards."""
-    if os.geteuid() != 0 or not Path("/bin/mount").exists() and not Path("/usr/bin/mount").exists():
-        pytest.skip("a small tmpfs needs root and mount(8); .ci/run runs as root")
-    point = tmp_path / "disk"
-    point.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(point)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
-    try:
-        yield point
-    finally:
-        subprocess.run(["umount", "-l", str(point)], check=False)
-
-
-def test_a_full_disk_during_the_timeline_names_the_file_and_show_still_prints_its_tables(disk):
+def test_a_full_disk_during_the_timeline_names_the_file_and_show_still_prints_its_tables(tmpfs):
     """The disk fills while a timeline's events are written (several MB of them, beyond the writer's buffer):
     the message named no file (an OSError from deep in the writer), and show ended with exit 6 without the
     tables the README promises. Now export timeline names the file (exit 6); show names it in a warning and
@@ -261,6 +228,7 @@ def test_a_full_disk_during_the_timeline_names_the_file_and_show_still_prints_it
     sys.path.insert(0, str(ROOT / "bench"))
     from run import job_description
 
+    disk = tmpfs("size=96m")
     job = jobgen.write_job(disk, dict(job_description(30_000), slice_bytes=1 << 22))
     run = dict(env=ENV, capture_output=True, text=True, timeout=120)
     assert subprocess.run([sys.executable, "-m", "msprof", "import", "-dir", job], **run).returncode == 0

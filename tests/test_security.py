@@ -218,19 +218,9 @@ def test_a_linux_worker_runs_one_thread_so_its_own_pools_fork_safely():
 
 # --- a full disk ---------------------------------------------------------------------------------------------
 @pytest.fixture
-def small_disk(tmp_path):
+def small_disk(tmpfs):
     """A 4 MiB tmpfs (root only: mount), unmounted afterwards."""
-    if os.geteuid() != 0 or not Path("/bin/mount").exists() and not Path("/usr/bin/mount").exists():
-        pytest.skip("a small tmpfs needs root and mount(8); .ci/run runs as root")
-    point = tmp_path / "disk"
-    point.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(point)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
-    try:
-        yield point
-    finally:
-        subprocess.run(["umount", "-l", str(point)], check=False)
+    return tmpfs("size=4m")
 
 
 def fill(disk: Path, leave: int) -> Path:
