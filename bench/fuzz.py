@@ -264,18 +264,21 @@ def trial(number: int, family: str, seed: int, collections: dict, work: Path, ti
     collection = place / source.name
     shutil.copytree(source, collection, symlinks=True)
     victim = place / "victim"
-    victims = [victim] + [d / sub / "my_notes.csv" for d in result_dirs(collection) for sub in ("summary", "timeline")]
-    for path in victims:
+    victim.write_text(VICTIM_TEXT)
+    failures = []
+    if family != "signal":
+        what = f"{kind}: {MUTATIONS[family](collection, rng, victim)}"
+    # (the user's notes beside the results: after the mutation, which may replace what it finds there)
+    victims = [victim] + [d / sub / "my_notes.csv" for d in result_dirs(collection) for sub in ("summary", "timeline")
+                          if not (d / sub).is_symlink()]
+    for path in victims[1:]:
         path.parent.mkdir(exist_ok=True)
         path.write_text(VICTIM_TEXT)
-    failures = []
     if family == "signal":
         what, found, tail = signalled(collection, rng, timeout)
         if found:
             failures.append(("signal", found, tail))
         what = f"{kind}: {what}"
-    else:
-        what = f"{kind}: {MUTATIONS[family](collection, rng, victim)}"
     for command in rng.sample(COMMANDS, k=3):
         code, output = run(command, collection, timeout)
         found = problem(code, output)
@@ -311,8 +314,9 @@ def main(argv=None) -> int:
         if failures:
             counts[family][1] += 1
             failed.append((number, family, what, failures))
-            if args.keep:
-                shutil.copytree(place, args.keep / place.name, symlinks=True, dirs_exist_ok=True)
+            if args.keep:            # (cp: FIFOs and sockets too)
+                args.keep.mkdir(parents=True, exist_ok=True)
+                subprocess.run(["cp", "-a", str(place), str(args.keep)], check=False)
         shutil.rmtree(place, ignore_errors=True)
     print(f"{args.trials} trial(s) in {time.monotonic() - started:.0f} s, seed {args.seed}")
     for family, (done, bad) in counts.items():

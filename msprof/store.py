@@ -316,7 +316,8 @@ def _signed(path: Path, build_id: str, info: os.stat_result, parts: Dict[str, st
     """What a database's signature signs: its build's id, its file's identity (``info``: its file's, at
     ``path``) and its parts' (msprof.trust)."""
     return ("msprof database", build_id, trust.identity(info), *(
-        f"{name}:{token}:{trust.identity(os.lstat(part_path(path, name, token)))}" for name, token in sorted(parts.items())))
+        f"{name}:{token}:{trust.identity(os.lstat(part_path(path, name, token)))}"
+        for name, token in sorted(parts.items())))
 
 
 NOT_BELIEVED = "database not made by msprof here for this user, or changed since: not believed"

@@ -66,7 +66,8 @@ def test_bidi_and_invisible_characters_in_names_are_escaped_on_a_terminal(tmp_pa
 
 
 # --- what stands where msprof writes ---------------------------------------------------------------------------
-@pytest.mark.parametrize("where", ["sqlite/msprof.db", "summary/acl_statistic_0_1_3.csv", "timeline/acl_0.tiny.1.1.json"])
+@pytest.mark.parametrize("where", ["sqlite/msprof.db", "summary/acl_statistic_0_1_3.csv",
+                                   "timeline/acl_0.tiny.1.1.json"])
 def test_a_directory_where_an_output_file_belongs_is_exit_7(tmp_path, msprof_cli, where):
     """It was exit 1 ("internal error: IsADirectoryError"). Now exit 7 naming it, nothing written through or
     into it, and the other results of the run are as they were."""
@@ -218,7 +219,8 @@ def test_a_database_msprof_did_not_build_here_is_not_believed(tmp_path, msprof_c
     assert again.returncode == 0 and "importing" not in again.stderr       # the rebuilt one is believed
     (tmp_path / "copy").mkdir()
     subprocess.run(["cp", "-a", str(job), str(tmp_path / "copy")], check=True)
-    assert "importing (database not made by msprof here" in msprof_cli("show", "-dir", tmp_path / "copy" / job.name).stderr
+    copied = msprof_cli("show", "-dir", tmp_path / "copy" / job.name)
+    assert "importing (database not made by msprof here" in copied.stderr
     moved = tmp_path / "moved"
     job.rename(moved)
     assert "importing" not in msprof_cli("show", "-dir", moved).stderr

@@ -145,7 +145,8 @@ MARK = "\n#earlier\n"           # (appended to each earlier file: a file of the 
 
 
 def _export(job: Path, command: list, slice_events: int, **popen):
-    code = WITH_WORKERS.replace("from msprof.__main__", f"msprof.trace.SLICE_EVENTS = {slice_events}; from msprof.__main__")
+    code = WITH_WORKERS.replace("from msprof.__main__",
+                                f"msprof.trace.SLICE_EVENTS = {slice_events}; from msprof.__main__")
     return subprocess.Popen([sys.executable, "-c", code, "-q", *command, "-dir", str(job)], env=ENV,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **popen)
 
@@ -203,7 +204,8 @@ def test_show_notices_a_missing_slice(tmp_path):
     from fixtures.networks import small_job
 
     job = jobgen.write_job(tmp_path, small_job())
-    code = "import sys, msprof.trace; msprof.trace.SLICE_EVENTS = 4; from msprof.__main__ import main; main(sys.argv[1:])"
+    code = ("import sys, msprof.trace; msprof.trace.SLICE_EVENTS = 4; from msprof.__main__ import main; "
+            "main(sys.argv[1:])")
     run = dict(env=ENV, capture_output=True, text=True, timeout=120)
     assert subprocess.run([sys.executable, "-c", code, "export", "timeline", "-dir", job], **run).returncode == 0
     slices = sorted((job / "timeline").glob("task_time_*_slice_*.json"))
