@@ -30,9 +30,16 @@ def main(argv=None):
     finally:
         # The command is done (its exit code set): a signal from now on is ignored, also while the interpreter
         # shuts down, which puts back the default handlers of those it had (a signal then ended msprof).
-        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-            if hasattr(_signal, name):
-                _signal.signal(getattr(_signal, name), _signal.SIG_IGN)
+        try:
+            _ignore_signals()
+        except KeyboardInterrupt:       # (one came as the command ended: ignored too)
+            _ignore_signals()
+
+
+def _ignore_signals() -> None:
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(_signal, name):
+            _signal.signal(getattr(_signal, name), _signal.SIG_IGN)
 
 
 if __name__ == "__main__":

@@ -332,6 +332,10 @@ def _isatty(stream) -> bool:
 def _end_interrupted(own_line: bool = False) -> None:
     """One line, exit 130; ``own_line``: on a terminal, after the ^C it echoed."""
     click.echo(("\n" if own_line and _isatty(sys.stderr) else "") + "msprof: interrupted", err=True)
+    # A KeyboardInterrupt that went through code exec() ran from a string (a dataclass's methods, made when a
+    # module is first imported) makes ``python -m`` end by SIGINT, however it was caught (CPython 3.9-3.13 keep
+    # a flag for it); the flag is reset when exec() runs a string again.
+    exec("")
     sys.exit(130)
 
 
