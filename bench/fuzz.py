@@ -10,8 +10,8 @@ an "internal error" (exit 1), a file outside the collection touched.
 Each trial copies a pristine collection (a small JOB, or a small PROF_ with its host and device), imported
 or not, damages it in one way of one family, and runs msprof's commands on it:
 
-* ``bookkeeping`` — what msprof keeps beside its results, planted: the manifests (sqlite/summary.<fmt>.list,
-  timeline.list) and the databases and their parts as links to /dev/zero or out of the collection, FIFOs,
+* ``bookkeeping`` — what msprof keeps beside its results, planted: the manifests (sqlite/summary.<fmt>.manifest,
+  timeline.manifest, and earlier versions' summary.csv.list) and the databases and their parts as links to /dev/zero or out of the collection, FIFOs,
   directories, random or huge (sparse) files, lists naming a file outside or a victim beside them, a database
   from another machine (another key) whose task table never ends, log/msprof.log as a FIFO or a link;
 * ``special`` — FIFOs, directories, sockets and links where raw files or output files belong;
@@ -152,7 +152,8 @@ def _special(path: Path, rng: random.Random, outside: Path) -> str:
 
 def bookkeeping(collection: Path, rng: random.Random, outside: Path) -> str:
     unit = rng.choice(result_dirs(collection))
-    names = ["sqlite/summary.csv.list", "sqlite/summary.json.list", "sqlite/timeline.list", "sqlite/msprof.db",
+    names = ["sqlite/summary.csv.manifest", "sqlite/summary.json.manifest", "sqlite/timeline.manifest",
+             "sqlite/summary.csv.list", "sqlite/msprof.db",
              "log/msprof.log"] + [f"sqlite/{p.name}" for p in (unit / "sqlite").glob("msprof.*.*.db")]
     name = rng.choice(names)
     path = unit / name

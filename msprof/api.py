@@ -253,8 +253,9 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     for unit in units:
         with failures.each(unit), reading(unit, f"export summary --format {fmt}") as report:
             files = unit.layout.summary_files(report, selection)
-            # (what a whole-run export wrote is listed beside the database, for the next one to replace)
-            manifest = unit.out / "sqlite" / f"summary.{fmt}.list"
+            # (what a whole-run export wrote is listed beside the database, for the next one to replace: not the
+            # summary.<fmt>.list of earlier versions, which read a list as names)
+            manifest = unit.out / "sqlite" / f"summary.{fmt}.manifest"
             written += write_summary(report, files, fmt, unit.out / "summary", manifest, selection.everything)
     _announce(written)
     failures.done()

@@ -472,7 +472,7 @@ def write_timelines(report, selection: Selection = Selection(), check_all: bool 
     written: Dict[int, List[Path]] = {}
     executor = future = None
     # (the set of every file of the unit's timelines: each replaced when all are written, or none)
-    staged = FileSet(directory, report.unit.database.path.parent / "timeline.list", _about(report, selection),
+    staged = FileSet(directory, report.unit.database.path.parent / "timeline.manifest", _about(report, selection),
                      _names_of(timelines), whole=selection.everything)
     if child is not None or split is not None:
         executor = process_pool(1)
@@ -590,7 +590,7 @@ def timelines_current(report, timelines: Optional[list] = None) -> bool:
     """True when the unit's timeline files are those of a full export (not of a --model-id/--iteration-id
     one) from its current databases, every one there as it was written: what their manifest records
     (msprof.outputs.FileSet). (``timelines``: not needed any more.)"""
-    return FileSet.current(report.unit.out / "timeline", report.unit.database.path.parent / "timeline.list",
+    return FileSet.current(report.unit.out / "timeline", report.unit.database.path.parent / "timeline.manifest",
                            _about(report, Selection()))
 
 
