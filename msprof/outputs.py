@@ -416,8 +416,7 @@ class FileSet:
         body = {"about": self.about, "files": files}
         document = dict(body, signature=trust.sign("msprof manifest", json.dumps(body, sort_keys=True)))
         with atomic_open(self.manifest, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, sort_keys=True)
-            handle.write("\n")
+            handle.write(json.dumps(document, sort_keys=True) + "\n")
 
     @staticmethod
     def current(directory: Path, manifest: Path, about: dict) -> bool:
