@@ -28,7 +28,7 @@ def import_collection(path: Path, output: Optional[Path] = None) -> List[Path]:
     databases: Dict[Path, Database] = {}
     units = find_units(path, output)
     for unit in units:
-        for database in unit.databases:
+        for database in unit.databases if unit.problem is None else ():
             databases.setdefault(database.path, database)
     broken = [(unit.path, unit.problem) for unit in units if unit.problem is not None]
     return build_databases(list(databases.values()), keep_going=True, broken=broken)
@@ -49,9 +49,10 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
         for unit in target.units:
             with failures.each(unit), reading(unit, f"export summary --format {fmt}", target) as report:
                 files = unit.layout.summary_files(report, selection)
-                # (what a whole-run export wrote is listed beside the database, for the next one to replace)
-                manifest = unit.out / "sqlite" / f"summary.{fmt}.list" if selection.everything else None
-                written += write_summary(report, files, fmt, target.summary_dir, manifest)
+                # (what a whole-run export wrote is listed beside the database, for the next one to replace: not
+                # the summary.<fmt>.list of earlier versions, which read a list as names)
+                manifest = unit.out / "sqlite" / f"summary.{fmt}.manifest"
+                written += write_summary(report, files, fmt, target.summary_dir, manifest, selection.everything)
     _announce(written)
     failures.done()
     if hint and written:
@@ -75,7 +76,7 @@ def export_timeline(path: Path, selection: Selection = Selection(), check_all: b
             with failures.each(unit), reading(unit, "export timeline", target) as report:
                 report.check(selection)
                 written += write_timelines(report, unit.layout.timelines(report, selection), target.timeline_dir,
-                                           check_all)
+                                           check_all, selection)
     _announce(written)
     failures.done()
     if hint:
@@ -122,7 +123,7 @@ def _timelines_first(unit: Unit, report, target: Target) -> None:
     from msprof.trace import timelines_current, write_timelines
 
     timelines = unit.layout.timelines(report, Selection())
-    if not timelines_current(report, timelines, target.timeline_dir):
+    if not timelines_current(report, target.timeline_dir):
         try:
             _announce(write_timelines(report, timelines, target.timeline_dir))
         except (OutputError, DiskSpaceError) as exc:

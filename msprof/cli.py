@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from msprof import __version__, outputs
+from msprof import __version__, interrupts, outputs
 from msprof.console import configure, discard_stdout, log
 from msprof.outputs import restrict_umask
 from msprof.verbosity import verbosity_options
@@ -332,10 +332,15 @@ def _isatty(stream) -> bool:
 def _end_interrupted(own_line: bool = False) -> None:
     """One line, exit 130; ``own_line``: on a terminal, after the ^C it echoed."""
     click.echo(("\n" if own_line and _isatty(sys.stderr) else "") + "msprof: interrupted", err=True)
+    # A KeyboardInterrupt that went through code exec() ran from a string (a dataclass's methods, made when a
+    # module is first imported) makes ``python -m`` end by SIGINT, however it was caught (CPython 3.9-3.13 keep
+    # a flag for it); the flag is reset when exec() runs a string again.
+    exec("")
     sys.exit(130)
 
 
 def _interrupted(signum, frame):
+    interrupts.seen()          # (a statement SQLite was running has ended: msprof.interrupts)
     raise KeyboardInterrupt
 
 
@@ -351,10 +356,26 @@ def _caused_by_interrupt(exc: BaseException) -> bool:
     return False
 
 
+def _out_of_files(exc: BaseException) -> bool:
+    """Whether an error comes from a process that may open no more files (wherever it met it: a pipe for a
+    worker, a module to import), itself or what caused it."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if getattr(exc, "errno", None) in (errno.EMFILE, errno.ENFILE):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _internal_error(exc: Exception, verbose: int) -> None:
-    """Exit for an exception that is no user error: a full disk (6), else an internal error (1)."""
+    """Exit for an exception that is no user error: a full disk or too few open files (6), else an internal
+    error (1)."""
     if isinstance(exc, (OSError, sqlite3.OperationalError)) and _is_disk_full(exc):
         log.error("not enough disk space: %s", exc)
+        sys.exit(6)
+    if _out_of_files(exc):
+        log.error("%s", outputs.too_many_open_files().message)
         sys.exit(6)
     if verbose >= 2:
         raise exc
@@ -367,11 +388,12 @@ def main(argv=None):
     args = sys.argv[1:] if argv is None else argv
     verbose = sum(a.count("v") for a in args if a.startswith("-") and set(a[1:]) == {"v"}) + args.count("--verbose")
     try:
-        # TERM and HUP are handled like Ctrl-C: what is being written is cleaned up, workers are stopped
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        for name in ("SIGTERM", "SIGHUP"):
-            if hasattr(signal, name):
+        # TERM and HUP are handled like Ctrl-C: what is being written is cleaned up, workers are stopped. A
+        # signal msprof was started ignoring stays ignored (nohup: a hang-up must not end the command).
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) != signal.SIG_IGN:
                 signal.signal(getattr(signal, name), _interrupted)
+        interrupts.watch()
         restrict_umask()
         configure(verbose)
         # A million rows handed from SQLite to Python are millions of short-lived tuples, none in a reference

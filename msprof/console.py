@@ -13,6 +13,7 @@ import re
 import stat
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 from msprof import progress
@@ -71,20 +72,17 @@ class _StderrFormatter(logging.Formatter):
         return text
 
 
-# What a terminal would act on (not a tab or a line break): C0 and C1 controls, DEL, and the bidirectional
-# controls, which reorder what is shown (U+202E makes "exe.txt" of "txt.exe").
-_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def terminal_safe(text: str) -> str:
-    """``text`` with what a terminal would act on escaped (``\\x1b``, ``\\u202e``); tabs and line breaks kept."""
-    return _TERMINAL_UNSAFE.sub(_escaped, text)
+# what may need escaping on a terminal: anything but a tab, a line break and printable ASCII
+_SUSPECT = re.compile("[^\t\n\x20-\x7e]")
+# Unicode's invisible format characters (U+202E right-to-left override, the other bidi controls, zero-width
+# spaces), line and paragraph separators, and lone surrogates: what reorders, hides or breaks a line
+_INVISIBLE = frozenset({"Cf", "Zl", "Zp", "Cs"})
 
 
 def emit(text: str, nl: bool = True, file=None) -> None:
     """Print results on stdout (or ``file``): byte for byte into a pipe or a file (click would strip escape
-    sequences there, so a csv printed would differ from the file written), and on a terminal with control
-    characters escaped (``\\x1b``): a name from the data must not drive the terminal."""
+    sequences there, so a csv printed would differ from the file written), and on a terminal through
+    ``terminal_safe``: a name from the data must not drive the terminal."""
     import click        # (the library's other users print nothing: no click to import for them)
 
     out = file or sys.stdout
@@ -116,10 +114,24 @@ class Passthrough:
         self.write(b"", final=True)
 
 
+def terminal_safe(text: str) -> str:
+    """``text`` as a terminal may be given it: control characters but tab and line feed (``\\x1b``, C1 as
+    ``\\u009b``), and invisible format characters that would reorder or hide what is shown (``\\u202e``)
+    escaped — JSON escapes, so a JSON document stays valid."""
+    return _SUSPECT.sub(_escaped, text)
+
+
 def _escaped(match) -> str:
-    # C0 as \x1b; DEL and C1, which json.dumps leaves as they are, as \u009b: still valid JSON
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x7F else f"\\u{code:04x}"
+    char = match.group()
+    code = ord(char)
+    if code < 0x20:
+        return f"\\x{code:02x}"
+    if code < 0xA0 or unicodedata.category(char) in _INVISIBLE:
+        if code > 0xFFFF:       # (beyond the BMP: as JSON writes it, a surrogate pair)
+            code -= 0x10000
+            return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+        return f"\\u{code:04x}"
+    return char
 
 
 def discard_stdout() -> None:
@@ -148,11 +160,14 @@ class _LogFileFormatter(logging.Formatter):
 
 
 def _open_log(path: Path):
-    """The log opened for appending, never through a symlink nor onto anything but a regular file."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), file_mode())
+    """The log opened for appending, never through a symlink nor onto anything but a regular file (opened
+    without waiting: a FIFO would wait for a reader)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_NONBLOCK", 0), file_mode())
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
         return os.fdopen(fd, "a", encoding="utf-8")
     except BaseException:
         os.close(fd)
@@ -173,8 +188,8 @@ def result_log(result_dir: Path, command: str):
         output_dir(path.parent)
         stream = _open_log(path)
     except (OSError, MsprofError) as exc:  # a read-only collection can still be analysed (elsewhere)
-        reason = "a symbolic link" if getattr(exc, "errno", None) == errno.ELOOP else getattr(
-            exc, "strerror", None) or getattr(exc, "message", str(exc))
+        reason = {errno.ELOOP: "a symbolic link", errno.ENXIO: "not a regular file"}.get(
+            getattr(exc, "errno", None)) or getattr(exc, "strerror", None) or getattr(exc, "message", str(exc))
         # said once per run: a command enters a result dir's log several times (import, then export)
         level = logging.DEBUG if path in _unwritable else logging.WARNING
         log.log(level, "not writing the log %s: %s", path, reason)

@@ -31,8 +31,14 @@ class ConfigError(MsprofError):
     exit_code = 5
 
 
-class DiskSpaceError(MsprofError):
+class ResourceError(MsprofError):
+    """The machine does not give msprof enough of what it needs: disk space, or open files (ulimit -n)."""
+
     exit_code = 6
+
+
+class DiskSpaceError(ResourceError):
+    pass
 
 
 class OutputError(MsprofError):
@@ -74,7 +80,7 @@ EXIT_CODES = {
     3: "SSH connection or authentication failure, host key refused",
     4: "remote command failed (main exited non-zero, upload/download failed)",
     5: "invalid config file",
-    6: "not enough disk space",
+    6: "not enough disk space, or too few open files allowed (ulimit -n)",
     7: "cannot write results (permission denied, read-only directory, an output directory that is a link): use --output DIR",
     8: "invalid or corrupt data that prevents any output",
     9: "performance regression found by compare --fail-if-slower",

@@ -2,21 +2,29 @@
 
 ``import`` always rebuilds into a temporary file that is renamed to ``sqlite/msprof.db`` only when
 complete, so an interrupted or failed import never destroys the previous database. Later commands
-call ``fresh_database`` which reuses the database while the recorded source files are unchanged.
+call ``stale``, which reuses the database while the recorded source files are unchanged — and only a
+database msprof built on this machine for this user: the build signs its meta with the user's key and the
+file's identity (msprof.trust), and a database without that signature (shipped in a collection, copied,
+another user's) is rebuilt from the raw data, never read beyond its meta table. Every connection's
+statements end at Ctrl-C, TERM or HUP (msprof.interrupts).
 """
 import contextlib
+import functools
+import itertools
 import json
 import os
 import re
 import sqlite3
+import stat
 import sys
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional, Union
 
-from msprof import SCHEMA_VERSION, __version__
+from msprof import SCHEMA_VERSION, __version__, interrupts, trust
 from msprof.errors import DataError
+from msprof.interrupts import connect, watched
 from msprof.outputs import atomic_path, naming_errors, output_dir, temporary
 from msprof.console import log, notice
 
@@ -40,6 +48,10 @@ def sqlite_utils_database(conn: sqlite3.Connection):
             if sys.modules.get(name, 0) is None:
                 del sys.modules[name]     # the process may still import the real one later
     return sqlite_utils.Database(conn)
+
+
+# What the checks of a database not yet believed may cost: this many times interrupts.STEPS (SQLite's steps)
+CHECK_BUDGET = 200
 
 
 def db_path(result_dir: Path) -> Path:
@@ -97,7 +109,7 @@ def readonly_uri(path: Path) -> str:
 def open_readonly(path: Path) -> sqlite3.Connection:
     """The database at ``path``, read-only, with its parts attached (``SideLoads``): their tables are read
     by their names as if they were the database's own."""
-    conn = sqlite3.connect(readonly_uri(path), uri=True)
+    conn = connect(readonly_uri(path), uri=True)
     conn.row_factory = None
     try:
         problem = attach_parts(conn, path)
@@ -149,6 +161,16 @@ def attach_parts(conn: sqlite3.Connection, path: Path) -> Optional[str]:
         if not found or found[0] != token:
             return f"its part {part.name} is from another import"
     return None
+
+
+def build_id(path: Path) -> Optional[str]:
+    """The id of the build of the (believed) database at ``path``: what outputs made from it record."""
+    try:
+        with contextlib.closing(connect(readonly_uri(path), uri=True)) as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'build_id'").fetchone()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
 
 
 def _has_meta(conn: sqlite3.Connection) -> bool:
@@ -222,15 +244,18 @@ def build(path: Path, schema: Schema):
     path = Path(path)
     output_dir(path.parent)
     with atomic_path(path) as tmp, naming_errors(path):
-        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        conn = connect(str(tmp), isolation_level=None)
         try:
             tune_for_bulk_load(conn)
             db = sqlite_utils_database(conn)
             conn.execute("BEGIN")
             schema.create(db)
             yield db
-            commit(conn)
             parts = _parts(conn)
+            build_id = os.urandom(16).hex()
+            signature = trust.sign(*_signed(path, build_id, os.lstat(tmp), parts))
+            write_meta(db, {"build_id": build_id, "signature": signature})
+            commit(conn)
             conn.execute("PRAGMA journal_mode=DELETE")
         finally:
             conn.close()
@@ -287,28 +312,67 @@ def record_sources(db: "sqlite_utils.Database", source_dir: Path, counts, notice
     write_meta(db, values)
 
 
+def _signed(path: Path, build_id: str, info: os.stat_result, parts: Dict[str, str]) -> tuple:
+    """What a database's signature signs: its build's id, its file's identity (``info``: its file's, at
+    ``path``) and its parts' (msprof.trust)."""
+    return ("msprof database", build_id, trust.identity(info), *(
+        f"{name}:{token}:{trust.identity(os.lstat(part_path(path, name, token)))}"
+        for name, token in sorted(parts.items())))
+
+
+NOT_BELIEVED = "database not made by msprof here for this user, or changed since: not believed"
+
+
+def _believed(conn: sqlite3.Connection, path: Path, info: os.stat_result) -> Union[Dict[str, str], str]:
+    """The meta of the database open on ``conn`` if msprof built it here for this user (its signature holds for
+    this very file and its parts), else why not. Nothing but its meta table is read, and that within a budget
+    of SQLite's steps (a built-in counts them: no Python runs inside SQLite): its views and its other tables
+    are the sender's until the signature holds."""
+    conn.set_progress_handler(functools.partial(next, itertools.repeat(0, CHECK_BUDGET), 1), interrupts.STEPS)
+    try:
+        if conn.execute("SELECT type FROM sqlite_master WHERE name = 'meta'").fetchall() != [("table",)]:
+            return NOT_BELIEVED
+        meta = read_meta(conn)
+        parts = json.loads(meta.get("parts") or "{}")
+        signed = _signed(path, meta.get("build_id"), info, parts)
+    except FileNotFoundError as exc:
+        return f"{path}: its part {Path(exc.filename).name} is missing"
+    except (sqlite3.Error, ValueError, TypeError, AttributeError, OSError):
+        return NOT_BELIEVED
+    finally:
+        conn.set_progress_handler(None, 0)
+        watched(conn)
+    return meta if trust.signed(meta.get("signature"), *signed) else NOT_BELIEVED
+
+
 def stale(path: Path, source_dir: Path, files, layout: str) -> Optional[str]:
-    """None while the database at ``path`` was built by this msprof for ``layout`` from exactly ``files``
-    (compared by size, and by content hash where only the mtime changed), else why it must be rebuilt."""
+    """None while the database at ``path`` was built by this msprof, here, for this user (``_believed``), for
+    ``layout`` from exactly ``files`` (compared by size, and by content hash where only the mtime changed),
+    else why it must be rebuilt."""
     path = Path(path)
     try:
-        present = path.is_file()
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return "no database yet"
     except OSError as exc:    # a directory this user may not enter: the build that follows names it
         return f"database not readable ({exc.strerror})"
-    if not present:
-        return "no database yet"
+    if not stat.S_ISREG(info.st_mode):
+        return "no database yet" if stat.S_ISDIR(info.st_mode) else "its database is not a regular file"
     try:
-        with contextlib.closing(open_readonly(path)) as conn:
-            meta = read_meta(conn)
+        with contextlib.closing(connect(readonly_uri(path), uri=True)) as conn:
+            meta = _believed(conn, path, info)
+            if isinstance(meta, str):
+                return meta
             if meta.get("schema_version") != str(SCHEMA_VERSION) or meta.get("complete") != "1":
                 return "database from another msprof version"
             if meta.get("layout") != layout:
                 return f"database not built for the {layout} layout"
+            problem = attach_parts(conn, path)
+            if problem:
+                return f"{path}: {problem}"
             recorded = {row[0]: row[1:] for row in conn.execute("SELECT path, size, mtime_ns, sha256 FROM source_file")}
     except sqlite3.Error as exc:
         return f"database unreadable ({exc})"
-    except DataError as exc:                 # a part missing or from another import
-        return str(exc)
     current = source_snapshot(source_dir, files)
     if set(recorded) != set(current):
         return "raw files added or removed"
@@ -339,7 +403,7 @@ def open_part(path: Path, schema: Schema, tables: List[str], source: Optional[Pa
     being built, attached read-only as ``source`` for lookups (before the transaction: SQLite attaches
     outside one), with its parts merged so far (``SideLoads.attached``) under their names."""
     # (a URI, so that the read-only URI it attaches is one too whatever SQLite's build defaults)
-    conn = sqlite3.connect(uri(path, "rwc"), uri=True, isolation_level=None)
+    conn = connect(uri(path, "rwc"), uri=True, isolation_level=None)
     tune_for_bulk_load(conn)
     if cache_kb is not None:
         conn.execute(f"PRAGMA cache_size=-{int(cache_kb)}")

@@ -10,7 +10,9 @@ over the rows (a PROF op_summary and task_time: one query) are written together,
 A file may be made from what such a pass gathered on the way (``after``: its RowSource's taps, msprof.tables.Tap;
 PROF op_statistic's sums per op): it is written once every part of that pass is, by this process, and
 makes its rows itself when the pass gathered nothing (a renderer that printed values instead).
-The order of the returned paths is the order of the list, either way.
+The order of the returned paths is the order of the list, either way. The files of an export replace the
+earlier ones together, or none do (msprof.outputs.FileSet: workers stage theirs for this process to put in
+place with its own).
 """
 import contextlib
 import itertools
@@ -19,7 +21,7 @@ from typing import Dict, List, Optional, Tuple
 
 from msprof import progress
 from msprof.contract import SummaryFile
-from msprof.outputs import atomic_open, naming_errors, output_dir, remove_stale, temporary
+from msprof.outputs import FileSet, naming_errors, output_dir, remove_stale, temporary
 from msprof.console import log, notice
 from msprof.renderers import FORMATS
 from msprof.tables import part_share
@@ -31,56 +33,33 @@ WORKERS = 2
 
 
 def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path,
-                  manifest: Optional[Path] = None) -> List[Path]:
-    """Write ``files`` into ``directory``; return their paths. ``manifest`` (an export without a selection):
-    the list of what the previous such export wrote, whose files this one does not write are removed
-    (``_replace_earlier``)."""
-    written = _write(report, files, fmt, directory) if files else []
-    if manifest is not None:
-        _replace_earlier(Path(directory), written, Path(manifest))
-    return written
-
-
-def _replace_earlier(directory: Path, written: List[Path], manifest: Path) -> None:
-    """The files an earlier whole-run export wrote that this one did not — their data gone (a step trace lost
-    since), or their names changed (a JOB op_summary's name counts the iterations) — are removed, so that
-    summary/ holds one run's results, not two mixed. Files msprof did not write, and those of selections
-    (other names), are never touched. ``manifest`` (beside the database: summary/ holds results only) lists
-    the names, one a line."""
-    names = {path.name for path in written}
-    try:
-        earlier = manifest.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        earlier = []
-    except OSError as exc:
-        log.warning("%s: not read (%s): files of an earlier export may remain", manifest, exc.strerror)
-        earlier = []
-    gone = []
-    for name in earlier:
-        path = directory / name
-        if name and name not in names and "/" not in name and not name.startswith(".") and path.is_file() \
-                and not path.is_symlink():
-            with naming_errors(path):
-                path.unlink()
-            gone.append(name)
+                  manifest: Optional[Path] = None, whole: bool = True) -> List[Path]:
+    """Write ``files`` into ``directory``; return their paths. They replace the earlier ones together, or none
+    do. ``manifest``: the list of what the previous export without a selection (``whole``) wrote, whose files
+    such an export does not write — their data gone (a step trace lost since), or their names changed (a JOB
+    op_summary's name counts the iterations) — are removed, so that summary/ holds one run's results, not two
+    mixed; a file it lists is removed only if msprof wrote it and no one changed it since (FileSet). Files
+    msprof did not write, and those of selections (other names), are never touched."""
+    with FileSet(directory, manifest, whole=whole) as staged:
+        written = _write(report, files, fmt, directory, staged) if files else []
+        staged.commit()
+    gone = staged.removed
     if gone:
         notice(f"removed {len(gone)} file(s) an earlier export wrote that this one does not: {', '.join(gone[:5])}"
                + (", …" if len(gone) > 5 else ""))
-    if names or earlier:
-        with atomic_open(manifest, "w", encoding="utf-8") as handle:
-            handle.write("".join(f"{name}\n" for name in sorted(names)))
+    return written
 
 
-def _write(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
+def _write(report, files: List[SummaryFile], fmt: str, directory: Path, staged: FileSet) -> List[Path]:
     if sum(f.weight for f in files) >= PARALLEL_MIN_ROWS and several_cores() and (
             len(files) > 1 or files[0].parts > 1):
-        written = _write_in_workers(report, files, fmt, directory)
+        written = _write_in_workers(report, files, fmt, directory, staged)
     else:
         written = []
         gathered: Dict[str, Optional[list]] = {}      # per file name, what its pass gathered
         with progress.step("writing summaries", sum(f.weight for f in files)) as shown:
             for f in files:
-                paths, gathered[f.name] = write_file(report, f, fmt, directory, gathered.get(f.after))
+                paths, gathered[f.name] = write_file(report, f, fmt, directory, gathered.get(f.after), staged)
                 written += paths
                 shown.advance(f.weight)
     for path in written:
@@ -88,17 +67,22 @@ def _write(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[
     return written
 
 
-def write_file(report, summary_file: SummaryFile, fmt: str, directory: Path,
-               gathered: Optional[list] = None) -> Tuple[List[Path], Optional[list]]:
+def write_file(report, summary_file: SummaryFile, fmt: str, directory: Path, gathered: Optional[list] = None,
+               files: Optional[FileSet] = None) -> Tuple[List[Path], Optional[list]]:
     """The file(s) of ``summary_file`` (``gathered``: the input it is ``after``, per part), and what their pass
-    gathered (a list of one part's, or None)."""
+    gathered (a list of one part's, or None). ``files``: the set they are staged in (without one, they are put
+    in place at once)."""
     renderer = FORMATS[fmt]()
-    paths = [Path(directory) / (name + renderer.extension) for name in summary_file.names]
+    names = [name + renderer.extension for name in summary_file.names]
     tables = _tables(report, summary_file, gathered=gathered)
-    with contextlib.ExitStack() as stack:
-        handles = [stack.enter_context(atomic_open(path, "w", encoding="utf-8", newline="")) for path in paths]
-        renderer.write_many(tables, handles)
-    return paths, _gathered(tables)
+    with FileSet(directory) if files is None else contextlib.nullcontext() as own:
+        with contextlib.ExitStack() as stack:
+            handles = [stack.enter_context((own or files).open(name, "w", encoding="utf-8", newline=""))
+                       for name in names]
+            renderer.write_many(tables, handles)
+        if own is not None:
+            own.commit()
+    return [Path(directory) / name for name in names], _gathered(tables)
 
 
 def _write_part(report, summary_file: SummaryFile, fmt: str, part: Tuple[int, int],
@@ -135,9 +119,9 @@ def _gathered(tables) -> Optional[list]:
     return None if made is None else [made]
 
 
-def _join(renderer, parts: List[Path], target: Path) -> Path:
+def _join(renderer, parts: List[Path], target: Path, files: FileSet) -> Path:
     try:
-        with atomic_open(target, "wb") as out:
+        with files.open(target.name, "wb") as out:
             renderer.join(parts, out)
     finally:
         for path in parts:
@@ -155,18 +139,20 @@ def _open_worker_report(unit) -> None:
 
 
 def _write_batch(jobs: List[Tuple[SummaryFile, Optional[Tuple[int, int]]]], fmt: str,
-                 directory: str) -> List[tuple]:
+                 directory: str) -> Tuple[List[tuple], List[Tuple[str, str]]]:
+    """In a worker: the batch's files and parts, and its files staged for the parent's set."""
     out = []
-    for summary_file, part in jobs:
-        if part is None:
-            paths, gathered = write_file(_worker_report, summary_file, fmt, Path(directory))
-        else:
-            paths, gathered = _write_part(_worker_report, summary_file, fmt, part, Path(directory))
-        out.append(([str(path) for path in paths], gathered))
-    return out
+    with FileSet(Path(directory)) as files:
+        for summary_file, part in jobs:
+            if part is None:
+                paths, gathered = write_file(_worker_report, summary_file, fmt, Path(directory), files=files)
+            else:
+                paths, gathered = _write_part(_worker_report, summary_file, fmt, part, Path(directory))
+            out.append(([str(path) for path in paths], gathered))
+        return out, files.hand_over()
 
 
-def _write_in_workers(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[Path]:
+def _write_in_workers(report, files: List[SummaryFile], fmt: str, directory: Path, staged: FileSet) -> List[Path]:
     names = {f.name for f in files}
     later = [i for i, f in enumerate(files) if f.after in names]     # written here, from what the workers gathered
     jobs, batches = _plan(files, later)
@@ -178,7 +164,8 @@ def _write_in_workers(report, files: List[SummaryFile], fmt: str, directory: Pat
             futures = [pool.submit(_write_batch, [(files[jobs[j][0]], jobs[j][1]) for j in batch], fmt,
                                    str(directory)) for batch in batches]
             done = pool.results("writing summaries", futures, [sum(jobs[j][2] for j in batch) for batch in batches])
-            for batch, batch_done in zip(batches, done):
+            for batch, (batch_done, theirs) in zip(batches, done):
+                staged.adopt(theirs)
                 for j, (paths, pass_gathered) in zip(batch, batch_done):
                     results[j] = [Path(path) for path in paths]
                     gathered[j] = pass_gathered
@@ -194,14 +181,14 @@ def _write_in_workers(report, files: List[SummaryFile], fmt: str, directory: Pat
             source = next(k for k, g in enumerate(files) if g.name == f.after)
             parts = [gathered[j] for j, job in enumerate(jobs) if job[0] == source]     # (in part order)
             whole = None if None in parts else [taps for part in parts for taps in part]
-            written += write_file(report, f, fmt, directory, whole)[0]
+            written += write_file(report, f, fmt, directory, whole, staged)[0]
             continue
         mine = [results[j] for j, job in enumerate(jobs) if job[0] == i]
         split = any(job[1] is not None for job in jobs if job[0] == i)
         if split:
             renderer = FORMATS[fmt]()
-            written += [_join(renderer, [paths[k] for paths in mine], Path(directory) / (name + renderer.extension))
-                        for k, name in enumerate(f.names)]
+            written += [_join(renderer, [paths[k] for paths in mine], Path(directory) / (name + renderer.extension),
+                              staged) for k, name in enumerate(f.names)]
         else:
             written += mine[0]
     return written

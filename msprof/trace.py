@@ -12,8 +12,10 @@ A layout's report describes its timelines (``Timeline``: a base file name, other
   valid on its own: a source fills the file being written while it has ``room`` and hands back the rest of
   its batch, which the writer puts in a new file (``Writer.put``); a flow and the slices it binds to go into
   one file;
-* **checks and atomicity** — each file is written to a temporary, checked (msprof.tracecheck) and renamed
-  into place; large slices get their metadata written into room left before the body instead of a copy.
+* **checks and atomicity** — each file is written to a temporary and checked (msprof.tracecheck); the files
+  of a unit's timelines replace the earlier ones together, or not at all (msprof.outputs.FileSet, whose
+  manifest ``timelines_current`` reads); large slices get their metadata written into room left before the
+  body instead of a copy.
 
 A second large timeline (a JOB's ACL calls) is written by a child process while this one writes the first.
 """
@@ -27,11 +29,11 @@ import shutil
 from pathlib import Path
 from typing import Any, Dict, Hashable, Iterator, List, Optional, Tuple
 
-from msprof import progress
+from msprof import progress, store
 from msprof.console import log
-from msprof.contract import EventSource, Timeline
+from msprof.contract import EventSource, Selection, Timeline
 from msprof.events import jstr
-from msprof.outputs import atomic_path, naming_errors, output_dir, remove_stale, temporary
+from msprof.outputs import FileSet, naming_errors, output_dir, remove_stale, temporary
 from msprof.tracecheck import TraceError, check_trace
 from msprof.workers import Pool, several_cores
 
@@ -141,8 +143,10 @@ class Writer:
     spaces (JSON whitespace), so its body is never copied; any other slice is rewritten with its
     metadata and a copy of the body (cheap for a small one)."""
 
-    def __init__(self, directory: Path, base: str, other: dict, check_all: bool = False, numbered: bool = False):
+    def __init__(self, directory: Path, base: str, other: dict, files: FileSet, check_all: bool = False,
+                 numbered: bool = False):
         self.directory, self.base, self.other = directory, base, other
+        self.files = files                   # the set its slices are staged in (its caller commits it)
         self.check_all = check_all
         self.numbered = numbered              # name even a single file "_slice_0" (one of several parts)
         self.count = 0                       # events in the current slice
@@ -176,7 +180,11 @@ class Writer:
     def add(self, text: str, events: int) -> None:
         """``events`` events (their text) into the file. Once it holds SLICE_BYTES it has no more room: the next
         event starts a new file."""
-        self.body.write(text)
+        try:
+            self.body.write(text)
+        except OSError:
+            with naming_errors(self._target_name(final=True)):       # (a full disk: the file named)
+                raise
         self.count += events
         self.bytes += len(text) if text.isascii() else len(text.encode("utf-8"))
         if self.bytes >= SLICE_BYTES:
@@ -225,7 +233,7 @@ class Writer:
         self.body.write(_tail(other).decode())
         self.body.close()
         spaces = HEAD_ROOM - len(header) - 1 - len(metadata)
-        with atomic_path(target) as tmp:
+        with self.files.staging(target.name) as tmp:         # (in place when the set is committed)
             if spaces >= 0 and os.path.getsize(self._path) >= IN_PLACE_MIN_BYTES:
                 # header line, a line of spaces, the metadata: exactly the room, the body follows
                 with open(self._path, "r+b") as out:
@@ -255,10 +263,6 @@ class Writer:
             self._flush(final=True)
         finally:
             self.close()
-        keep = {p.name for p in self.written}
-        for stale in [self.directory / f"{self.base}.json"] + list(self.directory.glob(f"{_glob_escape(self.base)}_slice_*.json")):
-            if stale.name not in keep and stale.is_file():
-                stale.unlink()
         return self.written
 
     def close(self) -> None:
@@ -275,20 +279,17 @@ class Writer:
 
 
 
-def _glob_escape(text: str) -> str:
-    return re.sub(r"([*?\[])", r"[\1]", text)
-
-
-
-
 # ---------------------------------------------------------------------------------------------------
 # The driver: a layout's timelines (msprof.contract.Timeline) written
 # ---------------------------------------------------------------------------------------------------
 def write_timeline(report, timeline: Timeline, directory: Path, check_all: bool = False, window=None,
-                   base: Optional[str] = None) -> List[Path]:
+                   base: Optional[str] = None, files: Optional[FileSet] = None) -> List[Path]:
     """Write one timeline's files (``window``: one half of a split timeline, written as numbered slices
-    under ``base``); return them."""
-    writer = Writer(directory, base or timeline.base, timeline.other, check_all, numbered=window is not None)
+    under ``base``); return them. ``files``: the set they are staged in, which the caller commits (without
+    one, they are put in place at the end)."""
+    own = files is None
+    files = FileSet(directory) if own else files
+    writer = Writer(directory, base or timeline.base, timeline.other, files, check_all, numbered=window is not None)
     tids = itertools.count(LANE_TID_BASE)
     sources = []
     try:
@@ -298,8 +299,12 @@ def write_timeline(report, timeline: Timeline, directory: Path, check_all: bool 
             if sources:
                 _merge(sources, writer, window, shown)
         written = writer.finish()
+        if own:
+            files.commit()
     except BaseException:
         writer.close()
+        if own:
+            files.discard()
         raise
     for source, lanes in sources:
         source.finish(timeline.base, lanes)
@@ -345,32 +350,40 @@ class _Drain:
             return
 
 
-def write_timelines(report, timelines: List[Timeline], directory: Path, check_all: bool = False) -> List[Path]:
+def write_timelines(report, timelines: List[Timeline], directory: Path, check_all: bool = False,
+                    selection: Selection = Selection()) -> List[Path]:
     """Write a unit's timelines (its layout's list) into ``directory``; return the files, in the order of the
     list. With a second core, a second timeline of PARALLEL_MIN_EVENTS or more is written by a child
     process; a single timeline of more than SLICE_EVENTS that can be split is written in two halves (the
     child writes the second), its slices numbered in time order."""
     child, split = _second_process(report, timelines)
     written: Dict[int, List[Path]] = {}
-    if child is None:
-        for i, timeline in enumerate(timelines):
-            written[i] = write_timeline(report, timeline, directory, check_all)
-    else:
-        with Pool(1, on_stop=lambda: remove_stale(directory)) as pool:     # (what a stopped child was writing)
-            args = (report.unit, timelines[child], str(directory), (SLICE_EVENTS, SLICE_BYTES), CHECK_FILES,
-                    CHECK_MAX_EVENTS, check_all, None if split is None else (1, split))
-            future = pool.submit(_in_child, *args)
+    # (the set of every file of the unit's timelines: each replaced when all are written, or none)
+    staged = FileSet(directory, report.unit.database.path.parent / "timeline.manifest", _about(report, selection),
+                     _names_of(timelines), whole=selection.everything)
+    with staged:
+        if child is None:
             for i, timeline in enumerate(timelines):
-                if i != child or split is not None:
-                    written[i] = write_timeline(report, timeline, directory, check_all,
-                                                None if split is None else (0, split))
-            [(paths, messages)] = pool.results("writing timelines (second process)", [future])
+                written[i] = write_timeline(report, timeline, directory, check_all, files=staged)
+        else:
+            with Pool(1, on_stop=lambda: remove_stale(directory)) as pool:     # (what a stopped child was writing)
+                args = (report.unit, timelines[child], str(directory), (SLICE_EVENTS, SLICE_BYTES), CHECK_FILES,
+                        CHECK_MAX_EVENTS, check_all, None if split is None else (1, split))
+                future = pool.submit(_in_child, *args)
+                for i, timeline in enumerate(timelines):
+                    if i != child or split is not None:
+                        written[i] = write_timeline(report, timeline, directory, check_all,
+                                                    None if split is None else (0, split), files=staged)
+                [(pairs, messages)] = pool.results("writing timelines (second process)", [future])
             for level, message in messages:
                 log.log(level, "%s", message)
             if split is None:
-                written[child] = [Path(p) for p in paths]
+                written[child] = [directory / name for _tmp, name in pairs]
             else:
-                written[0] += _renumber(timelines[0], [Path(p) for p in paths], len(written[0]))
+                pairs = _renumber(timelines[0], pairs, len(written[0]))
+                written[0] += [directory / name for _tmp, name in pairs]
+            staged.adopt(pairs)
+        staged.commit()
     files = [path for i in range(len(timelines)) for path in written.get(i, [])]
     for path in files:
         log.info("wrote %s", path)
@@ -391,24 +404,36 @@ def _second_process(report, timelines: List[Timeline]) -> Tuple[Optional[int], A
     return None, None
 
 
-def _renumber(timeline: Timeline, paths: List[Path], first: int) -> List[Path]:
-    """The second half's slices (written as ``<base>.part_slice_<k>.json``) renamed to follow the first
-    half's, their otherData "slice" rewritten: only the file's last line changes."""
+def _renumber(timeline: Timeline, pairs: List[Tuple[str, str]], first: int) -> List[Tuple[str, str]]:
+    """The second half's slices (staged as ``<base>.part_slice_<k>.json``) named to follow the first half's,
+    their otherData "slice" rewritten: only the file's last line changes."""
     out = []
-    for k, path in enumerate(paths):
+    for k, (path, name) in enumerate(pairs):
         old = _tail(dict(timeline.other, slice=k))
         new = _tail(dict(timeline.other, slice=first + k))
         with open(path, "r+b") as handle:
             handle.seek(-len(old), os.SEEK_END)
             if handle.read() != old:
-                raise TraceError(f"internal error: {path.name} does not end with its otherData")
+                raise TraceError(f"internal error: {name} does not end with its otherData")
             handle.seek(-len(old), os.SEEK_END)
             handle.write(new)
             handle.truncate()
-        target = path.with_name(f"{timeline.base}_slice_{first + k}.json")
-        os.replace(path, target)
-        out.append(target)
+        out.append((path, f"{timeline.base}_slice_{first + k}.json"))
     return out
+
+
+def _names_of(timelines: List[Timeline]) -> Optional["re.Pattern"]:
+    """The names msprof gives the files of these timelines (one file, slices, the halves' slices of older
+    versions): in timeline/, a file of such a name that an export does not write again is an earlier one's."""
+    if not timelines:
+        return None
+    return re.compile("|".join(rf"{re.escape(t.base)}(?:_slice_\d+|\.part_slice_\d+)?\.json" for t in timelines))
+
+
+def _about(report, selection: Selection) -> dict:
+    """What a unit's timeline files are made from: its databases' builds, and the selection."""
+    return {"databases": [store.build_id(database.path) for database in report.unit.databases],
+            "selection": None if selection.everything else [selection.model_id, selection.iteration_id]}
 
 
 def _tail(other: dict) -> bytes:
@@ -419,23 +444,27 @@ def _tail(other: dict) -> bytes:
 
 def _in_child(unit, timeline: Timeline, directory: str, slice_limits: Tuple[int, int], check_files: bool,
               check_max_events: int, check_all: bool, window=None):
-    """One timeline (or, with ``window``, its second half) written in a child process: (paths, [(log
-    level, message)])."""
+    """One timeline (or, with ``window``, its second half) written in a child process: its files staged,
+    (temporary, name) for the parent to put in place with its own, and [(log level, message)]."""
     global SLICE_EVENTS, SLICE_BYTES, CHECK_FILES, CHECK_MAX_EVENTS
     (SLICE_EVENTS, SLICE_BYTES), CHECK_FILES, CHECK_MAX_EVENTS = slice_limits, check_files, check_max_events
     messages: List[Tuple[int, str]] = []
     handler = _ListHandler(messages)
     log.addHandler(handler)
+    files = FileSet(Path(directory))
     try:
         report = unit.open()
         try:
             base = None if window is None else timeline.base + ".part"
-            written = write_timeline(report, timeline, Path(directory), check_all, window, base)
+            write_timeline(report, timeline, Path(directory), check_all, window, base, files)
         finally:
             report.close()
+    except BaseException:
+        files.discard()
+        raise
     finally:
         log.removeHandler(handler)
-    return [str(p) for p in written], messages
+    return files.hand_over(), messages
 
 
 class _ListHandler(logging.Handler):
@@ -449,35 +478,12 @@ class _ListHandler(logging.Handler):
         self.messages.append((record.levelno, record.getMessage()))
 
 
-def timelines_current(report, timelines: List[Timeline], directory: Path) -> bool:
-    """True when every timeline file of a full export (``timelines``: the layout's, of the whole run) exists
-    in ``directory`` and is newer than the database."""
-    try:
-        db_mtime = report.unit.database.path.stat().st_mtime_ns
-    except OSError:
-        return False
-    for timeline in timelines:
-        candidates = [directory / f"{timeline.base}.json", directory / f"{timeline.base}_slice_0.json"]
-        mtimes = [p.stat().st_mtime_ns for p in candidates if p.is_file()]
-        if not mtimes or max(mtimes) < db_mtime:
-            return False
-        path = candidates[0] if candidates[0].is_file() else candidates[1]
-        if _other_data(path).get("iteration") is not None:
-            return False          # a --model-id/--iteration-id export holds one iteration only
-    return True
-
-
-def _other_data(path: Path) -> dict:
-    """otherData of a timeline file, from its last line (cheap: no need to read the events)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - 65536))
-            tail = handle.read().decode("utf-8", "replace").rstrip().rsplit("\n", 1)[-1]
-        return json.loads('{"traceEvents":[' + tail).get("otherData") or {}
-    except (OSError, ValueError, AttributeError):
-        return {}
+def timelines_current(report, directory: Path) -> bool:
+    """True when the unit's timeline files in ``directory`` are those of a full export (not of a
+    --model-id/--iteration-id one) from its current databases, every one there as it was written: what their
+    manifest records (msprof.outputs.FileSet)."""
+    return FileSet.current(directory, report.unit.database.path.parent / "timeline.manifest",
+                           _about(report, Selection()))
 
 
 

@@ -91,8 +91,9 @@ class Pool(ProcessPoolExecutor):
 
 def _start_worker(parent: int, initializer, initargs) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)          # Ctrl-C is the parent's to handle
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) != signal.SIG_IGN:      # (ignored by the parent, as nohup has it: by its workers too)
+            signal.signal(sig, signal.SIG_DFL)
     if not _die_with_parent(parent):                       # the parent died before it could be watched
         os._exit(1)
     if initializer is not None:
@@ -142,7 +143,7 @@ class Later:
 
     def close(self) -> None:
         if self.pool is not None:
-            self.pool.close(failed=not self.future.done())
+            self.pool.close(failed=self.future is None or not self.future.done())   # (a failed submit too)
             self.pool = None
 
 

@@ -1,5 +1,6 @@
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # so tests can import fixtures.*
 sys.path.insert(0, str(ROOT / "tests"))  # and the test helpers (sshd_harness)
 import sshd_harness  # noqa: E402
+
+# msprof keeps a signal it was started ignoring (nohup, a script's "&": docs/security.md), and so would every
+# msprof the tests start when the suite itself was started so (``nohup pytest … &``): the tests that interrupt
+# msprof need them to start with the default handling.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.fixture
@@ -42,3 +51,25 @@ def system_user():
             yield sshd_harness.SystemUser(name, password, entry)
         finally:
             sshd_harness.remove_user(name)
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """``tmpfs(options)``: a tmpfs mounted with those options ("size=4m") under tmp_path (root only: mount),
+    unmounted afterwards; skips where one cannot be mounted."""
+    points = []
+
+    def mount(options: str) -> Path:
+        if os.geteuid() != 0 or not Path("/bin/mount").exists() and not Path("/usr/bin/mount").exists():
+            pytest.skip("a small tmpfs needs root and mount(8); .ci/run runs as root")
+        point = tmp_path / f"disk{len(points)}"
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+        points.append(point)
+        return point
+
+    yield mount
+    for point in points:
+        subprocess.run(["umount", "-l", str(point)], check=False)

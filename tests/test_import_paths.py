@@ -301,7 +301,7 @@ def test_parts_belong_to_their_database(tmp_path, monkeypatch):
     monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 1 << 40)           # now loaded inline
     api.import_collection(job)
     # (beside the database: the list of the files the last whole-run export wrote)
-    assert sorted(p.name for p in (job / "sqlite").iterdir()) == ["msprof.db", "summary.csv.list"]
+    assert sorted(p.name for p in (job / "sqlite").iterdir()) == ["msprof.db", "summary.csv.manifest"]
     assert database_tables(db) == expected
 
 

@@ -110,12 +110,11 @@ def write_timelines(report, selection=Selection(), **kwargs):
     """The timelines of a report's layout written into its timeline/ (what export timeline does)."""
     report.check(selection)
     return tl.write_timelines(report, report.unit.layout.timelines(report, selection), report.unit.out / "timeline",
-                              **kwargs)
+                              selection=selection, **kwargs)
 
 
 def timelines_current(report):
-    return tl.timelines_current(report, report.unit.layout.timelines(report, Selection()),
-                                report.unit.out / "timeline")
+    return tl.timelines_current(report, report.unit.out / "timeline")
 
 
 def load(path):

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import List, Optional
 
 from msprof.collection import find_result_dirs
-from msprof.errors import UsageError
+from msprof.errors import OutputError, UsageError
 from msprof.contract import Layout, Target, Unit
 from msprof.layouts.job import JobLayout
 from msprof.layouts.prof import ProfLayout
+from msprof.outputs import refuse_links_below
 
 # Checked in order: a result directory belongs to the first layout that claims it (JOB claims the rest).
 LAYOUTS: List[Layout] = [ProfLayout(), JobLayout()]
@@ -32,7 +33,20 @@ def find_units(path: Path, output: Optional[Path] = None) -> List[Unit]:
         by_layout.setdefault(id(layout_of(result_dir)), []).append(result_dir)
     units = [unit for layout in LAYOUTS for unit in layout.units(by_layout.get(id(layout), []), output)]
     order = {d: i for i, d in enumerate(result_dirs)}
-    return _distinct(sorted(units, key=lambda unit: order.get(unit.path, len(order))), path, output)
+    units = _distinct(sorted(units, key=lambda unit: order.get(unit.path, len(order))), path, output)
+    return units if output is None else [_no_links_under(unit, Path(output)) for unit in units]
+
+
+def _no_links_under(unit: Unit, output: Path) -> Unit:
+    """Under --output, the directories of a unit's results and databases are msprof's own: a link or a file in
+    their place fails the unit (exit 7), before anything is written through it."""
+    if unit.problem is None:
+        try:
+            for directory in dict.fromkeys([unit.out] + [d.path.parent.parent for d in unit.databases]):
+                refuse_links_below(output, directory)
+        except OutputError as exc:
+            return dataclasses.replace(unit, problem=exc)
+    return unit
 
 
 def _distinct(units: List[Unit], path: Path, output: Optional[Path]) -> List[Unit]:

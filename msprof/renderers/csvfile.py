@@ -2,7 +2,12 @@
 is quoted too (RFC 4180). Built column by column with C-level map/join instead of csv.writer's per-field
 work: half the cost on a million-row table, where formatting floats was the largest part.
 
-Summary files; show and query's one table (``listing``); compare's tables, each under a "# key" line."""
+Summary files; show and query's one table (``listing``); compare's tables, each under a "# key" line.
+
+A text that a spreadsheet would take for a formula (it begins with "=", "+", "-", "@", a tab or a carriage
+return, and is more than a number: "=HYPERLINK(…)", "-cmd|…") is written with a single quote before it, as
+OWASP advises against CSV injection: names come from the data. Numbers, and texts of digits and number
+punctuation only ("-1.5", "-1,3,224,224", a lone "-"), are written as they are."""
 import itertools
 from dataclasses import replace
 from typing import List, Optional, Sequence, TextIO
@@ -26,10 +31,12 @@ class _CsvFields(insql.TextFormat):
         return NA
 
     def care_sql(self, expr: str) -> str:
-        return f"instr({expr}, ',') OR instr({expr}, '\"') OR instr({expr}, char(10)) OR instr({expr}, char(13))"
+        return f"{_quote_sql(expr)} OR {_formula_sql(expr)}"
 
     def text_sql(self, expr: str) -> str:
-        return f"CASE WHEN {self.care_sql(expr)} THEN '\"' || replace({expr}, '\"', '\"\"') || '\"' ELSE {expr} END"
+        quoted = f"replace({expr}, '\"', '\"\"') || '\"'"
+        return (f"CASE WHEN {_formula_sql(expr)} THEN (CASE WHEN {_quote_sql(expr)} THEN '\"''' || {quoted} "
+                f"ELSE '''' || {expr} END) WHEN {_quote_sql(expr)} THEN '\"' || {quoted} ELSE {expr} END")
 
     def texts(self, column: Column, values: Sequence) -> List[str]:
         return column_texts(column, list(values))
@@ -211,6 +218,23 @@ class _FloatTexts(dict):
 
 _FLOAT_TEXTS = _FloatTexts()
 _SPECIAL = ',"\r\n'
+# what a spreadsheet begins a formula with; what a field may hold and still be no more than a number
+_FORMULA_START = "=+-@\t\r"
+_NUMBER_LIKE = "0123456789+-.,;:eE "
+
+
+def _quote_sql(expr: str) -> str:
+    return f"(instr({expr}, ',') OR instr({expr}, '\"') OR instr({expr}, char(10)) OR instr({expr}, char(13)))"
+
+
+def _formula_sql(expr: str) -> str:
+    return (f"(substr({expr}, 1, 1) IN ('=', '+', '-', '@', char(9), char(13)) "
+            f"AND rtrim({expr}, '{_NUMBER_LIKE}') != '')")
+
+
+def defused(text: str) -> str:
+    """A text a spreadsheet would take for a formula, with a single quote before it (the module's doc)."""
+    return "'" + text if text and text[0] in _FORMULA_START and text.strip(_NUMBER_LIKE) else text
 
 
 def _texts(column) -> List[str]:
@@ -230,9 +254,14 @@ def _texts(column) -> List[str]:
     elif types <= {float, str}:
         texts = signed_zeros(list(map(_FLOAT_TEXTS.__getitem__, column)), column)
     else:
-        return [_quoted(str(value)) for value in column]
-    if str in types and _needs_quotes("".join(texts)):      # (numbers never need quotes)
-        texts = list(map(_quoted, texts))
+        return [_quoted(defused(str(value))) for value in column]
+    if str in types:                          # (numbers never need quotes, nor look like formulas)
+        joined = "\0".join(texts)
+        if joined[:1] in _FORMULA_START or any("\0" + start in joined for start in _FORMULA_START):
+            texts = list(map(defused, texts))
+            joined = "\0".join(texts)
+        if _needs_quotes(joined):
+            texts = list(map(_quoted, texts))
     return texts
 
 
