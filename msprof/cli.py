@@ -4,7 +4,6 @@ Nothing here decodes or computes; see msprof.api for the library entry points.
 """
 import errno
 import gc
-import os
 import signal
 import sqlite3
 import sys
