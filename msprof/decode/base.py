@@ -174,13 +174,15 @@ def _load_stream(conn, item: StreamFiles, make: Callable[[StreamFiles], Decoder]
     else:
         stream = SliceStream(item.files, decoder.record_size, decoder.label, decoder.looks_aligned)
     tally = Tally(decoder.record_size)
-    records = 0
-    for chunk in stream.chunks():
+    records = done = 0
+    for offset, chunk in stream.chunks():
+        tally.base = offset
         for out in decoder.decode(chunk, tally):
             out.insert(conn)
         records += len(chunk) // decoder.record_size
-        tally.base += len(chunk)
-        shown.advance(len(chunk))
+        shown.advance(stream.done - done)       # (bytes of the files, the zeros left out included)
+        done = stream.done
+    records += stream.zeros.records
     for out in decoder.finish(tally):
         out.insert(conn)
     for message in stream.loss_messages():
@@ -191,6 +193,6 @@ def _load_stream(conn, item: StreamFiles, make: Callable[[StreamFiles], Decoder]
     for message in decoder.messages(stream.where):
         notices.warn(message)
     counts[stream_name(item)] = StreamCount(stream_name(item), item.kind, len(stream.files), stream.total_bytes,
-                                            records, tally.total, stream.head_lost, stream.tail_lost,
-                                            stream.digests)
+                                            records, tally.total + stream.zeros.records, stream.head_lost,
+                                            stream.tail_lost, stream.digests)
     return decoder

@@ -8,6 +8,7 @@ import struct
 from operator import and_, eq, gt, lshift, mul, or_
 from typing import List, Optional, Tuple
 
+from msprof.decode import zeros
 from msprof.decode.base import Decoder, Tally
 from msprof.decode.blocks import byte_column, record_struct
 from msprof.decode.occurrences import Occurrences
@@ -28,6 +29,8 @@ _LOG_TYPE = bytes(b & 7 for b in range(256))
 _COUNTER = bytes(b >> 4 for b in range(256))
 _ROLLING = bytes(i & 15 for i in range(RUN_RECORDS + 16))
 _ALTERNATING = bytes((LOG_START, LOG_END)) * (RUN_RECORDS // 2)
+_ZERO_RECORD = bytes(RECORD_SIZE)
+GAPS_NAMED = 5          # counter gaps a warning names (the rest are counted)
 
 # A piece of pairing output: (True, columns (stream, task, type, start, end, exec_n) of tasks that all have
 # both times) or (False, rows of the same fields, where a start or end may be None)
@@ -60,44 +63,43 @@ class Pairer:
         self.executions = Occurrences()   # same key (| APART for an ``apart`` task) → its executions so far
         self.apart = apart
         self.last_counter = None
-        self.consumed = 0       # records of the stream fed so far
-        self.gaps = []          # (stream_id, task_id, expected counter, found counter, record index)
+        self.consumed = 0       # stream index of the next record fed
+        self.gaps = []          # the first GAPS_NAMED (stream_id, task_id, expected counter, found counter, index)
+        self.gap_count = 0
         self.unmatched_ends = 0
         self.unended_starts = 0
         self.backwards = 0      # tasks whose end counter is below their start's (their end is dropped)
         self.first_problem = {}      # "end" / "start" / "backwards" → record index of the first one (its file)
         self.other_logs = 0
 
-    def feed(self, chunk: bytes) -> List[Piece]:
+    def feed(self, chunk: bytes, tally: Tally) -> List[Piece]:
+        """The tasks the records of ``chunk`` (at stream offset ``tally.base``) finish; records that cannot be
+        real are skipped and counted in ``tally``."""
         pieces: List[Piece] = []
         run_bytes = RUN_RECORDS * RECORD_SIZE
+        self.consumed = tally.base // RECORD_SIZE
         for offset in range(0, len(chunk), run_bytes):
-            self._feed_run(chunk[offset:offset + run_bytes], pieces)
+            self._feed_run(chunk[offset:offset + run_bytes], pieces, tally, offset // RECORD_SIZE)
         return pieces
 
-    def feed_rows(self, chunk: bytes) -> list:
-        """``feed`` as one list of task tuples, for callers that want rows rather than pieces."""
-        rows = []
-        for complete, data in self.feed(chunk):
-            rows.extend(zip(*data) if complete else data)
-        return rows
-
-    def _feed_run(self, run: bytes, pieces: List[Piece]) -> None:
+    def _feed_run(self, run: bytes, pieces: List[Piece], tally: Tally, at: int) -> None:
+        """``run``: records from index ``at`` of the chunk."""
         size, count = RECORD_SIZE, len(run) // RECORD_SIZE
         first = 0
         slow = []
         while first < count and self.pending:        # close what is open, usually one record
-            slow += self._records(run[first * size:(first + 1) * size])
+            slow += self._records(run[first * size:(first + 1) * size], tally, at + first)
             first += 1
         if slow:
             pieces.append((False, slow))
         pairs = (count - first) // 2
         body = run[first * size:(first + 2 * pairs) * size]
-        if pairs and self._alternates(body):
-            pieces.append(self._pair_whole(body))
+        whole = self._pair_whole(body) if pairs and self._alternates(body) else None
+        if whole is not None:
+            pieces.append(whole)
             first += 2 * pairs
         if first < count:
-            pieces.append((False, self._records(run[first * size:])))
+            pieces.append((False, self._records(run[first * size:], tally, at + first)))
 
     def _alternates(self, body: bytes) -> bool:
         """True when ``body`` is start, end, start, end… of the same task two by two, counter unbroken."""
@@ -115,10 +117,14 @@ class Pairer:
                 return False
         return True
 
-    def _pair_whole(self, body: bytes) -> Piece:
+    def _pair_whole(self, body: bytes) -> Optional[Piece]:
+        """The tasks of ``body`` (``_alternates``), or None when a start is not a counter (0: perhaps a record
+        of zeros; below it: 2^63 or more), for the record-by-record path to tell."""
         # all pairs in one flat tuple (one struct for the run: no tuple per pair), columns by slicing
         flat = record_struct(PAIR_FORMAT, len(body) // (2 * RECORD_SIZE)).unpack(body)
         types, tasks, starts, fields, ends = (flat[i::5] for i in range(5))
+        if min(starts) <= 0:
+            return None
         streams = list(map(and_, fields, itertools.repeat(STREAM_MASK)))
         keys = map(or_, map(lshift, streams, itertools.repeat(16)), tasks)
         if self.apart is not None and self.apart in types:      # (C speed: APART * (type == apart))
@@ -141,8 +147,9 @@ class Pairer:
         self.backwards += 1
         self.first_problem.setdefault("backwards", index)
 
-    def _records(self, data: bytes) -> list:
-        """Record-by-record pairing of ``data``: rows of finished tasks."""
+    def _records(self, data: bytes, tally: Tally, at: int) -> list:
+        """Record-by-record pairing of ``data`` (records from index ``at`` of the chunk): rows of finished
+        tasks."""
         finished = []
         append = finished.append
         pending = self.pending
@@ -152,8 +159,12 @@ class Pairer:
         base = self.consumed
         self.consumed += len(data) // RECORD_SIZE
         for index, (flags, task_type, task_id, syscnt, stream_field) in enumerate(LAYOUT.iter_unpack(data)):
+            if syscnt <= 0 and _impossible(data, index, syscnt, tally, at):
+                continue
             if flags >> 4 != expected and expected is not None:
-                self.gaps.append((stream_field & STREAM_MASK, task_id, expected, flags >> 4, base + index))
+                self.gap_count += 1
+                if len(self.gaps) < GAPS_NAMED:
+                    self.gaps.append((stream_field & STREAM_MASK, task_id, expected, flags >> 4, base + index))
             expected = ((flags >> 4) + 1) & 15
             log_type = flags & 7
             key = (stream_field & STREAM_MASK) << 16 | task_id
@@ -189,8 +200,8 @@ class Pairer:
         lines = []
         if self.gaps:
             shown = ", ".join(f"stream {s} task {t} (counter {found}, expected {want})"
-                              for s, t, want, found, _ in self.gaps[:5])
-            more = f" and {len(self.gaps) - 5} more" if len(self.gaps) > 5 else ""
+                              for s, t, want, found, _ in self.gaps)
+            more = f" and {self.gap_count - len(self.gaps)} more" if self.gap_count > len(self.gaps) else ""
             at = where(self.gaps[0][4] * RECORD_SIZE) if where else name
             lines.append(f"{at}: rolling counter gap, HWTS records lost before {shown}{more}")
         def at(problem: str) -> str:
@@ -221,6 +232,18 @@ class Pairer:
         return left
 
 
+def _impossible(data: bytes, index: int, syscnt: int, tally: Tally, at: int) -> bool:
+    """Whether record ``index`` of ``data`` cannot be real (its syscnt is 0 or below), and is then skipped:
+    one of all zero bytes, or one whose counter is 2^63 or more (read signed: only damage writes one)."""
+    if syscnt < 0:
+        tally.skip("time stamp of 2^63 or more", 1, at + index)
+        return True
+    if data[index * RECORD_SIZE:(index + 1) * RECORD_SIZE] == _ZERO_RECORD:
+        tally.skip(zeros.REASON, 1, at + index)
+        return True
+    return False
+
+
 class HwtsDecoder(Decoder):
     """Pairs a stream's start/end records (``Pairer``) and turns the finished tasks into store rows with
     ``to_rows(piece) -> [Rows]``, which each layout supplies (a JOB places tasks into iterations and layers).
@@ -238,7 +261,7 @@ class HwtsDecoder(Decoder):
 
     def decode(self, chunk: bytes, tally: Tally):
         before = self.pairer.other_logs
-        out = [rows for piece in self.pairer.feed(chunk) for rows in self.to_rows(piece)]
+        out = [rows for piece in self.pairer.feed(chunk, tally) for rows in self.to_rows(piece)]
         tally.skip("other log type", self.pairer.other_logs - before, warn=False)
         return out
 
