@@ -23,7 +23,7 @@ from test_profgen import (MULTI, TIED_ONCE, assert_rows_equal, expected_api_stat
 
 from msprof import api  # noqa: E402
 from msprof.decode.api_event import ApiEventDecoder  # noqa: E402
-from msprof.decode.base import Blocks, Rows, Tally  # noqa: E402
+from msprof.decode.base import IMPOSSIBLE_TIMES, Blocks, Rows, Tally  # noqa: E402
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder  # noqa: E402
 from msprof.decode.stars import stars_ids  # noqa: E402
 from msprof.errors import UsageError  # noqa: E402
@@ -98,8 +98,8 @@ def test_api_event_chunk_of_calls_and_a_few_events_is_decoded_whole_with_the_sam
     assert apis == [((10000, 5000)[i % 2], i % 3, 7, 0, 1000 + i, 2000 + 3 * i, i) for i in range(64)
                     if i not in (5, 40, 41)]
     assert events == [(15000, 1, 7, 3, 150, 1), (15000, 1, 7, 3, 170, 1)]
-    assert tally.counts == {"time stamp of 2^63 or more": 1}
-    assert tally.first == {"time stamp of 2^63 or more": 4000 + 41 * 40}
+    assert tally.counts == {IMPOSSIBLE_TIMES: 1}
+    assert tally.first == {IMPOSSIBLE_TIMES: 4000 + 41 * 40}
     # the same chunk record by record (too many events for the whole path): the same rows and skips
     many = list(records)
     for i in range(0, 64, 4):
@@ -108,7 +108,7 @@ def test_api_event_chunk_of_calls_and_a_few_events_is_decoded_whole_with_the_sam
     apis, events = _api_and_event_rows(ApiEventDecoder().decode(b"".join(many), tally))
     assert apis == [((10000, 5000)[i % 2], i % 3, 7, 0, 1000 + i, 2000 + 3 * i, i) for i in range(64)
                     if i % 4 and i not in (5, 40, 41)]
-    assert len(events) == 16 + 1 and tally.counts == {"time stamp of 2^63 or more": 1}
+    assert len(events) == 16 + 1 and tally.counts == {IMPOSSIBLE_TIMES: 1}
     # a call with begin 0 among them (dropped, as the reference drops it): still the same rows and skips
     zero = list(records)
     zero[20] = struct.pack("<HHIIIQQQ", 0x5A5A, 10000, 1, 7, 0, 0, 2000, 20)
@@ -117,8 +117,8 @@ def test_api_event_chunk_of_calls_and_a_few_events_is_decoded_whole_with_the_sam
     assert apis == [((10000, 5000)[i % 2], i % 3, 7, 0, 1000 + i, 2000 + 3 * i, i) for i in range(64)
                     if i not in (5, 20, 40, 41)]
     assert len(events) == 2
-    assert tally.counts == {"time stamp of 2^63 or more": 1, "API with begin 0": 1}
-    assert tally.first == {"time stamp of 2^63 or more": 41 * 40, "API with begin 0": 20 * 40}
+    assert tally.counts == {IMPOSSIBLE_TIMES: 1, "API with begin 0": 1}
+    assert tally.first == {IMPOSSIBLE_TIMES: 41 * 40, "API with begin 0": 20 * 40}
 
 
 def test_op_statistic_ratio_of_a_zero_total_is_a_float(tmp_path):
@@ -140,13 +140,13 @@ def test_api_event_time_stamps_of_2_63_or_more_are_skipped_and_the_collection_st
     tally = Tally(40)
     apis, events = ApiEventDecoder().decode(good + begin + end + event + good, tally)
     assert apis.rows == [(10000, 1, 7, 0, 100, 200, 1)] * 2 and events.rows == []
-    assert tally.counts == {"time stamp of 2^63 or more": 3} and tally.first == {"time stamp of 2^63 or more": 40}
+    assert tally.counts == {IMPOSSIBLE_TIMES: 3} and tally.first == {IMPOSSIBLE_TIMES: 40}
     # a chunk of calls alone (the whole-chunk path) with one such end: skipped alike (the review found it kept)
     tally = Tally(40)
     parts = ApiEventDecoder().decode(good + end + good, tally)
     assert [row for part in parts if isinstance(part, Rows) and part.table == "api" for row in part.rows] == \
         [(10000, 1, 7, 0, 100, 200, 1)] * 2
-    assert tally.counts == {"time stamp of 2^63 or more": 1}
+    assert tally.counts == {IMPOSSIBLE_TIMES: 1}
     # end to end: the first call of the host's api_event file damaged so
     prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "6", "--iters", "3"]))
     path = next((prof_dir / "host" / "data").glob("*api_event*"))
@@ -304,6 +304,33 @@ def test_bad_records_skipped_not_fatal(tmp_path):
     assert any("1 api_event record(s) skipped (bad magic)" in m for m in messages)
     assert any("3 bytes of api_event data lost" in m for m in messages)
     assert len(out["task_time"]) == len(prof.tasks)
+
+
+@pytest.mark.parametrize("whole_chunk", [True, False])
+def test_api_calls_ending_before_they_begin_are_skipped_and_said(tmp_path, whole_chunk, msprof_cli):
+    """An API call whose end comes before its begin (damage) cannot be real: it is skipped and counted with the
+    file and offset, as a JOB's ACL call is (issue 35 item 5: api_statistic, show and compare printed
+    ``KernelLaunch … -74.871``, silently) — in a chunk of calls only (decoded whole) and in one holding an event
+    (decoded record by record)."""
+    desc = dict(MULTI, model_as_events=not whole_chunk)
+    clean = summary(pg.write_prof(tmp_path / "clean", desc))["api_statistic"]
+    prof_dir = pg.write_prof(tmp_path / "damaged", desc)
+    path = prof_dir / "host" / "data" / "unaging.api_event.data.slice_0"
+    data = bytearray(path.read_bytes())
+    index = next(i for i in range(len(data) // 40) if struct.unpack_from("<q", data, i * 40 + 24)[0] != -1)
+    begin = struct.unpack_from("<q", data, index * 40 + 16)[0]
+    struct.pack_into("<q", data, index * 40 + 24, begin - 74871)
+    path.write_bytes(bytes(data))
+    proc = msprof_cli("export", "summary", "-dir", prof_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"{path.name} offset {index * 40}: 1 api_event record(s) skipped (time stamp of 2^63 or more, or an end "
+            "before its start)") in proc.stderr
+    rows = read_csv(prof_dir / "device_0" / "summary" / "api_statistic.csv")
+    assert sum(int(r["Count"]) for r in rows) == sum(int(r["Count"]) for r in clean) - 1
+    values = [float(r[c]) for r in rows for c in ("Time(us)", "Avg(us)", "Min(us)", "Max(us)", "Variance")]
+    assert values and min(values) >= 0
+    shown = msprof_cli("show", "-dir", prof_dir, "--format", "json")
+    assert shown.returncode == 0 and "-74.871" not in shown.stdout
 
 
 def test_api_calls_are_counted_at_import_in_bounded_groups(tmp_path, monkeypatch):

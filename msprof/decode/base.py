@@ -16,12 +16,29 @@ decoder → inserts, then the counts and warnings of the stream.
 import functools
 import itertools
 import os
+from operator import gt
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
 from msprof import progress
 from msprof.decode.blocks import Layout, insert_blocks, rows_per_statement
 from msprof.decode.slices import LineStream, SliceStream, StreamFiles
+
+
+# A call or task whose start is 2^63 or more (read signed: only damage writes one), or whose end comes before
+# its start, cannot be real: every family that records both times skips and counts it, for this reason, rather
+# than put a nonsense duration into every statistic.
+IMPOSSIBLE_TIMES = "time stamp of 2^63 or more, or an end before its start"
+
+
+def impossible_times(starts, ends) -> bool:
+    """Whether any (start, end) of these columns cannot be real (IMPOSSIBLE_TIMES), at C speed."""
+    return min(starts, default=0) < 0 or any(map(gt, starts, ends))
+
+
+def impossible_time(start: int, end: int) -> bool:
+    """IMPOSSIBLE_TIMES for one record."""
+    return start < 0 or end < start
 
 
 class Tally:
