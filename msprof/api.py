@@ -23,6 +23,7 @@ from msprof.errors import DiskSpaceError, MsprofError, OutputError, SeveralFaile
 from msprof.layouts import find_units
 from msprof.layouts.base import Database, Selection, Unit, opened
 from msprof.outputs import naming_errors, output_dir, remove_stale
+from msprof.paths import printable
 from msprof.workers import Later, process_pool, several_cores
 
 if TYPE_CHECKING:
@@ -344,7 +345,7 @@ def _sections(units: List[Unit], command: str, tables, failures: "Failures"):
 
     for unit in units:
         with failures.each(unit), reading(unit, command) as report:
-            yield Section(unit.label, os.path.abspath(unit.path), unit.layout.name, tables(unit, report),
+            yield Section(printable(unit.label), printable(os.path.abspath(unit.path)), unit.layout.name, tables(unit, report),
                           report.quality())
 
 
