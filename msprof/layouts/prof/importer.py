@@ -420,7 +420,7 @@ def _merge_parts(conn, associator: Associator, parts: List[Path], later: dict) -
     its op ids and launch ranks made the first's (Associator.absorb)."""
     op_ids, before = associator.absorb(later["ops"], later["counts"])
     for i, path in enumerate(parts):
-        conn.execute(f"ATTACH DATABASE ? AS part{i}", (str(path),))
+        conn.execute(f"ATTACH DATABASE ? AS part{i}", (store.uri(path, "ro"),))
     store.begin(conn)
     conn.execute("CREATE TEMP TABLE msprof_op_ids (later INTEGER PRIMARY KEY, op_id INTEGER)")
     conn.executemany("INSERT INTO temp.msprof_op_ids VALUES (?, ?)", op_ids)
