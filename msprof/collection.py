@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -37,6 +38,8 @@ def find_result_dirs(root: Path) -> List[Path]:
         log.warning("%s: cannot read (Permission denied): not searched for collections", directory)
     if not found and links:         # (or behind a link, which is not followed)
         raise DataError(f"{links[0]}: {LINK_NOT_FOLLOWED}")
+    for link in links:              # (beside collections found: said, not passed over)
+        log.warning("%s: %s", link, LINK_NOT_FOLLOWED)
     if not found:
         raise NoCollectionError(f"no info.json* found under {root} (expected a JOB or PROF_ directory)")
     return sorted(found, key=_device_order)
@@ -128,6 +131,39 @@ def data_files(result_dir: Path, empty_ok: bool = False) -> List[Path]:
     return files
 
 
+# what a file that is not a regular one is (by its stat mode), for the warning that names it
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+            (stat.S_ISSOCK, "a socket"))
+
+
+def special_files(result_dir: Path) -> List[str]:
+    """Warnings for the entries of <result dir>/data/ and of the result dir's metadata names that are FIFOs,
+    devices or sockets: never opened (a FIFO would hang the import, a device feed it forever), and said rather
+    than passed over."""
+    said = []
+    for directory, wanted in ((result_dir / "data", lambda name: True), (result_dir, _is_metadata_name)):
+        try:
+            entries = sorted(p for p in directory.iterdir() if wanted(p.name))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                mode = entry.stat().st_mode          # (a link inside the collection: what it names)
+            except OSError:
+                continue
+            kind = next((what for test, what in _SPECIAL if test(mode)), None)
+            if kind:
+                said.append(f"{entry}: {kind}, not a regular file: not read")
+    return said
+
+
+def _is_metadata_name(name: str) -> bool:
+    return name.startswith(_METADATA)
+
+
+_METADATA = ("info.json", "sample.json", "start_info", "end_info", "dev_start.log", "host_start.log")
+
+
 @dataclass
 class Clock:
     """Converts device counters and host timestamps to output µs (raw-format.md §3)."""
@@ -205,6 +241,7 @@ def read_result_dir(path: Path) -> ResultDir:
         if links:
             warnings.append(f"{where}: {len(links)} symbolic link(s) out of the collection not read: "
                             + ", ".join(printable(p.name) for p in links[:5]) + (", …" if len(links) > 5 else ""))
+    warnings += special_files(path)
 
     device_info = _first_object(info, "DeviceInfo", info_path)
     hwts_mhz = number(device_info, "hwts_frequency", info_path, MHZ)

@@ -164,9 +164,8 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
                             ("hwts", "HWTS task log")):
             if not grouped.get(kind):
                 notices.notice(f"no {label} data in {result.path / 'data'}: outputs that need it are skipped")
-        if not layers and grouped.get("hwts"):
-            notices.warn(f"no layer.info in {result.path / 'data'}: layer names and types are N/A in the summaries (the"
-                         " timeline names tasks by their task type)")
+        if grouped.get("hwts"):
+            _say_models_without_layers(models, layers, iterations, result.path / "data", notices)
         if untimed and result.aic_mhz:  # a task with one HWTS side lost is timed by its PMU cycles instead
             conn.execute("UPDATE task SET dur_us = (SELECT p.total_cycles / ? FROM pmu p WHERE p.stream_id ="
                          " task.stream_id AND p.task_id = task.task_id AND p.exec_n = task.exec_n)"
@@ -225,6 +224,21 @@ def _load_model_files(db, text_files, notices):
     Rows("layer", ("model_id", "layer_id", "task_id", "stream_id", "layer_type", "layer_name", "ori_layer_name"),
          layers).insert(db.conn)
     return models, layers
+
+
+def _say_models_without_layers(models: List[dict], layers: List[tuple], iterations: List[tuple], data: Path,
+                               notices: Notices) -> None:
+    """Which models (described by a net.info, or run: step trace) have no layer.info: their layer names and
+    types are N/A. One warning when no model has one, else one per model without."""
+    if not layers:
+        notices.warn(f"no layer.info in {data}: layer names and types are N/A in the summaries (the timeline names "
+                     "tasks by their task type)")
+        return
+    names = {m["model_id"]: m["model_name"] for m in models}
+    described = {row[0] for row in layers}
+    for model_id in sorted((set(names) | {it[0] for it in iterations}) - described):
+        notices.warn(f"model {model_id} ({names.get(model_id) or f'model{model_id}'}): no layer.info in {data}: its "
+                     "layer names and types are N/A in the summaries (the timeline names its tasks by their task type)")
 
 
 def _task_rows(piece, placer: TaskPlacer, mhz: float):
