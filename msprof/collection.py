@@ -181,16 +181,6 @@ class Clock:
     # lies on the host's task_track clock)
     host_cntvct: int = 0
 
-    def syscnt_to_ns(self, syscnt: int) -> float:
-        return (syscnt - self.dev_cntvct) * 1000.0 / self.hwts_mhz + self.host_mono_ns
-
-    def host_to_ns(self, value: int) -> float:
-        return value * 1000.0 / self.cpu_mhz if self.cpu_mhz else float(value)
-
-    @property
-    def offset_us(self) -> float:
-        """Add to host-monotonic µs to get µs since the epoch."""
-        return self.collection_begin_us - self.clock_monotonic_raw_ns / 1000.0
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 ``import`` always rebuilds into a temporary file that is renamed to ``sqlite/msprof.db`` only when
 complete, so an interrupted or failed import never destroys the previous database. Later commands
-call ``fresh_database`` which reuses the database while the recorded source files are unchanged.
+reuse the database while ``stale`` finds the recorded source files unchanged.
 """
 import contextlib
 import json

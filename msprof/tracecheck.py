@@ -24,7 +24,7 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Tuple, Union
+from typing import Dict, List, Tuple, Union
 
 MAX_FLOW_ID = 2 ** 53
 MAX_PROBLEMS = 50          # stop collecting after this many (a broken file would list millions)
@@ -551,8 +551,3 @@ def assert_valid(path: Union[str, Path, dict]) -> None:
     if problems:
         raise TraceError(f"{path if isinstance(path, (str, Path)) else 'trace'} breaks the trace rules: "
                          + "; ".join(problems[:10]))
-
-
-def iter_problems(paths: Iterable[Union[str, Path]]) -> Iterator[Tuple[Path, List[str]]]:
-    for path in paths:
-        yield Path(path), check_trace(path)

@@ -21,7 +21,6 @@ LAYOUT = struct.Struct("<BB4xHqI44x")
 PAIR_FORMAT = "xB4xHqI44x8xq48x"
 LOG_START, LOG_END = 0, 1
 TASK_TYPES = {0: "AA_CORE", 1: "AA_CPU"}
-ASCEND_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE"}
 STREAM_MASK = 0x7FF
 # Records checked and paired together by the whole-run path (see Pairer.feed)
 RUN_RECORDS = 4096
