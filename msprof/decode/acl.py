@@ -2,13 +2,13 @@
 from typing import List
 
 from msprof.decode.base import IMPOSSIBLE_TIMES, Blocks, Decoder, Tally, impossible_time, impossible_times
-from msprof.decode.blocks import Layout, bad_records, valid_part
+from msprof.decode.blocks import RecordLayout, bad_records, valid_part
 
 RECORD_SIZE = 128
 MAGIC = 0x5A5A
 # api type, start, end, pid, tid, raw name (magic and tag are checked on the raw bytes; reserved tail
 # skipped); the clean name is computed
-LAYOUT = Layout("acl_api", "4xIqqII64s32x", ["api_type", "start", "end", "pid", "tid", None], extras=["name"])
+LAYOUT = RecordLayout("acl_api", "4xIqqII64s32x", ["api_type", "start", "end", "pid", "tid", None], extras=["name"])
 CHECKS = {0: (0xFF, MAGIC & 0xFF), 1: (0xFF, MAGIC >> 8), 2: (0xFF, 0), 3: (0xFF, 0)}
 API_TYPES = {1: "ACL_OP", 2: "ACL_MODEL", 3: "ACL_RTS", 4: "ACL_OTHERS"}
 

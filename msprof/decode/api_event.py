@@ -15,7 +15,7 @@ record.
 import struct
 
 from msprof.decode.base import IMPOSSIBLE_TIMES, Blocks, Decoder, Rows, Tally, impossible_time, impossible_times
-from msprof.decode.blocks import Layout, bad_records, valid_part
+from msprof.decode.blocks import RecordLayout, bad_records, valid_part
 
 RECORD_SIZE = 40
 MAGIC = 0x5A5A
@@ -29,7 +29,7 @@ NAMED_BY_TYPE = frozenset((LEVEL_ACL, LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME))
 _LEVEL_BYTES = {(level & 0xFF, level >> 8) for level in LEVELS}
 
 # level, struct type, thread, request id, begin, end, item id (magic checked on the raw bytes)
-API_LAYOUT = Layout("api", "xxHIIIqqq", ["level", "struct_type", "thread", "request_id", "begin", "end", "item_id"])
+API_LAYOUT = RecordLayout("api", "xxHIIIqqq", ["level", "struct_type", "thread", "request_id", "begin", "end", "item_id"])
 RECORD = struct.Struct("<HHIIIqqq")
 # the records whose end has its top bit clear: an API call's (an event's end is all ones; damage may set it too)
 _END_TOP_BIT = {31: (0x80, 0x00)}

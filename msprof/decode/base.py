@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
 from msprof import progress
-from msprof.decode.blocks import Layout, insert_blocks, rows_per_statement
+from msprof.decode.blocks import RecordLayout, insert_blocks, insert_sql, rows_per_statement
 from msprof.decode.slices import LineStream, SliceStream, StreamFiles
 
 
@@ -86,9 +86,9 @@ class Rows:
 
 @dataclass
 class Blocks:
-    """Flat parameter tuples of a whole-chunk decoder (msprof.decode.blocks.Layout): one multi-row INSERT each."""
+    """Flat parameter tuples of a whole-chunk decoder (msprof.decode.blocks.RecordLayout): one multi-row INSERT each."""
 
-    layout: Layout
+    layout: RecordLayout
     blocks: list = field(default_factory=list)
 
     def insert(self, conn) -> int:
@@ -135,13 +135,7 @@ def insert_rows(conn, table: str, columns: tuple, rows) -> int:
     flat = list(itertools.chain.from_iterable(rows))
     step = per * width
     blocks = [flat[i:i + step] for i in range(0, len(flat), step)]
-    return insert_blocks(conn, functools.partial(_insert_sql, table, columns), blocks, width, per)
-
-
-@functools.lru_cache(maxsize=None)
-def _insert_sql(table: str, columns: tuple, rows: int) -> str:
-    one = "(" + ",".join("?" * len(columns)) + ")"
-    return f"INSERT INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) VALUES {','.join([one] * rows)}"
+    return insert_blocks(conn, functools.partial(insert_sql, table, tuple(columns), ()), blocks, width, per)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 from msprof.decode import zeros
 from msprof.decode.base import Blocks, Decoder, Tally
-from msprof.decode.blocks import Checks, Layout, bad_records, index_before, valid_part
+from msprof.decode.blocks import Checks, RecordLayout, bad_records, index_before, valid_part
 from msprof.decode.occurrences import Occurrences
 
 RECORD_SIZE = 128
@@ -32,7 +32,7 @@ class PmuFormat:
         self.counters = sum(1 for f in fields if f.startswith("c") and f[1:].isdigit())
         self.checks = checks or {}
         self.stream_mask = stream_mask
-        self.layout = Layout("pmu", record_format, fields, extras=["exec_n"])
+        self.layout = RecordLayout("pmu", record_format, fields, extras=["exec_n"])
         self.stream_at, self.task_at = fields.index("stream_id"), fields.index("task_id")
         # the cycles and counters: 64-bit unsigned, read signed (SQLite's integers); a value from 2^63 on
         # reads negative

@@ -19,7 +19,7 @@ from msprof.collection import ResultDir, data_files, read_result_dir, require_hw
 from msprof.console import log
 from msprof.decode.api_event import API_LAYOUT, LEVEL_MODEL, NAMED_BY_TYPE, ApiEventDecoder
 from msprof.decode.base import Blocks, Decoder, Rows, StreamCount, load_streams
-from msprof.decode.blocks import Layout, bad_records, index_before, record_struct, valid_part
+from msprof.decode.blocks import RecordLayout, bad_records, index_before, record_struct, valid_part
 from msprof.decode.compact import GRAPH_ID_MAP, NODE_BASIC_INFO, TASK_TRACK, TENSOR_INFO, CompactDecoder, aging_of
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder
 from msprof.decode.hwts import HwtsDecoder
@@ -36,7 +36,7 @@ from msprof.store import Notices
 from msprof.workers import several_cores
 
 # node_info as decoded (msprof.decode.compact.NODE_BASIC_INFO), then aging and the id of the content
-NODE_INFO_LAYOUT = Layout("node_info", NODE_BASIC_INFO.layout.record_format, NODE_BASIC_INFO.layout.fields,
+NODE_INFO_LAYOUT = RecordLayout("node_info", NODE_BASIC_INFO.layout.record_format, NODE_BASIC_INFO.layout.fields,
                           extras=["aging", "info_id"])
 
 # model-level calls that are not executions of the model (they do not count as iterations)
