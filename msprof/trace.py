@@ -88,7 +88,7 @@ def batches(cursor):
         yield rows
 
 
-NA = '"N/A"'
+NA_JSON = '"N/A"'     # N/A as a JSON value in an event; tables.NA is the plain text
 
 
 # Event times: whole ns printed as µs with three decimals. An event format writes ``%U`` for a time; ``us_formats``

@@ -16,7 +16,7 @@ from msprof.decode.acl import api_type_name
 from msprof.decode.hwts import TASK_TYPES
 from msprof.layouts.base import Selection
 from msprof.paths import safe_name
-from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number,
+from msprof.trace import (FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number,
                           jstr, other_data, sorted_query, us_formats, us_text)
 
 # ACL calls that start a model execution (a HostToDevice flow links each to its iteration).
@@ -198,8 +198,8 @@ class TaskSource(Source):
             if (pid, tid) not in threads:
                 writer.use(pid, tid, TASK_PROCESS, lane)
             name = layer_names.get((layer_id, stream, task_id)) or type_name
-            layer = NA if layer_id is None else layer_id
-            iteration = NA if index_id is None else index_id
+            layer = NA_JSON if layer_id is None else layer_id
+            iteration = NA_JSON if index_id is None else index_id
             if start >= 0:
                 d = end - start
                 out.append(fmt % (pid, tid, start // 1000, start % 1000, d // 1000, d % 1000, name, type_name, stream,

@@ -19,8 +19,8 @@ from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
 from msprof.layouts.base import Selection
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.report import HWTS_TASK_TYPES
-from msprof.trace import (FLOW_CATEGORY, NA, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number, jstr,
-                          other_data, sorted_query, us_formats, us_text)
+from msprof.trace import (FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number,
+                          jstr, other_data, sorted_query, us_formats, us_text)
 
 HOST_PROCESS = "CANN (host)"
 LEVEL_NAMES = {level: jstr(name) for level, name in LEVELS.items()}
@@ -272,8 +272,8 @@ class TaskSource(Source):
             if track is not None and call is not None and track <= start and count + 2 <= limit:
                 host_tid = host.lane_of_call(thread, call, writer)
             jname, jtype = names[name], names[task_type]
-            jop = NA if op_type is None else names[op_type]
-            it = NA if iteration is None else iteration
+            jop = NA_JSON if op_type is None else names[op_type]
+            it = NA_JSON if iteration is None else iteration
             # (one tuple per event in the usual cases, times >= 0: a tuple concatenation costs as much as it saves)
             if host_tid is None and start >= 0:
                 out.append(fmt % (tid, start // 1000, start % 1000, d // 1000, d % 1000, jname, task_id, stream, jtype,
