@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from msprof.console import log
+from msprof.decode.textinfo import read_text
 from msprof.errors import DataError, NoCollectionError
 from msprof.paths import inside, printable
 
@@ -386,10 +387,6 @@ def _read_json_first_line(path: Path) -> dict:
     return _read_json(path, first_line_only=True)
 
 
-# metadata files are small; a larger one is not metadata (and is not read whole)
-MAX_METADATA_BYTES = 16 << 20
-
-
 def _read_json(path: Path, first_line_only: bool = False) -> dict:
     text = read_text(path)
     if first_line_only:
@@ -404,15 +401,6 @@ def _read_json(path: Path, first_line_only: bool = False) -> dict:
     if not isinstance(value, dict):
         raise DataError(f"{path}: line 1: expected a JSON object")
     return value
-
-
-def read_text(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_METADATA_BYTES:
-            raise DataError(f"{path}: {path.stat().st_size} bytes: too large for a metadata file")
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise DataError.unreadable(path, exc) from None
 
 
 def _read_key_values(path: Path) -> Dict[str, str]:

@@ -19,6 +19,7 @@ from msprof import SCHEMA_VERSION, __version__
 from msprof.errors import DataError
 from msprof.outputs import atomic_path, naming_errors, output_dir, temporary
 from msprof.console import log, notice
+from msprof.decode.slices import digest_file
 from msprof.paths import as_text, one_line
 
 if TYPE_CHECKING:        # pragma: no cover - imported when a database is built (sqlite_utils_database)
@@ -267,8 +268,6 @@ def record_sources(db: "sqlite_utils.Database", source_dir: Path, counts, notice
                    meta: Dict[str, object]) -> None:
     """The bookkeeping of a built database: every source file (size, mtime and hash: what freshness checks
     compare), the decode counts per stream, the notices, and ``meta`` (plus version and completeness)."""
-    from msprof.decode.slices import digest_file
-
     digests = {}
     for count in counts.values():
         for digest in count.digests:
@@ -315,8 +314,6 @@ def stale(path: Path, source_dir: Path, files, layout: str) -> Optional[str]:
     current = source_snapshot(source_dir, files)
     if set(recorded) != set(current):
         return "raw files added or removed"
-    from msprof.decode.slices import digest_file
-
     for rel, (size, mtime_ns, source) in current.items():
         old_size, old_mtime, old_hash = recorded[rel]
         if size != old_size:
