@@ -155,7 +155,7 @@ def test_api_event_time_stamps_of_2_63_or_more_are_skipped_and_the_collection_st
     path.write_bytes(data)
     tables = summary(prof_dir)
     assert {"op_summary", "op_statistic", "api_statistic"} <= set(tables)
-    assert "1 api_event record(s) skipped (time stamp of 2^63 or more)" in " ".join(notices(prof_dir / "host"))
+    assert "1 api_event record(s) skipped (time stamp of 2^63 or more, or an end before its start)" in " ".join(notices(prof_dir / "host"))
 
 
 def test_op_names_hash_dic_does_not_name_are_said(tmp_path):
