@@ -85,7 +85,7 @@ class JobFacts(Facts):
                    kind if kind and kind.strip() else fallback, task_type == AA_CPU, count, total)
 
     def _api_rows(self) -> Iterable[tuple]:
-        scale = self.report._host_us_scale()
+        scale = self.report.time.host_us_per_unit
         for name, api_type, count, total in self.conn.execute(
                 "SELECT name, min(api_type), count(*), sum([end] - start) FROM acl_api GROUP BY name"):
             yield name, API_TYPES.get(api_type, str(api_type)), True, count, total * scale

@@ -8,10 +8,7 @@ device task with its launch (msprof.layouts.prof.associate), times in the refere
 its PMU record; the tables select from it.
 """
 import functools
-import itertools
-import math
 import sqlite3
-from decimal import Decimal
 from itertools import repeat
 from operator import itemgetter, sub, truediv
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
@@ -22,6 +19,7 @@ from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.schema import HOST
 from msprof.layouts.prof.tensors import COLUMNS as TENSOR_COLUMNS
+from msprof.layouts.timebase import ProfTime
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, event_items, py_round_sql
 from msprof.tables import (EPOCH_US, INT, NA, NUMBER, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, Source, Table, Tap,
                            Ties, part_cut)
@@ -79,23 +77,7 @@ class ProfReport(Report):
         self.platform = self.meta.get("platform_version", "")
         self.drv_version = int(self.meta_number("drv_version") or 0)
         self.is_stars = self.platform.isdigit() and int(self.platform) >= 5
-        clock = self.clock
-        self.hwts_mhz = float(clock.get("hwts_mhz") or 0)
-        # the reference converts in this order, in floats (docs/prof-format.md §4)
-        self.params = {
-            "dev": self.device_number if isinstance(self.device_number, int) else -1,
-            "cnt": clock.get("dev_cntvct", 0) / 1e9 * 1e9,
-            "hz": self.hwts_mhz * 1e6 or 1.0,
-            # (the host's monotonic ns at the sync instant with its counter drift added, as the reference has it)
-            "mono": (clock.get("host_mono_ns", 0) + clock.get("host_diff_ns", 0)) / 1e9 * 1e9,
-            "offset_us": float(clock.get("collection_begin_us") or 0) - float(
-                clock.get("clock_monotonic_raw_ns") or 0) / 1000,
-            "begin_us": float(clock.get("collection_begin_us") or 0),
-        }
-        self.params["offset_ns"] = _offset_ns(self.params["offset_us"])
-        self.params["begin_ns"] = _begin_ns(self.params["begin_us"])
-        self.params["begin_mono_ns"] = _begin_mono_ns(self.params["begin_us"], self.params["offset_us"])
-        self.params["host_begin"] = _host_begin(clock, self.params["mono"])
+        self.hwts_mhz = float(self.clock.get("hwts_mhz") or 0)
         self.aic_mhz = self.meta_number("aic_mhz")
         self.ai_core_num = self.meta_number("ai_core_num")
         sample = self.meta_json("sample") or {}
@@ -108,6 +90,9 @@ class ProfReport(Report):
         if self.has_host:
             host_meta = dict(self.conn.execute("SELECT key, value FROM host.meta"))
             self.host_cpu_mhz = (_json(host_meta.get("clock")) or {}).get("cpu_mhz")
+        self.time = ProfTime(self.clock, self.hwts_mhz, self.host_cpu_mhz)
+        # the queries' parameters: the time base's, and the device the host's launches name
+        self.params = dict(self.time.params, dev=self.device_number if isinstance(self.device_number, int) else -1)
 
     def _device_column(self, constant: bool = True) -> Column:
         """Device_id: every row's (``constant``), or the rows carry it."""
@@ -191,8 +176,8 @@ class ProfReport(Report):
         "thread": "h.thread", "track_ts": "h.ts", "launch_seq": "h.seq", "call_begin": "h.call_begin",
         "launches": "lc.launches",
         **{field: f"tn.{field}" for _title, field in TENSOR_COLUMNS},
-        "start_ns": "((t.start_syscnt - :cnt) / :hz) * 1e9 + :mono",
-        "end_ns": "((t.end_syscnt - :cnt) / :hz) * 1e9 + :mono",
+        "start_ns": ProfTime.device_ns_sql("t.start_syscnt"),
+        "end_ns": ProfTime.device_ns_sql("t.end_syscnt"),
     }
     SELECTED = ("model_id", "iteration")       # what a --model-id/--iteration-id selection filters on
 
@@ -275,14 +260,6 @@ class ProfReport(Report):
             args["iteration"] = selection.iteration_id
         return (" AND ".join(where) or "1"), args
 
-    def _epoch_ns(self, ns: str) -> str:
-        """Integer ns since the epoch of a host-monotonic ns value: the reference's Decimal(repr(t)) / 1000 +
-        offset, quantized to 3 decimals half to even — exact: a float's repr ends in .5 exactly when it is a
-        tie. (Columns are referenced several times: ``ns`` is a plain column name.)"""
-        whole = f"CAST({ns} AS INTEGER)"
-        return (f"({whole} + :offset_ns + (CASE WHEN {ns} - {whole} > 0.5 OR ({ns} - {whole} = 0.5 AND"
-                f" ({whole} + :offset_ns) % 2 = 1) THEN 1 ELSE 0 END))")
-
     # --- op_summary (docs/prof-format.md §5) and task_time (§8) -------------------------------------------
     def op_summary(self, selection: Selection = Selection(), part: Optional[Tuple[int, int]] = None,
                    pmu: bool = True) -> Table:
@@ -318,8 +295,8 @@ class ProfReport(Report):
             span = "AND t.start_syscnt >= :lo AND t.start_syscnt < :hi"
             previous = self._last_before(where, args, ge_order)
         derived = [f"{py_round_sql('aicore_raw', 2)} AS aicore2"] if metrics else []
-        derived += ["end_ns - start_ns AS dur", f"{self._epoch_ns('start_ns')} AS e_start",
-                    f"{self._epoch_ns('(start_ns + (end_ns - start_ns))')} AS e_stop"]
+        derived += ["end_ns - start_ns AS dur", f"{ProfTime.epoch_ns_sql('start_ns')} AS e_start",
+                    f"{ProfTime.epoch_ns_sql('(start_ns + (end_ns - start_ns))')} AS e_stop"]
         if metrics:
             derived += metrics.outer("(end_ns - start_ns)", self.aic_mhz, self.ai_core_num)
         tasks = self._tasks(fields, metrics is not None, span, inner=metrics.inner("p.") if metrics else (),
@@ -372,9 +349,8 @@ class ProfReport(Report):
         (``_seen``), in start order (of ``span``, a part's range): the reference counts the wait from them too.
         Found in the index of starts (those starting before a ms after the beginning: few), a page at a time:
         a statement left running would keep the connection from dropping the printing plan's function."""
-        p = self.params
-        args = dict(args, pre=int(p["cnt"] + (p["begin_mono_ns"] - p["mono"] + 1e6) / 1e9 * p["hz"]) + 1,
-                    after=-(1 << 63), after_seq=-1)
+        time = self.time
+        args = dict(args, pre=time.syscnt_at(time.params["begin_mono_ns"], 1e6) + 1, after=-(1 << 63), after_seq=-1)
         tasks = self._tasks(("seq", "start_syscnt", "op_id", "ge", "task_type", "start_ns", "end_ns"), False,
                             f"{span} AND t.start_syscnt < :pre AND (t.start_syscnt > :after OR"
                             " (t.start_syscnt = :after AND t.seq > :after_seq))")
@@ -433,7 +409,7 @@ class ProfReport(Report):
         """Whether a task may have ended before the collection began: unless the first to start did so at or
         after the beginning (then every task did)."""
         tasks = self._tasks(("seq", "start_syscnt", "start_ns"), selected=False)
-        row = self.conn.execute(f"SELECT {self._epoch_ns('start_ns')} >= :begin_ns FROM ({tasks}) LIMIT 1",
+        row = self.conn.execute(f"SELECT {ProfTime.epoch_ns_sql('start_ns')} >= :begin_ns FROM ({tasks}) LIMIT 1",
                                 self.params).fetchone()
         return row is not None and not row[0]
 
@@ -454,7 +430,7 @@ class ProfReport(Report):
 
     def _seen_of_ns(self) -> str:
         """``_seen`` over a task query's own start_ns and end_ns (the summaries' source has them as epoch ns)."""
-        return self._seen(self._epoch_ns("start_ns"), self._epoch_ns("(start_ns + (end_ns - start_ns))"))
+        return self._seen(ProfTime.epoch_ns_sql("start_ns"), ProfTime.epoch_ns_sql("(start_ns + (end_ns - start_ns))"))
 
     def _part_bounds(self, k: int, n: int) -> Tuple[int, int]:
         """Start counters splitting the timed tasks into the n ranges of msprof.tables.part_cut: range k."""
@@ -501,7 +477,7 @@ class ProfReport(Report):
             # every execution of a (stream, task) is its one launch's (a static graph): the tasks are summed up
             # per (stream, task) on their own, and only those sums meet the host tables (0.27 s instead of
             # 0.46 s for 250k tasks)
-            ns = "(((t.{0} - :cnt) / :hz) * 1e9 + :mono)"
+            ns = "(" + ProfTime.device_ns_sql("t.{0}") + ")"
             sql = (f"SELECT o.op_type, coalesce(o.task_type, 'UNKNOWN') AS task_type, sum(g.n), sum(g.s), min(g.lo),"
                    " max(g.hi), sum(g.fr) FROM ("
                    "  SELECT stream_id, task_id, count(*) AS n, sum(d) AS s, min(d) AS lo, max(d) AS hi,"
@@ -596,7 +572,7 @@ class ProfReport(Report):
                 " LEFT JOIN host.type_name tn ON tn.level = g.level AND tn.type = g.k"
                 " LEFT JOIN host.hash_string hs ON hs.hash = g.k")
         conn = self.conn
-        to_us = self._host_us
+        to_us = self.time.host_us
         sums: Dict[tuple, list] = {}           # (name, level) → [count, ticks, min, max, raw keys]
         for name, level, k, delta, n in conn.execute(read):
             group = sums.get((name, level))
@@ -631,16 +607,11 @@ class ProfReport(Report):
         key = "struct_type" if level in NAMED_BY_TYPE else "item_id"
         sql = (f"SELECT [end] - begin FROM host.api WHERE from_events = 0 AND level = ? AND {key} IN"
                f" ({', '.join('?' * len(keys))}) ORDER BY seq")
-        to_us = self._host_us
+        to_us = self.time.host_us
         total = round(sum(map(to_us, map(itemgetter(0), self.conn.execute(sql, (level, *keys))))), 3)
         average = round(total / count, 3)
         squares = sum(round((to_us(d) - average) ** 2, 3) for (d,) in self.conn.execute(sql, (level, *keys)))
         return total, average, round(squares / count, 3)
-
-    def _host_us(self, delta: int) -> float:
-        """A host duration in µs, in the reference's float operations (its InfoConfReader.get_host_duration)."""
-        hz = self.host_cpu_mhz * 1000000.0 if self.host_cpu_mhz else 1000000000.0
-        return delta / hz * 1000000.0 if hz != 1000000000.0 else delta * 1000000.0 / 1000000000.0
 
 
 def _near_half(thousandths: float) -> bool:
@@ -927,34 +898,6 @@ def _truncated_division(total: int, count: int) -> int:
 
 def _us(ns: float) -> float:
     return round(round(ns, 6) / 1000, 3)
-
-
-def _host_begin(clock: dict, mono: float) -> Optional[int]:
-    """The collection's beginning (start_info's clockMonotonicRaw) on the host's task_track clock, in the
-    reference's Decimal operations (its InfoConfReader.trans_from_start_info_raw_time_into_host_cnt; ``mono``:
-    the host's monotonic ns at the sync instant as it has them, params["mono"]); None when the metadata do not
-    say (no start_info, or no host counter in host_start.log)."""
-    raw, cnt = clock.get("clock_monotonic_raw_ns"), clock.get("host_cntvct")
-    if not raw or not cnt:
-        return None
-    hz = float(clock["cpu_mhz"]) * 1e6 if clock.get("cpu_mhz") else 1e9
-    return int((Decimal(int(raw)) - Decimal(mono)) * Decimal(hz / 1e9) + Decimal(cnt / 1e9 * 1e9))
-
-
-def _begin_mono_ns(begin_us: float, offset_us: float) -> int:
-    """The collection's beginning as op_statistic compares it with a task's start (monotonic ns, in floats as
-    the reference computes it): the start_info text less the offset, in ns, truncated (``STARTED``)."""
-    return int((Decimal(repr(begin_us)) - Decimal(repr(offset_us))) * 1000)
-
-
-def _begin_ns(begin_us: float) -> int:
-    """The collection's beginning in ns since the epoch, rounded up: the first ns a task may start at."""
-    return math.ceil(Decimal(repr(begin_us)) * 1000)
-
-
-def _offset_ns(offset_us: float) -> int:
-    """offset_us (a float) as the reference's Decimal(repr(offset_us)), in whole ns."""
-    return int((Decimal(repr(offset_us)) * 1000).to_integral_value())
 
 
 def _json(value):
