@@ -7,6 +7,7 @@ from msprof.decode.acl import API_TYPES
 from msprof.decode.hwts import TASK_TYPES
 from msprof.layouts.base import Iteration, Report, Selection
 from msprof.layouts.timebase import JobTime
+from msprof.layouts.where import selection_sql
 from msprof.metrics import MetricSet
 from msprof.tables import INT, NUMBER, Column, Table, batches
 
@@ -49,13 +50,7 @@ class JobReport(Report):
     def iterations(self, selection: Selection = Selection()) -> List[Iteration]:
         sql = ("SELECT i.model_id, coalesce(m.model_name, 'model' || i.model_id), i.index_id, coalesce(m.batch_num, 1),"
                " m.input_pic_num, i.start_syscnt, i.end_syscnt FROM iteration i LEFT JOIN model m USING (model_id)")
-        where, args = [], []
-        if selection.model_id is not None:
-            where.append("i.model_id = ?")
-            args.append(selection.model_id)
-        if selection.iteration_id is not None:
-            where.append("i.index_id = ?")
-            args.append(selection.iteration_id)
+        where, args = selection_sql(selection, "i.model_id", "i.index_id")
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY i.model_id, i.index_id"

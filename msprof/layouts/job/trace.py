@@ -15,6 +15,7 @@ from msprof.console import log, notice
 from msprof.decode.acl import api_type_name
 from msprof.decode.hwts import TASK_TYPES
 from msprof.layouts.base import Selection
+from msprof.layouts.where import selection_sql
 from msprof.paths import safe_name
 from msprof.trace import (FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number,
                           jstr, other_data, sorted_query, us_formats, us_text)
@@ -54,9 +55,9 @@ def timelines(report, selection: Selection) -> List[Timeline]:
     out: List[Timeline] = []
     label = report.unit.label
     if report.has_tasks:
-        where = "" if selection.iteration_id is None else " WHERE index_id = ?"
-        args = () if selection.iteration_id is None else (selection.iteration_id,)
-        counts = dict(report.conn.execute(f"SELECT model_id, count(*) FROM task{where} GROUP BY model_id", args))
+        where, args = selection_sql(Selection(iteration_id=selection.iteration_id), iteration="index_id")
+        counts = dict(report.conn.execute(f"SELECT model_id, count(*) FROM task WHERE {' AND '.join(where) or 1}"
+                                          " GROUP BY model_id", args))
         for model in models.values():
             if selection.model_id is not None and model["model_id"] != selection.model_id:
                 continue
@@ -107,12 +108,11 @@ class TaskSource(Source):
         where, args = self._where()
         (self.tasks,) = report.conn.execute(f"SELECT count(*) FROM task WHERE {where}", args).fetchone()
 
-    def _where(self) -> Tuple[str, list]:
+    def _where(self) -> Tuple[str, dict]:
         if self.model is None:
-            return "model_id IS NULL", []
-        if self.iteration_id is None:
-            return "model_id = ?", [self.model["model_id"]]
-        return "model_id = ? AND index_id = ?", [self.model["model_id"], self.iteration_id]
+            return "model_id IS NULL", {}
+        where, args = selection_sql(Selection(self.model["model_id"], self.iteration_id), iteration="index_id")
+        return " AND ".join(where), args
 
     def batches(self) -> Iterator[list]:
         time = self.time

@@ -20,6 +20,7 @@ from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.schema import HOST
 from msprof.layouts.prof.tensors import COLUMNS as TENSOR_COLUMNS
 from msprof.layouts.timebase import ProfTime
+from msprof.layouts.where import selection_sql
 from msprof.metrics import AscendMetrics, aicore_time_sql, counter_ratios, event_items, py_round_sql
 from msprof.tables import (EPOCH_US, INT, NA, NUMBER, ROUND3, SQLITE_ROUND3, TEXT, Column, Running, Source, Table, Tap,
                            Ties, part_cut)
@@ -242,23 +243,15 @@ class ProfReport(Report):
 
     def _within(self, selection: Selection) -> str:
         """SQL over the joined task rows: ``AND`` the conditions of ``_where(selection)``."""
-        parts = [f"AND ({self.TASK_FIELDS[field]}) = :{name}" for field, name, value in (
-            ("model_id", "model", selection.model_id), ("iteration", "iteration", selection.iteration_id))
-            if value is not None]
-        return " ".join(parts)
+        where, _args = selection_sql(selection, self.TASK_FIELDS["model_id"], self.TASK_FIELDS["iteration"])
+        return " ".join(f"AND {condition}" for condition in where)
 
     def _pmu_columns(self, counters: Optional[List[int]] = None) -> str:
         return ", ".join(["p.total_cycles"] + [f"p.c{i}" for i in (range(8) if counters is None else counters)])
 
     def _where(self, selection: Selection) -> Tuple[str, dict]:
-        where, args = [], dict(self.params)
-        if selection.model_id is not None:
-            where.append("model_id = :model")
-            args["model"] = selection.model_id
-        if selection.iteration_id is not None:
-            where.append("iteration = :iteration")
-            args["iteration"] = selection.iteration_id
-        return (" AND ".join(where) or "1"), args
+        where, args = selection_sql(selection)
+        return (" AND ".join(where) or "1"), dict(self.params, **args)
 
     # --- op_summary (docs/prof-format.md §5) and task_time (§8) -------------------------------------------
     def op_summary(self, selection: Selection = Selection(), part: Optional[Tuple[int, int]] = None,
