@@ -166,8 +166,8 @@ _METADATA = ("info.json", "sample.json", "start_info", "end_info", "dev_start.lo
 
 
 @dataclass
-class Clock:
-    """Converts device counters and host timestamps to output µs (raw-format.md §3)."""
+class ClockFacts:
+    """The clock facts of a result directory (raw-format.md §3), which msprof.layouts.timebase converts with."""
 
     hwts_mhz: Optional[float]
     dev_cntvct: int = 0
@@ -193,7 +193,7 @@ class ResultDir:
     device_id: str
     info: dict
     sample: dict
-    clock: Clock
+    clock: ClockFacts
     aic_mhz: Optional[float]
     ai_core_num: Optional[int]
     platform_version: str
@@ -284,7 +284,7 @@ def read_result_dir(path: Path) -> ResultDir:
     else:
         warnings.append(f"{path}: no dev_start.log/host_start.log: device time = syscnt / hwts_frequency")
 
-    clock = Clock(hwts_mhz=hwts_mhz, dev_cntvct=dev_cntvct, host_mono_ns=host_mono,
+    clock = ClockFacts(hwts_mhz=hwts_mhz, dev_cntvct=dev_cntvct, host_mono_ns=host_mono,
                   collection_begin_us=begin_us, clock_monotonic_raw_ns=mono_ns, cpu_mhz=cpu_mhz,
                   host_diff_ns=host_diff, host_cntvct=host_cntvct)
     pid = info.get("pid")
