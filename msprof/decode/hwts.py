@@ -1,7 +1,8 @@
 """HWTS task log, ``hwts.data.*`` — 64 B ``=BBHHHQ12I`` (raw-format.md §5.4).
 
-Start and end records are paired by (stream id, task id) in file order. An end without a start, or a
-start that never ends, is kept as an unpaired task (one time missing), never given a made-up time.
+Start and end records are paired by (stream id, task id) in file order (msprof.decode.pairing). An end
+without a start, or a start that never ends, is kept as an unpaired task (one time missing), never given a
+made-up time.
 """
 import itertools
 import struct
@@ -12,6 +13,7 @@ from msprof.decode import zeros
 from msprof.decode.base import Decoder, Tally
 from msprof.decode.blocks import byte_column, record_struct
 from msprof.decode.occurrences import Occurrences
+from msprof.decode.pairing import Pairing
 
 RECORD_SIZE = 64
 # flags (log type | counter << 4), task type, task id, syscnt, stream field (magic and reserved skipped:
@@ -58,17 +60,16 @@ class Pairer:
     """
 
     def __init__(self, apart: Optional[int] = None):
-        self.pending = {}  # (stream_id << 16 | task_id) → (start syscnt, task type, record index)
+        # (stream_id << 16 | task_id) → (start syscnt, task type, record index) of the starts waiting
+        self.pairing = Pairing()
         self.executions = Occurrences()   # same key (| APART for an ``apart`` task) → its executions so far
         self.apart = apart
         self.last_counter = None
         self.consumed = 0       # stream index of the next record fed
         self.gaps = []          # the first GAPS_NAMED (stream_id, task_id, expected counter, found counter, index)
         self.gap_count = 0
-        self.unmatched_ends = 0
-        self.unended_starts = 0
         self.backwards = 0      # tasks whose end counter is below their start's (their end is dropped)
-        self.first_problem = {}      # "end" / "start" / "backwards" → record index of the first one (its file)
+        self.first_backwards = None     # the record index of the first
         self.other_logs = 0
 
     def feed(self, chunk: bytes, tally: Tally) -> List[Piece]:
@@ -86,7 +87,7 @@ class Pairer:
         size, count = RECORD_SIZE, len(run) // RECORD_SIZE
         first = 0
         slow = []
-        while first < count and self.pending:        # close what is open, usually one record
+        while first < count and self.pairing.waiting:        # close what is open, usually one record
             slow += self._records(run[first * size:(first + 1) * size], tally, at + first)
             first += 1
         if slow:
@@ -144,14 +145,16 @@ class Pairer:
     def _backwards(self, index: int) -> None:
         """An end record whose counter is below its start's: no duration can be taken from the pair."""
         self.backwards += 1
-        self.first_problem.setdefault("backwards", index)
+        if self.first_backwards is None:
+            self.first_backwards = index
 
     def _records(self, data: bytes, tally: Tally, at: int) -> list:
         """Record-by-record pairing of ``data`` (records from index ``at`` of the chunk): rows of finished
         tasks."""
         finished = []
         append = finished.append
-        pending = self.pending
+        pairing = self.pairing
+        pending = pairing.waiting               # (its start and end inlined: the loop's cost is per record)
         executions = self.executions
         last = self.last_counter
         expected = None if last is None else (last + 1) & 15
@@ -171,8 +174,7 @@ class Pairer:
                 started = pending.pop(key, None)
                 n = executions.next(key | APART if task_type == self.apart else key)
                 if started is None:
-                    self.unmatched_ends += 1
-                    self.first_problem.setdefault("end", base + index)
+                    pairing.alone(base + index)
                     append((key >> 16, task_id, task_type, None, syscnt, n))
                 elif syscnt < started[0]:
                     self._backwards(base + index)
@@ -182,8 +184,7 @@ class Pairer:
             elif log_type == LOG_START:
                 earlier = pending.get(key)
                 if earlier is not None:  # previous start never ended
-                    self.unended_starts += 1
-                    self.first_problem.setdefault("start", earlier[2])
+                    pairing.never_ended(earlier[2])
                     append((key >> 16, task_id, earlier[1], earlier[0], None,
                             executions.next(key | APART if earlier[1] == self.apart else key)))
                 pending[key] = (syscnt, task_type, base + index)
@@ -203,31 +204,28 @@ class Pairer:
             more = f" and {self.gap_count - len(self.gaps)} more" if self.gap_count > len(self.gaps) else ""
             at = where(self.gaps[0][4] * RECORD_SIZE) if where else name
             lines.append(f"{at}: rolling counter gap, HWTS records lost before {shown}{more}")
-        def at(problem: str) -> str:
-            index = self.first_problem.get(problem)
+        def at(index) -> str:
             return where(index * RECORD_SIZE) if where and index is not None else name
 
-        if self.unmatched_ends:
-            lines.append(f"{at('end')}: {self.unmatched_ends} task end(s) without a start, the first here "
-                         "(no start time invented)")
-        if self.unended_starts:
-            lines.append(f"{at('start')}: {self.unended_starts} task start(s) never ended, the first here "
+        pairing = self.pairing
+        if pairing.ends_alone:
+            lines.append(f"{at(pairing.first_alone)}: {pairing.ends_alone} task end(s) without a start, the first "
+                         "here (no start time invented)")
+        if pairing.unended:
+            lines.append(f"{at(pairing.first_unended)}: {pairing.unended} task start(s) never ended, the first here "
                          "(no end time invented)")
         if self.backwards:
-            lines.append(f"{at('backwards')}: {self.backwards} task end(s) before their start (a counter below the "
-                         "start's), the first here: those ends are dropped, the tasks kept with their start only")
+            lines.append(f"{at(self.first_backwards)}: {self.backwards} task end(s) before their start (a counter "
+                         "below the start's), the first here: those ends are dropped, the tasks kept with their start "
+                         "only")
         return lines
 
     def finish(self):
-        """Starts still open at the end of the stream."""
+        """Starts still open at the end of the stream, in start order."""
         left = []
-        if self.pending:
-            self.first_problem.setdefault("start", min(index for _, _, index in self.pending.values()))
-        for key, (syscnt, task_type, _) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
-            self.unended_starts += 1
+        for key, (syscnt, task_type, _) in sorted(self.pairing.finish(), key=lambda kv: kv[1][0]):
             left.append((key >> 16, key & 0xFFFF, task_type, syscnt, None,
                          self.executions.next(key | APART if task_type == self.apart else key)))
-        self.pending.clear()
         return left
 
 
@@ -273,4 +271,4 @@ class HwtsDecoder(Decoder):
 
     @property
     def unpaired(self) -> int:
-        return self.pairer.unmatched_ends + self.pairer.unended_starts + self.pairer.backwards
+        return self.pairer.pairing.unpaired + self.pairer.backwards

@@ -24,6 +24,7 @@ from msprof.decode.compact import GRAPH_ID_MAP, NODE_BASIC_INFO, TASK_TRACK, TEN
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder
 from msprof.decode.hwts import HwtsDecoder
 from msprof.decode.occurrences import Occurrences
+from msprof.decode.pairing import Pairing
 from msprof.decode.pmu import ASCEND, PmuDecoder
 from msprof.decode.slices import group_files
 from msprof.decode.stars import StarsDecoder
@@ -458,23 +459,19 @@ def _pair_events(conn, notices: Notices) -> None:
     cursor = conn.execute("SELECT level, struct_type, thread, request_id, item_id, ts FROM event"
                           " ORDER BY level, thread, struct_type, request_id, item_id, ts, seq")
     columns = ("level", "struct_type", "thread", "begin", "end", "item_id", "request_id", "from_events")
-    pending = None
-    unpaired = 0
+    pairing = Pairing()           # (an event is a start when none of its key waits, else that one's end)
     batch = []
     for level, stype, thread, request, item, ts in cursor:
         key = (level, stype, thread, request, item)
-        if pending is not None and pending[0] == key:
-            batch.append((level, stype, thread, pending[1], ts, item, request, 1))
-            pending = None
-            continue
-        if pending is not None:
-            unpaired += 1
-        pending = (key, ts)
-    if pending is not None:
-        unpaired += 1
+        started = pairing.waiting.pop(key, None)
+        if started is None:
+            pairing.start(key, (ts,))
+        else:
+            batch.append((level, stype, thread, started[0], ts, item, request, 1))
+    pairing.finish()
     Rows("api", columns, batch).insert(conn)
-    if unpaired:
-        notices.warn(f"api_event: {unpaired} event record(s) without their begin/end partner ignored")
+    if pairing.unended:
+        notices.warn(f"api_event: {pairing.unended} event record(s) without their begin/end partner ignored")
 
 
 def _model_executions(conn) -> None:
@@ -595,43 +592,39 @@ def _pair_stars(conn, notices: Notices) -> None:
     before any start and a start whose end never came are reported, not timed."""
     if not conn.execute("SELECT 1 FROM stars_log LIMIT 1").fetchone():
         return
-    pending: Dict[tuple, tuple] = {}
+    pairing = Pairing()
+    waiting = pairing.waiting           # (a start waits as (sqe type, counter): its start and end inlined)
     executions = Occurrences()
-    orphan_starts = orphan_ends = 0
-    first_start: Optional[tuple] = None      # (stream, task, counter) of the first of each kind: what to look for
-    first_end: Optional[tuple] = None
     batch: List[tuple] = []
     for stream_id, task_id, sqe, log_type, syscnt in conn.execute(
             "SELECT stream_id, task_id, sqe_type, log_type, syscnt FROM stars_log ORDER BY syscnt, seq"):
         key = (stream_id, task_id)
         if log_type == 0:
-            if key in pending:
-                orphan_starts += 1
-                replaced = key + (pending[key][0],)
-                first_start = replaced if first_start is None or replaced[2] < first_start[2] else first_start
-            pending[key] = (syscnt, sqe)
+            earlier = waiting.get(key)
+            if earlier is not None:
+                pairing.never_ended(earlier[1], key)
+            waiting[key] = (sqe, syscnt)
             continue
-        started = pending.pop(key, None)
+        started = waiting.pop(key, None)
         if started is None:
-            orphan_ends += 1
-            first_end = first_end or key + (syscnt,)
+            pairing.alone(syscnt, key)
             continue
         n = executions.next(stream_id << 16 | task_id)
-        batch.append((stream_id, task_id, started[1], started[0], syscnt, n))
+        batch.append((stream_id, task_id, started[0], started[1], syscnt, n))
         if len(batch) >= 10000:
             Rows("task", TASK_COLUMNS, batch).insert(conn)
             batch = []
     Rows("task", TASK_COLUMNS, batch).insert(conn)
-    orphan_starts += len(pending)
-    never_ended = ([first_start] if first_start else []) + [key + (started[0],) for key, started in pending.items()]
-    first_start = min(never_ended, key=lambda log: log[2], default=None)
+    pairing.finish()
     # (the logs are paired in counter order, after the load: a log is named by its stream, task and counter)
-    if orphan_ends:
-        notices.warn(f"stars_soc: {orphan_ends} task end(s) without a start dropped (no start time invented; the "
-                     f"first: stream {first_end[0]}, task {first_end[1]}, counter {first_end[2]})")
-    if orphan_starts:
-        notices.warn(f"stars_soc: {orphan_starts} task start(s) never ended dropped (no end time invented; the "
-                     f"first: stream {first_start[0]}, task {first_start[1]}, counter {first_start[2]})")
+    if pairing.ends_alone:
+        (stream, task), counter = pairing.first_alone_key, pairing.first_alone
+        notices.warn(f"stars_soc: {pairing.ends_alone} task end(s) without a start dropped (no start time invented; "
+                     f"the first: stream {stream}, task {task}, counter {counter})")
+    if pairing.unended:
+        (stream, task), counter = pairing.first_unended_key, pairing.first_unended
+        notices.warn(f"stars_soc: {pairing.unended} task start(s) never ended dropped (no end time invented; the "
+                     f"first: stream {stream}, task {task}, counter {counter})")
 
 
 def _meta(result: ResultDir, role: str) -> dict:
