@@ -1211,7 +1211,7 @@ def test_op_statistic_from_the_op_summary_pass_is_its_own_query(tmp_path, monkey
     from msprof import summary as summary_writer
     from msprof import workers
     from msprof.layouts import find_units
-    from msprof.layouts.prof import report as prof_report
+    from msprof.layouts.prof import statistics
     from msprof.renderers import insql
 
     prof = pg.write_prof(tmp_path, desc)
@@ -1223,8 +1223,8 @@ def test_op_statistic_from_the_op_summary_pass_is_its_own_query(tmp_path, monkey
                                   "csv", own)
     expected = (own / "op_statistic.csv").read_bytes()
     merged = []
-    original = prof_report._OpTotals.merged
-    monkeypatch.setattr(prof_report._OpTotals, "merged", staticmethod(lambda parts: merged.append(len(parts))
+    original = statistics.OpTotals.merged
+    monkeypatch.setattr(statistics.OpTotals, "merged", staticmethod(lambda parts: merged.append(len(parts))
                                                                       or original(parts)))
     if processes == 2:
         monkeypatch.setattr(summary_writer, "PARALLEL_MIN_ROWS", 0)
@@ -1244,19 +1244,20 @@ def test_op_statistic_from_the_op_summary_pass_is_its_own_query(tmp_path, monkey
     assert merged == []
 
 
-def test_op_statistic_of_a_static_graph_summed_per_task_id_first(tmp_path):
+def test_op_statistic_of_a_static_graph_summed_per_task_id_first(tmp_path, monkeypatch):
     """A static graph's op_statistic sums each (stream, task)'s executions before meeting the host tables:
     the same rows as the general path (every task joined to its launch), and as the truth."""
     desc = dict(MULTI, pmu="PipeUtilization", static_graph=True, iterations=7, jitter=5)
     prof_dir = pg.write_prof(tmp_path, desc)
     api.import_collection(prof_dir)
     from msprof.layouts import find_units
+    from msprof.layouts.prof import statistics
 
     unit = [u for u in find_units(prof_dir) if u.path.name.startswith("device")][0]
     with unit.open() as report:
-        assert not report._relaunched()
+        assert not statistics.relaunched(report)
         summed = list(report.op_statistic().rows())
-        report._relaunched = lambda: True          # the general path on the same data
+        monkeypatch.setattr(statistics, "relaunched", lambda report: True)     # the general path on the same data
         joined = list(report.op_statistic().rows())
     assert summed == joined
     expected = expected_op_statistic(pg.build(desc))

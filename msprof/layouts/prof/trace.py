@@ -18,7 +18,8 @@ from typing import Dict, Iterator, List
 from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
 from msprof.layouts.base import Selection
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
-from msprof.layouts.prof.report import HWTS_TASK_TYPES
+from msprof.layouts.prof import tasks
+from msprof.layouts.prof.tasks import HWTS_TASK_TYPES
 from msprof.trace import (FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, JsonNames, Source, Timeline, batches, device_number,
                           jstr, other_data, sorted_query, us_formats, us_text)
 
@@ -218,7 +219,7 @@ class TaskSource(Source):
 
     def batches(self, window=None) -> Iterator[list]:
         report = self.report
-        where, args = report._where(self.selection)
+        conditions, args = tasks.where(report, self.selection)
         span = ""
         if window is not None:                    # the tasks starting before / from the split counter
             side, (split_syscnt, _ns) = window
@@ -230,7 +231,7 @@ class TaskSource(Source):
                f" {time.relative_ns_sql('start_ns')}, {time.relative_ns_sql('end_ns')}, thread,"
                f" CASE WHEN launches != 1 OR exec_n = 0 THEN {time.host_ns_sql('track_ts')} END,"
                f" {time.host_ns_sql('call_begin')}"
-               f" FROM ({report._tasks(self.FIELDS, span=span, within=self.selection)}) WHERE {where}")
+               f" FROM ({tasks.task_query(report, self.FIELDS, span=span, within=self.selection)}) WHERE {conditions}")
         return batches(report.conn.execute(sql, args))
 
     def start(self, row) -> int:
