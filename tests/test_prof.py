@@ -339,9 +339,9 @@ def test_api_calls_are_counted_at_import_in_bounded_groups(tmp_path, monkeypatch
     several rows): the counts add up to SQL's GROUP BY of the calls — keyed by struct type at the levels named
     by it, by item id at the others — and api_statistic is the generator's truth."""
     from msprof.decode import slices
-    from msprof.layouts.prof import importer
+    from msprof.layouts.prof import host_decoders
 
-    monkeypatch.setattr(importer._ApiCalls, "FLUSH", 2)
+    monkeypatch.setattr(host_decoders.ApiCalls, "FLUSH", 2)
     monkeypatch.setattr(slices, "CHUNK_BYTES", 400)            # ten records a chunk
     desc = dict(MULTI, iterations=4, model_as_events=True)
     prof = pg.build(desc)
@@ -417,7 +417,7 @@ def test_stars_orphans_dropped(tmp_path):
 def test_stars_unpaired_logs_named_by_the_first_in_counter_order():
     """Of the starts never ended — replaced by a later start of their task, or left open at the end — the
     warning names the one of the lowest counter (it named the first replacement it met)."""
-    from msprof.layouts.prof.importer import _pair_stars
+    from msprof.layouts.prof.pairs import pair_stars
     from msprof.store import Notices
 
     conn = sqlite3.connect(":memory:")
@@ -429,7 +429,7 @@ def test_stars_unpaired_logs_named_by_the_first_in_counter_order():
     conn.executemany("INSERT INTO stars_log (stream_id, task_id, sqe_type, log_type, syscnt) VALUES (?, ?, 0, ?, ?)",
                      logs)
     notices = Notices(echo=False)
-    _pair_stars(conn, notices)
+    pair_stars(conn, notices)
     assert sorted(conn.execute("SELECT stream_id, task_id, start_syscnt, end_syscnt FROM task")) == [
         (3, 1, 40, 45), (3, 2, 30, 35)]
     assert [message for _level, message in notices.items] == [
@@ -921,7 +921,7 @@ def test_tensor_info_chunks_decoded_whole_give_what_record_by_record_gives():
     but the last, which the next chunk may continue); the rows are those of the record-by-record pass: nodes
     of several records, a node continuing over a chunk's end, and a record claiming more than five tensors
     (which sends its chunk record by record) included."""
-    from msprof.layouts.prof.importer import _TensorInfos
+    from msprof.layouts.prof.host_decoders import TensorInfos
     from msprof.layouts.prof.tensors import TensorContents
 
     def record(thread, ts, node, tensors, claimed=None):
@@ -944,18 +944,18 @@ def test_tensor_info_chunks_decoded_whole_give_what_record_by_record_gives():
     records[96] = records[95]
     data = b"".join(records)
 
-    class Counted(_TensorInfos):
+    class Counted(TensorInfos):
         """Counts the records decoded one by one."""
 
         one_by_one = 0
 
         class HEAD:
-            size = _TensorInfos.HEAD.size
+            size = TensorInfos.HEAD.size
 
             @staticmethod
             def unpack_from(buffer, offset):
                 Counted.one_by_one += 1
-                return _TensorInfos.HEAD.unpack_from(buffer, offset)
+                return TensorInfos.HEAD.unpack_from(buffer, offset)
 
     def rows(chunk_records: int):
         decoder, tally, out = Counted(TensorContents()), Tally(256), []
@@ -996,7 +996,7 @@ def test_two_processes_resolve_the_task_track_records_as_one_does(tmp_path, monk
     launches counted in arrays from two task ids a stream on (a long run's streams), not in the dict."""
     from msprof.decode import slices
     from msprof.decode.occurrences import Occurrences
-    from msprof.layouts.prof import importer
+    from msprof.layouts.prof import importer, launches
 
     if dense:
         monkeypatch.setattr(Occurrences, "DENSE", dense)
@@ -1022,9 +1022,10 @@ def test_two_processes_resolve_the_task_track_records_as_one_does(tmp_path, monk
     (data / "aging.compact.task_track.slice_0").write_bytes(aging)
     monkeypatch.setattr(slices, "CHUNK_BYTES", 640)              # ten records a chunk
     monkeypatch.setattr(importer, "several_cores", lambda: True)
+    monkeypatch.setattr(launches, "several_cores", lambda: True)
     made = {}
     for name, split in (("one", 1 << 62), ("two", 0)):
-        monkeypatch.setattr(importer, "SPLIT_TRACK_BYTES", split)
+        monkeypatch.setattr(launches, "SPLIT_TRACK_BYTES", split)
         path = importer.import_result_dir(prof_dir / "host", "host", tmp_path / f"{name}.db")
         with sqlite3.connect(path) as conn:
             made[name] = {table: conn.execute(f"SELECT * FROM {table}").fetchall()
