@@ -137,22 +137,7 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
         events = metrics.event_ids(result.sample, SVP.counters, notices, bool(device_streams.get("pmu")))
         db["pmu_event"].insert_all([{"slot": i, "event_id": e, "name": metrics.event_name(e)}
                                     for i, e in enumerate(events)])
-        steps = load_streams(conn, device_streams.get("step_trace", []), lambda item: StepTraceDecoder(), notices,
-                             counts)
-        iterations, unpaired = step_trace.iterations([row for d in steps for row in d.rows])
-        if unpaired:
-            notices.warn(f"step trace: {unpaired} iteration mark(s) without their start/end pair ignored")
-        db["iteration"].insert_all([dict(zip(("model_id", "index_id", "start_syscnt", "end_syscnt"), it))
-                                    for it in iterations])
-        load_streams(conn, device_streams.get("freq", []), lambda item: FreqDecoder(), notices, counts)
-        placer = TaskPlacer(iterations, layers)
-        mhz = result.clock.hwts_mhz
-        tasks = load_streams(conn, device_streams.get("hwts", []),
-                             lambda item: HwtsDecoder(lambda piece: [Rows("task", TASK_COLUMNS,
-                                                                          _task_rows(piece, placer, mhz))],
-                                                      apart=AA_CPU),
-                             notices, counts)
-        untimed = sum(d.unpaired for d in tasks)
+        iterations, untimed = _load_tasks(db, device_streams, layers, result.clock.hwts_mhz, notices, counts)
         progress.phase("indexing tasks")
         SCHEMA.create_indexes(db, ["task", "layer"])  # while the worker may still be busy
         phase("model, step trace, HWTS + index")
@@ -176,6 +161,26 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
     total_records = sum(c.records for c in counts.values())
     log.info("imported %s: %d records in %.2f s", result.path, total_records, time.monotonic() - started)
     return target
+
+
+def _load_tasks(db, streams: dict, layers: list, mhz: float, notices: Notices, counts: Dict[str, StreamCount]):
+    """The step trace (its iterations paired), the frequency changes and the HWTS tasks (placed in their
+    iteration and layer); returns the iterations and how many tasks have one time only."""
+    conn = db.conn
+    steps = load_streams(conn, streams.get("step_trace", []), lambda item: StepTraceDecoder(), notices, counts)
+    iterations, unpaired = step_trace.iterations([row for d in steps for row in d.rows])
+    if unpaired:
+        notices.warn(f"step trace: {unpaired} iteration mark(s) without their start/end pair ignored")
+    db["iteration"].insert_all([dict(zip(("model_id", "index_id", "start_syscnt", "end_syscnt"), it))
+                                for it in iterations])
+    load_streams(conn, streams.get("freq", []), lambda item: FreqDecoder(), notices, counts)
+    placer = TaskPlacer(iterations, layers)
+    tasks = load_streams(conn, streams.get("hwts", []),
+                         lambda item: HwtsDecoder(lambda piece: [Rows("task", TASK_COLUMNS,
+                                                                      _task_rows(piece, placer, mhz))],
+                                                  apart=AA_CPU),
+                         notices, counts)
+    return iterations, sum(d.unpaired for d in tasks)
 
 
 def load_pmu(conn, streams, counts, notices):
