@@ -213,13 +213,7 @@ EPOCH_US = (0, 1e17)                # up to the year 5138
 def read_result_dir(path: Path) -> ResultDir:
     """Read and check info.json*, sample.json, start_info and the sync logs of one result directory."""
     path = Path(path)
-    info_path = _first(path, "info.json")
-    if info_path is None:
-        linked = [p for p in outside_links(path, path) if p.name.startswith("info.json")]
-        if linked:
-            raise DataError(f"{linked[0]}: a symbolic link out of the collection ({_collection_root(path)}): not "
-                            "followed (raw data and metadata are read inside the collection only)")
-        raise NoCollectionError(f"no info.json* found under {path} (expected a JOB or PROF_ directory)")
+    info_path = _info_path(path)
     info = _read_json_first_line(info_path)
     device_id = printable_id(info.get("devices"), _suffix(info_path))
     suffix = _suffix(info_path)
@@ -240,7 +234,41 @@ def read_result_dir(path: Path) -> ResultDir:
     ai_core_num = number(device_info, "ai_core_num", info_path, (1, 1 << 20), integer=True)
     cpu = _first_object(info, "CPU", info_path)
     cpu_mhz = number(cpu, "Frequency", info_path, (0, 1e6)) or None     # empty or 0: host times are ns
+    begin_us, mono_ns = _collection_start(path, suffix, metadata, warnings)
+    dev_cntvct, host_mono, host_diff, host_cntvct = _sync_instant(path, suffix, cpu_mhz, metadata, warnings)
+    clock = ClockFacts(hwts_mhz=hwts_mhz, dev_cntvct=dev_cntvct, host_mono_ns=host_mono,
+                       collection_begin_us=begin_us, clock_monotonic_raw_ns=mono_ns, cpu_mhz=cpu_mhz,
+                       host_diff_ns=host_diff, host_cntvct=host_cntvct)
+    pid = info.get("pid")
+    try:
+        pid = int(str(pid).strip()) if pid is not None and not isinstance(pid, bool) else None
+    except ValueError:
+        pid = None
+    try:        # only decides how the reference would order tasks that start together: never fatal
+        drv_version = number(info, "drvVersion", info_path, COUNTER, integer=True) or 0
+    except DataError:
+        drv_version = 0
+    return ResultDir(path=path, device_id=device_id, info=info, sample=sample, clock=clock, aic_mhz=aic_mhz,
+                     ai_core_num=ai_core_num, platform_version=str(info.get("platform_version", ""))[:64],
+                     pid=pid if pid is not None and 0 <= pid < (1 << 31) else None, drv_version=drv_version,
+                     metadata_files=metadata, warnings=warnings)
 
+
+def _info_path(path: Path) -> Path:
+    """The result directory's info.json* (NoCollectionError without one; DataError for one linked out)."""
+    info_path = _first(path, "info.json")
+    if info_path is None:
+        linked = [p for p in outside_links(path, path) if p.name.startswith("info.json")]
+        if linked:
+            raise DataError(f"{linked[0]}: a symbolic link out of the collection ({_collection_root(path)}): not "
+                            "followed (raw data and metadata are read inside the collection only)")
+        raise NoCollectionError(f"no info.json* found under {path} (expected a JOB or PROF_ directory)")
+    return info_path
+
+
+def _collection_start(path: Path, suffix: Optional[str], metadata: List[Path], warnings: List[str]):
+    """(collectionTimeBegin µs, clockMonotonicRaw ns) of start_info, (0.0, 0) without it; start_info and
+    end_info added to ``metadata``."""
     start_info = _first(path, "start_info", suffix)
     begin_us, mono_ns = 0.0, 0
     if start_info is None:
@@ -253,7 +281,13 @@ def read_result_dir(path: Path) -> ResultDir:
     end_info = _first(path, "end_info", suffix)
     if end_info is not None:
         metadata.append(end_info)
+    return begin_us, mono_ns
 
+
+def _sync_instant(path: Path, suffix: Optional[str], cpu_mhz: Optional[float], metadata: List[Path],
+                  warnings: List[str]):
+    """(dev_cntvct, host_mono_ns, host_diff_ns, host_cntvct): the device counter and the host's clock read at
+    one instant, from dev_start.log and host_start.log (raw-format.md §2); zeros where they do not say."""
     dev_cntvct, host_mono, host_diff, host_cntvct = 0, 0, 0, 0
     dev_log = _first(path, "dev_start.log", suffix)
     host_log = _first(path, "host_start.log", suffix) or _first(path, "host_start.log")
@@ -283,23 +317,7 @@ def read_result_dir(path: Path) -> ResultDir:
         host_diff = host_counter_ns(diff, cpu_mhz)
     else:
         warnings.append(f"{path}: no dev_start.log/host_start.log: device time = syscnt / hwts_frequency")
-
-    clock = ClockFacts(hwts_mhz=hwts_mhz, dev_cntvct=dev_cntvct, host_mono_ns=host_mono,
-                  collection_begin_us=begin_us, clock_monotonic_raw_ns=mono_ns, cpu_mhz=cpu_mhz,
-                  host_diff_ns=host_diff, host_cntvct=host_cntvct)
-    pid = info.get("pid")
-    try:
-        pid = int(str(pid).strip()) if pid is not None and not isinstance(pid, bool) else None
-    except ValueError:
-        pid = None
-    try:        # only decides how the reference would order tasks that start together: never fatal
-        drv_version = number(info, "drvVersion", info_path, COUNTER, integer=True) or 0
-    except DataError:
-        drv_version = 0
-    return ResultDir(path=path, device_id=device_id, info=info, sample=sample, clock=clock, aic_mhz=aic_mhz,
-                     ai_core_num=ai_core_num, platform_version=str(info.get("platform_version", ""))[:64],
-                     pid=pid if pid is not None and 0 <= pid < (1 << 31) else None, drv_version=drv_version,
-                     metadata_files=metadata, warnings=warnings)
+    return dev_cntvct, host_mono, host_diff, host_cntvct
 
 
 def host_counter_ns(ticks: int, cpu_mhz: Optional[float]) -> int:
