@@ -64,7 +64,7 @@ def _run(feed, top_problems: List[str]) -> List[str]:
 _HEADER = '{"traceEvents":['
 # Small enough that the objects made for one chunk's lines are freed and reused for the next: with
 # chunks of megabytes, the allocator hands its arenas back to the OS and faults them in again for every
-# chunk (0.2 s of system time per 1M events); large enough that the per-chunk work costs nothing.
+# chunk; large enough that the per-chunk work costs nothing.
 _CHUNK_BYTES = 1 << 16
 
 

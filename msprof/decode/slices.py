@@ -14,7 +14,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from msprof.decode import zeros
 
-# Small enough that the buffers are reused (4 MB reads cost ~130k page faults, ~0.5 s, per 384 MB), large
+# Small enough that the buffers are reused (reads of megabytes fault their pages in again each time), large
 # enough for whole-chunk decoding to pay off.
 CHUNK_BYTES = 256 << 10
 PROBE_RECORDS = 8  # records looked at to find where whole records start

@@ -44,8 +44,8 @@ LAUNCH_CHECKS = ("SELECT coalesce(sum(o.ge AND l.call_begin IS NULL), 0), coales
 
 # From this much task_track (a per-launch run of ~125k launches; 64 B each) and with a second core, two
 # processes resolve the records: this one the first half, a worker the second, each into a part database, then
-# both are copied in with the worker's op ids and launch ranks made this one's (Associator.absorb). At 1M
-# launches the association took 3.9 s in one process, where the device's import leaves a core idle.
+# both are copied in with the worker's op ids and launch ranks made this one's (Associator.absorb). The
+# association is the host import's longest step, and the device's import leaves a core idle meanwhile.
 SPLIT_TRACK_BYTES = 8 << 20
 
 

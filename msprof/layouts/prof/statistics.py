@@ -54,8 +54,8 @@ def op_statistic_rows(report, selection: Selection = Selection(), gathered=None)
 
 def _per_task_id_sql() -> str:
     """op_statistic's sums when every execution of a (stream, task) is its one launch's (a static graph): the
-    tasks are summed up per (stream, task) on their own, and only those sums meet the host tables (0.27 s
-    instead of 0.46 s for 250k tasks)."""
+    tasks are summed up per (stream, task) on their own, and only those sums meet the host tables, where the
+    general query joins every task to them."""
     ns = "(" + ProfTime.device_ns_sql("t.{0}") + ")"
     return (f"SELECT o.op_type, coalesce(o.task_type, 'UNKNOWN') AS task_type, sum(g.n), sum(g.s), min(g.lo),"
             " max(g.hi), sum(g.fr) FROM ("
@@ -104,8 +104,7 @@ def _op_statistic_of(report, per_op) -> List[tuple]:
 
 class OpTotals(Tap):
     """op_statistic's sums per op, gathered from the pass of op_summary and task_time over every timed task
-    (a query of its own joins every task to its launch and op again: 1-2 s of a 1M-task per-launch export
-    summary). The tasks op_statistic counts (started after the collection began, GE tasks of an op type) by op
+    (a query of its own would join every task to its launch and op again). The tasks op_statistic counts (started after the collection began, GE tasks of an op type) by op
     id: count, total, min and max of the durations (ns, floats, summed in start order) and how many are not
     whole."""
 

@@ -22,8 +22,8 @@ class GeOrder(Ties):
     launches only (worked out when the first tie is met: most runs have none)."""
 
     LAST = 1 << 62
-    # a task's launch (its thread, time and record), looked up for the tasks that tie only: as columns of the
-    # summary's query they cost every row (1.5 s of a 1M-task export summary)
+    # A task's launch (its thread, time and record) is looked up for the tasks that tie only: as columns of the
+    # summary's query they would cost every row.
     inputs = ("seq",)
     LAUNCH = ("thread", "track_ts", "launch_seq")
 
@@ -47,8 +47,8 @@ class GeOrder(Ties):
             threads = [thread for (thread,) in conn.execute("SELECT DISTINCT thread FROM host.launch")]
             launching = set(threads)
             if len(threads) <= self.FEW_THREADS:
-                # (a GROUP BY over every host call sorts them all: 1 s at 1M tasks; a lookup for each of a few
-                # threads usually stops at the first calls)
+                # (a GROUP BY over every host call sorts them all; a lookup for each of a few threads usually
+                # stops at the first calls)
                 first = {t: conn.execute(self._FIRST, {"t": t}).fetchone()[0] for t in threads}
                 ordered = sorted(threads, key=lambda t: (first[t], t))
             else:
@@ -137,8 +137,7 @@ class FirstAppearance(Ties):
         if whole and low is not None and len(threads) <= GeOrder.FEW_THREADS and \
                 high - low < 1 << (62 - seq_bits - rank_bits):
             # each key's first launch, as (time, thread rank, seq) packed into one integer, found by a GROUP BY
-            # that hands SQLite's sorter a key per launch and Python a row per key: streaming every launch into
-            # Python in that order took 1.8 s at 1M tasks
+            # that hands SQLite's sorter a key per launch and Python a row per key, not every launch
             rank = ("CASE thread " + " ".join(f"WHEN {int(t)} THEN {r}" for t, r in threads.items()) + " END"
                     if len(threads) > 1 else "0")
             return conn.execute(
@@ -161,8 +160,8 @@ _CONTEXT = 4294967295
 
 @functools.lru_cache(maxsize=1)
 def _ids() -> List[int]:
-    """One int object per 16-bit id (stream and task ids are 16 bits), shared by every key that holds it: 28
-    bytes less per key (2 MB, made when a run has ties)."""
+    """One int object per 16-bit id (stream and task ids are 16 bits), shared by every key that holds it: a
+    key then costs no int objects of its own (made when a run has ties)."""
     return list(range(1 << 16))
 
 
