@@ -13,8 +13,10 @@ events are taken out and go record by record. A chunk holding bad records, or ma
 record.
 """
 import struct
+from dataclasses import dataclass, field
+from operator import sub
 
-from msprof.decode.base import IMPOSSIBLE_TIMES, Blocks, Decoder, Rows, Tally, impossible_time, impossible_times
+from msprof.decode.base import IMPOSSIBLE_TIMES, Blocks, Decoder, Rows, Tally, impossible_time
 from msprof.decode.blocks import RecordLayout, bad_records, valid_part
 
 RECORD_SIZE = 40
@@ -60,10 +62,11 @@ class ApiEventDecoder(Decoder):
                 calls = valid_part(chunk, RECORD_SIZE, _END_TOP_BIT, marked)[0]
                 blocks = list(API_LAYOUT.blocks(calls)) if calls else []
                 width = API_LAYOUT.width
-                # (no API with begin 0, and none whose times cannot be real)
-                if not any(0 in block[4::width] or impossible_times(block[4::width], block[5::width])
-                           for block in blocks):
-                    out = [Blocks(API_LAYOUT, blocks)]
+                durations = [list(map(sub, block[5::width], block[4::width])) for block in blocks]
+                # No API with begin 0, and none whose times cannot be real (IMPOSSIBLE_TIMES): the top byte
+                # checked above keeps every begin below 2^63, so only an end before its begin is left to find.
+                if not any(0 in block[4::width] for block in blocks) and min(map(min, durations), default=0) >= 0:
+                    out = [CallBlocks(API_LAYOUT, blocks, durations)]
                     return out + self._records(chunk, tally, marked) if marked else out
         return self._records(chunk, tally, range(count))
 
@@ -89,3 +92,11 @@ class ApiEventDecoder(Decoder):
 
 
 EVENT_COLUMNS = ("level", "struct_type", "thread", "request_id", "ts", "item_id")
+
+
+@dataclass
+class CallBlocks(Blocks):
+    """Blocks of API calls with each block's durations (end − begin): computed once, to check the calls and
+    for whoever counts them (the PROF import's api_statistic groups)."""
+
+    durations: list = field(default_factory=list)

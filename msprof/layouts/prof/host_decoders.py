@@ -8,7 +8,7 @@ from collections import Counter
 from operator import eq, sub
 from typing import List, Optional
 
-from msprof.decode.api_event import API_LAYOUT, NAMED_BY_TYPE, ApiEventDecoder
+from msprof.decode.api_event import API_LAYOUT, NAMED_BY_TYPE, ApiEventDecoder, CallBlocks
 from msprof.decode.base import Blocks, Rows, load_streams
 from msprof.decode.blocks import RecordLayout, bad_records, index_before, record_struct, valid_part
 from msprof.decode.compact import NODE_BASIC_INFO, TENSOR_INFO, CompactDecoder, aging_of
@@ -33,11 +33,10 @@ class ApiCalls(ApiEventDecoder):
     def decode(self, chunk, tally):
         out = super().decode(chunk, tally)
         for part in out:
-            if isinstance(part, Blocks):
+            if isinstance(part, CallBlocks):
                 width = API_LAYOUT.width
-                for block in part.blocks:
-                    self._count(block[0::width], block[1::width], block[6::width],
-                                map(sub, block[5::width], block[4::width]))
+                for block, durations in zip(part.blocks, part.durations):
+                    self._count(block[0::width], block[1::width], block[6::width], durations)
             elif part.table == "api" and part.rows:
                 levels, types, _thread, _request, begins, ends, items = zip(*part.rows)
                 self._count(levels, types, items, map(sub, ends, begins))
