@@ -19,6 +19,7 @@ from msprof.errors import DiskSpaceError, MsprofError, OutputError, UsageError
 from msprof.frame import Failures, build_databases, reading
 from msprof.layouts import find_units, targets
 from msprof.outputs import naming_errors, output_dir
+from msprof.paths import printable
 from msprof.renderers.documents import Section, Stdout, View
 from msprof.workers import Later, Pool, several_cores
 
@@ -151,7 +152,8 @@ def _sections(units: List[Unit], command: str, tables, failures: Failures):
     (its rows stream from it); a unit that fails is left out (``failures``)."""
     for unit in units:
         with failures.each(unit), reading(unit, command) as report:
-            yield Section(unit.label, os.path.abspath(unit.path), unit.layout.name, tables(unit, report),
+            yield Section(printable(unit.label), printable(os.path.abspath(unit.path)), unit.layout.name,
+                          tables(unit, report),
                           report.quality())
 
 

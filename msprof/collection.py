@@ -8,11 +8,13 @@ import json
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from msprof.console import log
+from msprof.decode.textinfo import read_text
 from msprof.errors import DataError, NoCollectionError
 from msprof.paths import inside, printable
 
@@ -37,6 +39,8 @@ def find_result_dirs(root: Path) -> List[Path]:
         log.warning("%s: cannot read (Permission denied): not searched for collections", directory)
     if not found and links:         # (or behind a link, which is not followed)
         raise DataError(f"{links[0]}: {LINK_NOT_FOLLOWED}")
+    for link in links:              # (beside collections found: said, not passed over)
+        log.warning("%s: %s", link, LINK_NOT_FOLLOWED)
     if not found:
         raise NoCollectionError(f"no info.json* found under {root} (expected a JOB or PROF_ directory)")
     return sorted(found, key=_device_order)
@@ -128,9 +132,42 @@ def data_files(result_dir: Path, empty_ok: bool = False) -> List[Path]:
     return files
 
 
+# what a file that is not a regular one is (by its stat mode), for the warning that names it
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+            (stat.S_ISSOCK, "a socket"))
+
+
+def special_files(result_dir: Path) -> List[str]:
+    """Warnings for the entries of <result dir>/data/ and of the result dir's metadata names that are FIFOs,
+    devices or sockets: never opened (a FIFO would hang the import, a device feed it forever), and said rather
+    than passed over."""
+    said = []
+    for directory, wanted in ((result_dir / "data", lambda name: True), (result_dir, _is_metadata_name)):
+        try:
+            entries = sorted(p for p in directory.iterdir() if wanted(p.name))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                mode = entry.stat().st_mode          # (a link inside the collection: what it names)
+            except OSError:
+                continue
+            kind = next((what for test, what in _SPECIAL if test(mode)), None)
+            if kind:
+                said.append(f"{entry}: {kind}, not a regular file: not read")
+    return said
+
+
+def _is_metadata_name(name: str) -> bool:
+    return name.startswith(_METADATA)
+
+
+_METADATA = ("info.json", "sample.json", "start_info", "end_info", "dev_start.log", "host_start.log")
+
+
 @dataclass
-class Clock:
-    """Converts device counters and host timestamps to output µs (raw-format.md §3)."""
+class ClockFacts:
+    """The clock facts of a result directory (raw-format.md §3), which msprof.layouts.timebase converts with."""
 
     hwts_mhz: Optional[float]
     dev_cntvct: int = 0
@@ -145,15 +182,9 @@ class Clock:
     # lies on the host's task_track clock)
     host_cntvct: int = 0
 
-    def syscnt_to_ns(self, syscnt: int) -> float:
-        return (syscnt - self.dev_cntvct) * 1000.0 / self.hwts_mhz + self.host_mono_ns
-
-    def host_to_ns(self, value: int) -> float:
-        return value * 1000.0 / self.cpu_mhz if self.cpu_mhz else float(value)
-
     @property
     def offset_us(self) -> float:
-        """Add to host-monotonic µs to get µs since the epoch."""
+        """What to add to host-monotonic µs for µs since the epoch (the record families' reports print so)."""
         return self.collection_begin_us - self.clock_monotonic_raw_ns / 1000.0
 
 
@@ -166,7 +197,7 @@ class ResultDir:
     device_id: str
     info: dict
     sample: dict
-    clock: Clock
+    clock: ClockFacts
     aic_mhz: Optional[float]
     ai_core_num: Optional[int]
     platform_version: str
@@ -186,13 +217,7 @@ EPOCH_US = (0, 1e17)                # up to the year 5138
 def read_result_dir(path: Path) -> ResultDir:
     """Read and check info.json*, sample.json, start_info and the sync logs of one result directory."""
     path = Path(path)
-    info_path = _first(path, "info.json")
-    if info_path is None:
-        linked = [p for p in outside_links(path, path) if p.name.startswith("info.json")]
-        if linked:
-            raise DataError(f"{linked[0]}: a symbolic link out of the collection ({_collection_root(path)}): not "
-                            "followed (raw data and metadata are read inside the collection only)")
-        raise NoCollectionError(f"no info.json* found under {path} (expected a JOB or PROF_ directory)")
+    info_path = _info_path(path)
     info = _read_json_first_line(info_path)
     device_id = printable_id(info.get("devices"), _suffix(info_path))
     suffix = _suffix(info_path)
@@ -205,6 +230,7 @@ def read_result_dir(path: Path) -> ResultDir:
         if links:
             warnings.append(f"{where}: {len(links)} symbolic link(s) out of the collection not read: "
                             + ", ".join(printable(p.name) for p in links[:5]) + (", …" if len(links) > 5 else ""))
+    warnings += special_files(path)
 
     device_info = _first_object(info, "DeviceInfo", info_path)
     hwts_mhz = number(device_info, "hwts_frequency", info_path, MHZ)
@@ -212,7 +238,41 @@ def read_result_dir(path: Path) -> ResultDir:
     ai_core_num = number(device_info, "ai_core_num", info_path, (1, 1 << 20), integer=True)
     cpu = _first_object(info, "CPU", info_path)
     cpu_mhz = number(cpu, "Frequency", info_path, (0, 1e6)) or None     # empty or 0: host times are ns
+    begin_us, mono_ns = _collection_start(path, suffix, metadata, warnings)
+    dev_cntvct, host_mono, host_diff, host_cntvct = _sync_instant(path, suffix, cpu_mhz, metadata, warnings)
+    clock = ClockFacts(hwts_mhz=hwts_mhz, dev_cntvct=dev_cntvct, host_mono_ns=host_mono,
+                       collection_begin_us=begin_us, clock_monotonic_raw_ns=mono_ns, cpu_mhz=cpu_mhz,
+                       host_diff_ns=host_diff, host_cntvct=host_cntvct)
+    pid = info.get("pid")
+    try:
+        pid = int(str(pid).strip()) if pid is not None and not isinstance(pid, bool) else None
+    except ValueError:
+        pid = None
+    try:        # only decides how the reference would order tasks that start together: never fatal
+        drv_version = number(info, "drvVersion", info_path, COUNTER, integer=True) or 0
+    except DataError:
+        drv_version = 0
+    return ResultDir(path=path, device_id=device_id, info=info, sample=sample, clock=clock, aic_mhz=aic_mhz,
+                     ai_core_num=ai_core_num, platform_version=str(info.get("platform_version", ""))[:64],
+                     pid=pid if pid is not None and 0 <= pid < (1 << 31) else None, drv_version=drv_version,
+                     metadata_files=metadata, warnings=warnings)
 
+
+def _info_path(path: Path) -> Path:
+    """The result directory's info.json* (NoCollectionError without one; DataError for one linked out)."""
+    info_path = _first(path, "info.json")
+    if info_path is None:
+        linked = [p for p in outside_links(path, path) if p.name.startswith("info.json")]
+        if linked:
+            raise DataError(f"{linked[0]}: a symbolic link out of the collection ({_collection_root(path)}): not "
+                            "followed (raw data and metadata are read inside the collection only)")
+        raise NoCollectionError(f"no info.json* found under {path} (expected a JOB or PROF_ directory)")
+    return info_path
+
+
+def _collection_start(path: Path, suffix: Optional[str], metadata: List[Path], warnings: List[str]):
+    """(collectionTimeBegin µs, clockMonotonicRaw ns) of start_info, (0.0, 0) without it; start_info and
+    end_info added to ``metadata``."""
     start_info = _first(path, "start_info", suffix)
     begin_us, mono_ns = 0.0, 0
     if start_info is None:
@@ -225,7 +285,13 @@ def read_result_dir(path: Path) -> ResultDir:
     end_info = _first(path, "end_info", suffix)
     if end_info is not None:
         metadata.append(end_info)
+    return begin_us, mono_ns
 
+
+def _sync_instant(path: Path, suffix: Optional[str], cpu_mhz: Optional[float], metadata: List[Path],
+                  warnings: List[str]):
+    """(dev_cntvct, host_mono_ns, host_diff_ns, host_cntvct): the device counter and the host's clock read at
+    one instant, from dev_start.log and host_start.log (raw-format.md §2); zeros where they do not say."""
     dev_cntvct, host_mono, host_diff, host_cntvct = 0, 0, 0, 0
     dev_log = _first(path, "dev_start.log", suffix)
     host_log = _first(path, "host_start.log", suffix) or _first(path, "host_start.log")
@@ -255,23 +321,7 @@ def read_result_dir(path: Path) -> ResultDir:
         host_diff = host_counter_ns(diff, cpu_mhz)
     else:
         warnings.append(f"{path}: no dev_start.log/host_start.log: device time = syscnt / hwts_frequency")
-
-    clock = Clock(hwts_mhz=hwts_mhz, dev_cntvct=dev_cntvct, host_mono_ns=host_mono,
-                  collection_begin_us=begin_us, clock_monotonic_raw_ns=mono_ns, cpu_mhz=cpu_mhz,
-                  host_diff_ns=host_diff, host_cntvct=host_cntvct)
-    pid = info.get("pid")
-    try:
-        pid = int(str(pid).strip()) if pid is not None and not isinstance(pid, bool) else None
-    except ValueError:
-        pid = None
-    try:        # only decides how the reference would order tasks that start together: never fatal
-        drv_version = number(info, "drvVersion", info_path, COUNTER, integer=True) or 0
-    except DataError:
-        drv_version = 0
-    return ResultDir(path=path, device_id=device_id, info=info, sample=sample, clock=clock, aic_mhz=aic_mhz,
-                     ai_core_num=ai_core_num, platform_version=str(info.get("platform_version", ""))[:64],
-                     pid=pid if pid is not None and 0 <= pid < (1 << 31) else None, drv_version=drv_version,
-                     metadata_files=metadata, warnings=warnings)
+    return dev_cntvct, host_mono, host_diff, host_cntvct
 
 
 def host_counter_ns(ticks: int, cpu_mhz: Optional[float]) -> int:
@@ -359,10 +409,6 @@ def _read_json_first_line(path: Path) -> dict:
     return _read_json(path, first_line_only=True)
 
 
-# metadata files are small; a larger one is not metadata (and is not read whole)
-MAX_METADATA_BYTES = 16 << 20
-
-
 def _read_json(path: Path, first_line_only: bool = False) -> dict:
     text = read_text(path)
     if first_line_only:
@@ -377,15 +423,6 @@ def _read_json(path: Path, first_line_only: bool = False) -> dict:
     if not isinstance(value, dict):
         raise DataError(f"{path}: line 1: expected a JSON object")
     return value
-
-
-def read_text(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_METADATA_BYTES:
-            raise DataError(f"{path}: {path.stat().st_size} bytes: too large for a metadata file")
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise DataError.unreadable(path, exc) from None
 
 
 def _read_key_values(path: Path) -> Dict[str, str]:

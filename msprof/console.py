@@ -142,11 +142,6 @@ def discard_stdout() -> None:
     os.close(devnull)
 
 
-def color_enabled(stream=None) -> bool:
-    stream = stream or sys.stderr
-    return "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
-
-
 class _LogFileFormatter(logging.Formatter):
     """One line per message, names from the data escaped: a file named "x\nssh-ed25519 ..." cannot add a
     line of its own to the log."""

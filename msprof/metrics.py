@@ -12,7 +12,6 @@ SVP_EVENTS: Dict[int, str] = {
     0x300: "mac_busy", 0x301: "mac_ppen", 0x302: "vec_busy", 0x303: "vec_ppen", 0x304: "dstr",
     0x305: "dtrans", 0x306: "dld", 0x307: "wld", 0x308: "ddr_read", 0x309: "ddr_write",
 }
-DEFAULT_SVP_EVENT_IDS = list(SVP_EVENTS)
 
 SVP_METRICS: List[Tuple[str, str, Tuple[str, ...]]] = [
     ("Mac Busy Ratio", "ratio", ("mac_busy",)),

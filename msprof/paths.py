@@ -1,4 +1,5 @@
 """Checks on path arguments and finding the newest collection in a directory."""
+import os
 import re
 from pathlib import Path
 
@@ -83,6 +84,20 @@ def printable(name) -> str:
         else:
             out.append(repr(char)[1:-1])
     return "".join(out)
+
+
+def as_text(path) -> str:
+    """A path (POSIX: bytes) as text that SQLite and JSON take whatever its bytes: its undecodable bytes as
+    ``\\xff`` and its backslashes doubled (two paths never give one text); a UTF-8 path without a backslash, the
+    usual one, as it is. (``printable``, which also escapes what a terminal would act on, is for printing.)"""
+    text = str(path)
+    if "\\" not in text:
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            pass
+    return os.fsencode(text).replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
 
 
 def one_line(text: str) -> str:

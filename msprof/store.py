@@ -27,6 +27,8 @@ from msprof.errors import DataError
 from msprof.interrupts import connect, watched
 from msprof.outputs import atomic_path, naming_errors, output_dir, temporary
 from msprof.console import log, notice
+from msprof.decode.slices import digest_file
+from msprof.paths import as_text, one_line
 
 if TYPE_CHECKING:        # pragma: no cover - imported when a database is built (sqlite_utils_database)
     import sqlite_utils
@@ -97,9 +99,10 @@ def base_meta() -> Dict[str, object]:
 
 
 def uri(path: Path, mode: str) -> str:
-    """The SQLite URI that opens ``path`` in ``mode`` ("ro", "rw"): percent-encoded, since "#", "?" and "%"
-    are URI syntax and a directory named "runs #2" is an ordinary name."""
-    return f"file:{urllib.parse.quote(str(path))}?mode={mode}"
+    """The SQLite URI that opens ``path`` in ``mode`` ("ro", "rw", "rwc"): its bytes percent-encoded, since "#",
+    "?" and "%" are URI syntax and a directory named "runs #2" is an ordinary name, and a name need not be
+    UTF-8 (POSIX names are bytes: "JOB\\xff" is one)."""
+    return f"file:{urllib.parse.quote(os.fsencode(path))}?mode={mode}"
 
 
 def readonly_uri(path: Path) -> str:
@@ -181,7 +184,7 @@ def source_snapshot(result_dir: Path, files) -> Dict[str, tuple]:
     snapshot = {}
     for path in files:
         stat = os.stat(path)
-        snapshot[os.path.relpath(path, result_dir)] = (stat.st_size, stat.st_mtime_ns)
+        snapshot[as_text(os.path.relpath(path, result_dir))] = (stat.st_size, stat.st_mtime_ns, path)
     return snapshot
 
 
@@ -244,7 +247,8 @@ def build(path: Path, schema: Schema):
     path = Path(path)
     output_dir(path.parent)
     with atomic_path(path) as tmp, naming_errors(path):
-        conn = connect(str(tmp), isolation_level=None)
+        # (a URI: the parts it ATTACHes are named by URIs too, whatever bytes their names hold)
+        conn = connect(uri(tmp, "rwc"), uri=True, isolation_level=None)
         try:
             tune_for_bulk_load(conn)
             db = sqlite_utils_database(conn)
@@ -289,8 +293,6 @@ def record_sources(db: "sqlite_utils.Database", source_dir: Path, counts, notice
                    meta: Dict[str, object]) -> None:
     """The bookkeeping of a built database: every source file (size, mtime and hash: what freshness checks
     compare), the decode counts per stream, the notices, and ``meta`` (plus version and completeness)."""
-    from msprof.decode.slices import digest_file
-
     digests = {}
     for count in counts.values():
         for digest in count.digests:
@@ -301,10 +303,10 @@ def record_sources(db: "sqlite_utils.Database", source_dir: Path, counts, notice
     for path in files:
         if path not in digests:
             digests[path] = (digest_file(path), "data" if path.parent.name == "data" else "metadata")
-    db["source_file"].insert_all([{"path": os.path.relpath(d.path, source_dir), "kind": kind, "size": d.size,
+    db["source_file"].insert_all([{"path": as_text(os.path.relpath(d.path, source_dir)), "kind": kind, "size": d.size,
                                    "mtime_ns": d.mtime_ns, "sha256": d.sha256} for d, kind in digests.values()],
                                  replace=True)
-    db["notice"].insert_all([{"level": level, "message": message} for level, message in notices.items])
+    db["notice"].insert_all([{"level": level, "message": one_line(message)} for level, message in notices.items])
     values = base_meta()
     values.update(meta)
     values["bytes_lost"] = sum(c.head_lost + c.tail_lost for c in counts.values())
@@ -376,15 +378,13 @@ def stale(path: Path, source_dir: Path, files, layout: str) -> Optional[str]:
     current = source_snapshot(source_dir, files)
     if set(recorded) != set(current):
         return "raw files added or removed"
-    from msprof.decode.slices import digest_file
-
-    for rel, (size, mtime_ns) in current.items():
+    for rel, (size, mtime_ns, source) in current.items():
         old_size, old_mtime, old_hash = recorded[rel]
         if size != old_size:
             return f"{rel} changed"
         if mtime_ns != old_mtime:
             try:
-                if digest_file(Path(source_dir) / rel).sha256 != old_hash:
+                if digest_file(Path(source)).sha256 != old_hash:
                     return f"{rel} changed"
             except OSError:         # (the import that follows says why it cannot read it)
                 return f"{rel} unreadable"
@@ -499,7 +499,7 @@ class SideLoads:
             self.kept[name] = self.tokens[name]
             write_meta(db, {"parts": self.kept})
             commit(conn)     # the rest of the import may read it too (ATTACH is refused inside a transaction)
-            conn.execute("ATTACH DATABASE ? AS ?", (str(self._part(name)), f"part_{name}"))
+            conn.execute("ATTACH DATABASE ? AS ?", (uri(self._part(name), "rw"), f"part_{name}"))
             conn.execute("BEGIN")
             return result
         result = load(db.conn, streams, counts, notices)

@@ -9,7 +9,7 @@ import pytest
 
 from fixtures import faults
 from fixtures.board import jobgen
-from fixtures.networks import small_job
+from fixtures.networks import small_job, two_model_job
 
 
 @pytest.fixture
@@ -456,3 +456,60 @@ def test_tail_cut_found_even_when_the_first_record_is_corrupt(job, msprof_cli):
     names = {n for (n,) in sqlite3.connect(job / "sqlite" / "msprof.db").execute("SELECT name FROM acl_api")}
     assert names and all(n.startswith("svp_acl_") for n in names), names
     assert acl
+
+
+def test_fifos_and_devices_named_like_raw_or_metadata_files_are_not_opened_and_said(job, tmp_path, msprof_cli):
+    """A FIFO where a raw slice or a metadata file could be (opened, it would hang the import), and a device
+    (opened, it would feed it forever) are never opened: each is named in a warning, and the import is the one
+    without them (issue 35 item 16: they were passed over without a word)."""
+    import os
+    import stat
+
+    clean = jobgen.write_job(tmp_path / "clean", small_job())
+    assert msprof_cli("import", "-dir", clean).returncode == 0
+    fifos = [job / "data" / "hwts.data.0.slice_9", job / "data" / "zero.1.layer.info", job / "end_info.7"]
+    for path in fifos:
+        os.mkfifo(path)
+    special = fifos[:]
+    device = job / "data" / "AAcore.data.0.slice_9"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o600, os.makedev(1, 5))          # /dev/zero's numbers
+        special.append(device)
+    except PermissionError:
+        print("no device node made (needs CAP_MKNOD): the FIFOs are checked alone")
+    proc = msprof_cli("import", "-dir", job, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for path in special:
+        kind = "a FIFO" if path in fifos else "a character device"
+        assert f"{path}: {kind}, not a regular file: not read" in proc.stderr
+    assert db_count(job, "SELECT count(*) FROM task") == db_count(clean, "SELECT count(*) FROM task")
+
+
+def test_a_linked_collection_in_a_parent_is_said_not_followed(tmp_path, msprof_cli):
+    """A parent holding a JOB and a symbolic link to another: the link is not followed (a collection is read
+    inside its directory only) and, beside the JOB that is read, said so (it was passed over in silence)."""
+    parent = tmp_path / "runs"
+    parent.mkdir()
+    jobgen.write_job(parent, small_job())
+    elsewhere = jobgen.write_job(tmp_path / "elsewhere", two_model_job())
+    (parent / "linked").symlink_to(elsewhere)
+    proc = msprof_cli("export", "summary", "-dir", parent)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"{parent / 'linked'}: a symbolic link: not followed (a collection is read inside its directory only)"
+            in proc.stderr)
+    assert not (elsewhere / "sqlite").exists()
+
+
+def test_a_model_without_its_layer_info_is_named(tmp_path, msprof_cli):
+    """Two models, the second without its layer.info: the warning names that model (it said nothing when any
+    model had one), and only its op_statistic rows lack names."""
+    job = jobgen.write_job(tmp_path, two_model_job())
+    faults.missing_layer_info(job, "tiny_b")
+    proc = msprof_cli("export", "summary", "-dir", job)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"model 2 (tiny_b): no layer.info in {job / 'data'}: its layer names and types are N/A in the summaries "
+            "(the timeline names its tasks by their task type)") in proc.stderr
+    assert "model 1 (" not in proc.stderr
+    names = {path.name.split("_")[3]: {r[2] for r in list(csv.reader(open(path)))[1:]}       # (by model id)
+             for path in (job / "summary").glob("op_statistic_*")}
+    assert names["2"] == {"N/A"} and "N/A" not in names["1"], names

@@ -138,24 +138,26 @@ def test_prof_host_worker_loads_the_same_database(tmp_path, monkeypatch):
     from msprof import api
     from msprof.decode import slices
     from msprof.layouts.prof import importer as prof_importer
+    from msprof.layouts.prof import launches
     from test_prof import with_tensors
 
     desc = with_tensors(dict(profgen_multi(), iterations=30, task_id_wrap=5))
     prof = profgen.write_prof(tmp_path, desc)
     host = prof / "host"
     monkeypatch.setattr(prof_importer, "several_cores", lambda: True)
+    monkeypatch.setattr(launches, "several_cores", lambda: True)
     monkeypatch.setattr(slices, "CHUNK_BYTES", 640)              # ten records a chunk: both halves have some
 
     # the association forks its worker from a process without threads of the import's own (the node infos'
     # worker pool is shut down by then: forking a threaded process may deadlock the child)
     forked_with = []
-    load_launches = prof_importer._load_launches
-    monkeypatch.setattr(prof_importer, "_load_launches", lambda *args: forked_with.append(
+    load_launches = prof_importer.load_launches
+    monkeypatch.setattr(prof_importer, "load_launches", lambda *args: forked_with.append(
         set(threading.enumerate())) or load_launches(*args))
 
     def host_tables(parallel: int, split: int):
         monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", parallel)
-        monkeypatch.setattr(prof_importer, "SPLIT_TRACK_BYTES", split)
+        monkeypatch.setattr(launches, "SPLIT_TRACK_BYTES", split)
         before = set(threading.enumerate())
         prof_importer.import_result_dir(host, "host")
         assert forked_with.pop() <= before

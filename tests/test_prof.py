@@ -23,7 +23,7 @@ from test_profgen import (MULTI, TIED_ONCE, assert_rows_equal, expected_api_stat
 
 from msprof import api  # noqa: E402
 from msprof.decode.api_event import ApiEventDecoder  # noqa: E402
-from msprof.decode.base import Blocks, Rows, Tally  # noqa: E402
+from msprof.decode.base import IMPOSSIBLE_TIMES, Blocks, Rows, Tally  # noqa: E402
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder  # noqa: E402
 from msprof.decode.stars import stars_ids  # noqa: E402
 from msprof.errors import UsageError  # noqa: E402
@@ -99,8 +99,8 @@ def test_api_event_chunk_of_calls_and_a_few_events_is_decoded_whole_with_the_sam
     assert apis == [((10000, 5000)[i % 2], i % 3, 7, 0, 1000 + i, 2000 + 3 * i, i) for i in range(64)
                     if i not in (5, 40, 41)]
     assert events == [(15000, 1, 7, 3, 150, 1), (15000, 1, 7, 3, 170, 1)]
-    assert tally.counts == {"time stamp of 2^63 or more": 1}
-    assert tally.first == {"time stamp of 2^63 or more": 4000 + 41 * 40}
+    assert tally.counts == {IMPOSSIBLE_TIMES: 1}
+    assert tally.first == {IMPOSSIBLE_TIMES: 4000 + 41 * 40}
     # the same chunk record by record (too many events for the whole path): the same rows and skips
     many = list(records)
     for i in range(0, 64, 4):
@@ -109,7 +109,7 @@ def test_api_event_chunk_of_calls_and_a_few_events_is_decoded_whole_with_the_sam
     apis, events = _api_and_event_rows(ApiEventDecoder().decode(b"".join(many), tally))
     assert apis == [((10000, 5000)[i % 2], i % 3, 7, 0, 1000 + i, 2000 + 3 * i, i) for i in range(64)
                     if i % 4 and i not in (5, 40, 41)]
-    assert len(events) == 16 + 1 and tally.counts == {"time stamp of 2^63 or more": 1}
+    assert len(events) == 16 + 1 and tally.counts == {IMPOSSIBLE_TIMES: 1}
     # a call with begin 0 among them (dropped, as the reference drops it): still the same rows and skips
     zero = list(records)
     zero[20] = struct.pack("<HHIIIQQQ", 0x5A5A, 10000, 1, 7, 0, 0, 2000, 20)
@@ -118,8 +118,8 @@ def test_api_event_chunk_of_calls_and_a_few_events_is_decoded_whole_with_the_sam
     assert apis == [((10000, 5000)[i % 2], i % 3, 7, 0, 1000 + i, 2000 + 3 * i, i) for i in range(64)
                     if i not in (5, 20, 40, 41)]
     assert len(events) == 2
-    assert tally.counts == {"time stamp of 2^63 or more": 1, "API with begin 0": 1}
-    assert tally.first == {"time stamp of 2^63 or more": 41 * 40, "API with begin 0": 20 * 40}
+    assert tally.counts == {IMPOSSIBLE_TIMES: 1, "API with begin 0": 1}
+    assert tally.first == {IMPOSSIBLE_TIMES: 41 * 40, "API with begin 0": 20 * 40}
 
 
 def test_op_statistic_ratio_of_a_zero_total_is_a_float(tmp_path):
@@ -141,13 +141,13 @@ def test_api_event_time_stamps_of_2_63_or_more_are_skipped_and_the_collection_st
     tally = Tally(40)
     apis, events = ApiEventDecoder().decode(good + begin + end + event + good, tally)
     assert apis.rows == [(10000, 1, 7, 0, 100, 200, 1)] * 2 and events.rows == []
-    assert tally.counts == {"time stamp of 2^63 or more": 3} and tally.first == {"time stamp of 2^63 or more": 40}
+    assert tally.counts == {IMPOSSIBLE_TIMES: 3} and tally.first == {IMPOSSIBLE_TIMES: 40}
     # a chunk of calls alone (the whole-chunk path) with one such end: skipped alike (the review found it kept)
     tally = Tally(40)
     parts = ApiEventDecoder().decode(good + end + good, tally)
     assert [row for part in parts if isinstance(part, Rows) and part.table == "api" for row in part.rows] == \
         [(10000, 1, 7, 0, 100, 200, 1)] * 2
-    assert tally.counts == {"time stamp of 2^63 or more": 1}
+    assert tally.counts == {IMPOSSIBLE_TIMES: 1}
     # end to end: the first call of the host's api_event file damaged so
     prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "6", "--iters", "3"]))
     path = next((prof_dir / "host" / "data").glob("*api_event*"))
@@ -156,7 +156,7 @@ def test_api_event_time_stamps_of_2_63_or_more_are_skipped_and_the_collection_st
     path.write_bytes(data)
     tables = summary(prof_dir)
     assert {"op_summary", "op_statistic", "api_statistic"} <= set(tables)
-    assert "1 api_event record(s) skipped (time stamp of 2^63 or more)" in " ".join(notices(prof_dir / "host"))
+    assert "1 api_event record(s) skipped (time stamp of 2^63 or more, or an end before its start)" in " ".join(notices(prof_dir / "host"))
 
 
 def test_op_names_hash_dic_does_not_name_are_said(tmp_path):
@@ -307,15 +307,42 @@ def test_bad_records_skipped_not_fatal(tmp_path):
     assert len(out["task_time"]) == len(prof.tasks)
 
 
+@pytest.mark.parametrize("whole_chunk", [True, False])
+def test_api_calls_ending_before_they_begin_are_skipped_and_said(tmp_path, whole_chunk, msprof_cli):
+    """An API call whose end comes before its begin (damage) cannot be real: it is skipped and counted with the
+    file and offset, as a JOB's ACL call is (issue 35 item 5: api_statistic, show and compare printed
+    ``KernelLaunch … -74.871``, silently) — in a chunk of calls only (decoded whole) and in one holding an event
+    (decoded record by record)."""
+    desc = dict(MULTI, model_as_events=not whole_chunk)
+    clean = summary(pg.write_prof(tmp_path / "clean", desc))["api_statistic"]
+    prof_dir = pg.write_prof(tmp_path / "damaged", desc)
+    path = prof_dir / "host" / "data" / "unaging.api_event.data.slice_0"
+    data = bytearray(path.read_bytes())
+    index = next(i for i in range(len(data) // 40) if struct.unpack_from("<q", data, i * 40 + 24)[0] != -1)
+    begin = struct.unpack_from("<q", data, index * 40 + 16)[0]
+    struct.pack_into("<q", data, index * 40 + 24, begin - 74871)
+    path.write_bytes(bytes(data))
+    proc = msprof_cli("export", "summary", "-dir", prof_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"{path.name} offset {index * 40}: 1 api_event record(s) skipped (time stamp of 2^63 or more, or an end "
+            "before its start)") in proc.stderr
+    rows = read_csv(prof_dir / "device_0" / "summary" / "api_statistic.csv")
+    assert sum(int(r["Count"]) for r in rows) == sum(int(r["Count"]) for r in clean) - 1
+    values = [float(r[c]) for r in rows for c in ("Time(us)", "Avg(us)", "Min(us)", "Max(us)", "Variance")]
+    assert values and min(values) >= 0
+    shown = msprof_cli("show", "-dir", prof_dir, "--format", "json")
+    assert shown.returncode == 0 and "-74.871" not in shown.stdout
+
+
 def test_api_calls_are_counted_at_import_in_bounded_groups(tmp_path, monkeypatch):
     """The import counts the API calls (not the events) by (level, key, duration) as it decodes them, whole
     chunks and record by record (a chunk holding events), holding at most FLUSH groups (a group then has
     several rows): the counts add up to SQL's GROUP BY of the calls — keyed by struct type at the levels named
     by it, by item id at the others — and api_statistic is the generator's truth."""
     from msprof.decode import slices
-    from msprof.layouts.prof import importer
+    from msprof.layouts.prof import host_decoders
 
-    monkeypatch.setattr(importer._ApiCalls, "FLUSH", 2)
+    monkeypatch.setattr(host_decoders.ApiCalls, "FLUSH", 2)
     monkeypatch.setattr(slices, "CHUNK_BYTES", 400)            # ten records a chunk
     desc = dict(MULTI, iterations=4, model_as_events=True)
     prof = pg.build(desc)
@@ -391,7 +418,7 @@ def test_stars_orphans_dropped(tmp_path):
 def test_stars_unpaired_logs_named_by_the_first_in_counter_order():
     """Of the starts never ended — replaced by a later start of their task, or left open at the end — the
     warning names the one of the lowest counter (it named the first replacement it met)."""
-    from msprof.layouts.prof.importer import _pair_stars
+    from msprof.layouts.prof.pairs import pair_stars
     from msprof.store import Notices
 
     conn = sqlite3.connect(":memory:")
@@ -403,7 +430,7 @@ def test_stars_unpaired_logs_named_by_the_first_in_counter_order():
     conn.executemany("INSERT INTO stars_log (stream_id, task_id, sqe_type, log_type, syscnt) VALUES (?, ?, 0, ?, ?)",
                      logs)
     notices = Notices(echo=False)
-    _pair_stars(conn, notices)
+    pair_stars(conn, notices)
     assert sorted(conn.execute("SELECT stream_id, task_id, start_syscnt, end_syscnt FROM task")) == [
         (3, 1, 40, 45), (3, 2, 30, 35)]
     assert [message for _level, message in notices.items] == [
@@ -898,7 +925,7 @@ def test_tensor_info_chunks_decoded_whole_give_what_record_by_record_gives():
     but the last, which the next chunk may continue); the rows are those of the record-by-record pass: nodes
     of several records, a node continuing over a chunk's end, and a record claiming more than five tensors
     (which sends its chunk record by record) included."""
-    from msprof.layouts.prof.importer import _TensorInfos
+    from msprof.layouts.prof.host_decoders import TensorInfos
     from msprof.layouts.prof.tensors import TensorContents
 
     def record(thread, ts, node, tensors, claimed=None):
@@ -921,18 +948,18 @@ def test_tensor_info_chunks_decoded_whole_give_what_record_by_record_gives():
     records[96] = records[95]
     data = b"".join(records)
 
-    class Counted(_TensorInfos):
+    class Counted(TensorInfos):
         """Counts the records decoded one by one."""
 
         one_by_one = 0
 
         class HEAD:
-            size = _TensorInfos.HEAD.size
+            size = TensorInfos.HEAD.size
 
             @staticmethod
             def unpack_from(buffer, offset):
                 Counted.one_by_one += 1
-                return _TensorInfos.HEAD.unpack_from(buffer, offset)
+                return TensorInfos.HEAD.unpack_from(buffer, offset)
 
     def rows(chunk_records: int):
         decoder, tally, out = Counted(TensorContents()), Tally(256), []
@@ -973,7 +1000,7 @@ def test_two_processes_resolve_the_task_track_records_as_one_does(tmp_path, monk
     launches counted in arrays from two task ids a stream on (a long run's streams), not in the dict."""
     from msprof.decode import slices
     from msprof.decode.occurrences import Occurrences
-    from msprof.layouts.prof import importer
+    from msprof.layouts.prof import importer, launches
 
     if dense:
         monkeypatch.setattr(Occurrences, "DENSE", dense)
@@ -999,9 +1026,10 @@ def test_two_processes_resolve_the_task_track_records_as_one_does(tmp_path, monk
     (data / "aging.compact.task_track.slice_0").write_bytes(aging)
     monkeypatch.setattr(slices, "CHUNK_BYTES", 640)              # ten records a chunk
     monkeypatch.setattr(importer, "several_cores", lambda: True)
+    monkeypatch.setattr(launches, "several_cores", lambda: True)
     made = {}
     for name, split in (("one", 1 << 62), ("two", 0)):
-        monkeypatch.setattr(importer, "SPLIT_TRACK_BYTES", split)
+        monkeypatch.setattr(launches, "SPLIT_TRACK_BYTES", split)
         path = importer.import_result_dir(prof_dir / "host", "host", tmp_path / f"{name}.db")
         with sqlite3.connect(path) as conn:
             made[name] = {table: conn.execute(f"SELECT * FROM {table}").fetchall()
@@ -1188,7 +1216,7 @@ def test_op_statistic_from_the_op_summary_pass_is_its_own_query(tmp_path, monkey
     from msprof import summary as summary_writer
     from msprof import workers
     from msprof.layouts import find_units
-    from msprof.layouts.prof import report as prof_report
+    from msprof.layouts.prof import statistics
     from msprof.renderers import insql
 
     prof = pg.write_prof(tmp_path, desc)
@@ -1200,8 +1228,8 @@ def test_op_statistic_from_the_op_summary_pass_is_its_own_query(tmp_path, monkey
                                   own)
     expected = (own / "op_statistic.csv").read_bytes()
     merged = []
-    original = prof_report._OpTotals.merged
-    monkeypatch.setattr(prof_report._OpTotals, "merged", staticmethod(lambda parts: merged.append(len(parts))
+    original = statistics.OpTotals.merged
+    monkeypatch.setattr(statistics.OpTotals, "merged", staticmethod(lambda parts: merged.append(len(parts))
                                                                       or original(parts)))
     if processes == 2:
         monkeypatch.setattr(summary_writer, "PARALLEL_MIN_ROWS", 0)
@@ -1221,19 +1249,20 @@ def test_op_statistic_from_the_op_summary_pass_is_its_own_query(tmp_path, monkey
     assert merged == []
 
 
-def test_op_statistic_of_a_static_graph_summed_per_task_id_first(tmp_path):
+def test_op_statistic_of_a_static_graph_summed_per_task_id_first(tmp_path, monkeypatch):
     """A static graph's op_statistic sums each (stream, task)'s executions before meeting the host tables:
     the same rows as the general path (every task joined to its launch), and as the truth."""
     desc = dict(MULTI, pmu="PipeUtilization", static_graph=True, iterations=7, jitter=5)
     prof_dir = pg.write_prof(tmp_path, desc)
     api.import_collection(prof_dir)
     from msprof.layouts import find_units
+    from msprof.layouts.prof import statistics
 
     unit = [u for u in find_units(prof_dir) if u.path.name.startswith("device")][0]
     with unit.open() as report:
-        assert not report._relaunched()
+        assert not statistics.relaunched(report)
         summed = list(report.op_statistic().rows())
-        report._relaunched = lambda: True          # the general path on the same data
+        monkeypatch.setattr(statistics, "relaunched", lambda report: True)     # the general path on the same data
         joined = list(report.op_statistic().rows())
     assert summed == joined
     expected = expected_op_statistic(pg.build(desc))

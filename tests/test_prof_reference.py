@@ -256,7 +256,7 @@ def test_tie_orders_found_by_either_way(scenario, tmp_path, monkeypatch):
     """The order of tasks that start together needs the launching threads' ranks and the launches' keys in
     time order. A few threads are looked up one by one and the keys found by one GROUP BY; many threads go
     the general way (FEW_THREADS 0 here): both give the generator's truth, and the same ranks."""
-    from msprof.layouts.prof import report as prof_report
+    from msprof.layouts.prof import ties
 
     desc = TIE_SCENARIOS[scenario]
     prof = pg.build(desc)
@@ -265,12 +265,12 @@ def test_tie_orders_found_by_either_way(scenario, tmp_path, monkeypatch):
     (unit,) = [u for u in ProfLayout().units([prof_dir / "host", *prof_dir.glob("device_*")], None)
                if u.path.name.startswith("device_")][:1]
     orders = []
-    for few in (prof_report._GeOrder.FEW_THREADS, 0):
-        monkeypatch.setattr(prof_report._GeOrder, "FEW_THREADS", few)
+    for few in (ties.GeOrder.FEW_THREADS, 0):
+        monkeypatch.setattr(ties.GeOrder, "FEW_THREADS", few)
         report = ProfReport(unit)
         assert report.has_ties
-        appearance = report._first_appearance
-        orders.append((report._ge_order.thread_ranks(), appearance._ranks(),
+        appearance = report.first_appearance
+        orders.append((report.ge_order.thread_ranks(), appearance._ranks(),
                        [list(dict.fromkeys(appearance._host_keys(batched))) for batched in (False, True)]))
         out = run_msprof(prof_dir)
         assert_rows_equal("task_time", out["task_time"], expected_task_time(prof))

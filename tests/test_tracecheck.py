@@ -162,9 +162,9 @@ def test_line_layout_file(tmp_path):
 
 
 def test_line_layout_with_many_batches(tmp_path, monkeypatch):
-    import msprof.tracecheck as tc
+    import msprof.tracerules as rules
 
-    monkeypatch.setattr(tc, "_BATCH_LINES", 3)
+    monkeypatch.setattr(rules, "_BATCH_LINES", 3)
     events = [x(i, 1) for i in range(20)]
     path = tmp_path / "t.json"
     path.write_text(line_layout(trace(*events)))
@@ -256,9 +256,10 @@ def test_compact_line_layout_same_verdict_as_objects(tmp_path, case):
 
 def test_compact_line_layout_with_small_chunks(tmp_path, monkeypatch):
     import msprof.tracecheck as tc
+    import msprof.tracerules as rules
 
     monkeypatch.setattr(tc, "_CHUNK_BYTES", 50)
-    monkeypatch.setattr(tc, "_BATCH_LINES", 2)
+    monkeypatch.setattr(rules, "_BATCH_LINES", 2)
     events = [x(i, 1) for i in range(30)] + [x(30, 5), flow("s", 31), flow("f", 32), x(32, 1)]
     path = tmp_path / "t.json"
     path.write_text(compact_layout(trace(*events)))
@@ -313,9 +314,9 @@ def test_possessive_fast_path_accepts_what_the_plain_pattern_does():
     import random
     import re
 
-    import msprof.tracecheck as tc
+    import msprof.tracerules as rules
 
-    plain = re.compile(tc._FAST_LINE.pattern.replace("*+", "*").replace("?+", "?").replace("++", "+"), re.M)
+    plain = re.compile(rules._FAST_LINE.pattern.replace("*+", "*").replace("?+", "?").replace("++", "+"), re.M)
     lines = [
         '{"ph":"X","pid":4194304,"tid":3,"ts":12018771.0,"dur":5.0,"name":"layer0","args":{"Task Type":'
         '"AA_CORE","Stream Id":3,"Task Id":1,"Layer Id":0,"Iteration":1}},',
@@ -337,7 +338,7 @@ def test_possessive_fast_path_accepts_what_the_plain_pattern_does():
                 line = line[:at] + line[at + 1:]
             else:
                 line = line[:at] + rng.choice(alphabet) + line[at + 1:]
-        got = tc._FAST_LINE.findall(line)
+        got = rules._FAST_LINE.findall(line)
         assert got == plain.findall(line), line
         accepted += sum(1 for match in got if match[1])
     assert accepted > 1000          # the mutations leave many lines on the fast path

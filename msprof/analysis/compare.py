@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Tuple
 from msprof.analysis.facts import ApiTime, OpAverage, TypeTime
 from msprof.console import log, notice
 from msprof.errors import RegressionError
+from msprof.paths import printable
 from msprof.renderers.documents import Comparison
 from msprof.tables import NUMBER, TEXT, Column, Table
 
@@ -50,7 +51,7 @@ class Side:
 
     @classmethod
     def read(cls, facts) -> "Side":
-        return cls(str(facts.path), dict(facts.model_iterations()),
+        return cls(printable(facts.path), dict(facts.model_iterations()),
                    {t.type: t for t in facts.op_types()} if facts.report.has_tasks else None,
                    {(o.model_name, o.name): o for o in facts.ops()},
                    {a.name: a for a in facts.apis()} if facts.has_api else None)

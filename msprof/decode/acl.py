@@ -1,15 +1,14 @@
 """ACL API records, ``AclModule.*`` — 128 B ``=HHIQQII64s4Q`` (raw-format.md §5.3)."""
-from operator import gt
 from typing import List
 
-from msprof.decode.base import Blocks, Decoder, Tally
-from msprof.decode.blocks import Layout, bad_records, valid_part
+from msprof.decode.base import IMPOSSIBLE_TIMES, Blocks, Decoder, Tally, impossible_time, impossible_times
+from msprof.decode.blocks import RecordLayout, bad_records, valid_part
 
 RECORD_SIZE = 128
 MAGIC = 0x5A5A
 # api type, start, end, pid, tid, raw name (magic and tag are checked on the raw bytes; reserved tail
 # skipped); the clean name is computed
-LAYOUT = Layout("acl_api", "4xIqqII64s32x", ["api_type", "start", "end", "pid", "tid", None], extras=["name"])
+LAYOUT = RecordLayout("acl_api", "4xIqqII64s32x", ["api_type", "start", "end", "pid", "tid", None], extras=["name"])
 CHECKS = {0: (0xFF, MAGIC & 0xFF), 1: (0xFF, MAGIC >> 8), 2: (0xFF, 0), 3: (0xFF, 0)}
 API_TYPES = {1: "ACL_OP", 2: "ACL_MODEL", 3: "ACL_RTS", 4: "ACL_OTHERS"}
 
@@ -37,17 +36,15 @@ class AclDecoder(Decoder):
         clean = _Names().__getitem__
         width = LAYOUT.width
         blocks = list(LAYOUT.blocks(chunk))
-        if any(min(block[1::width], default=0) < 0 or any(map(gt, block[1::width], block[2::width]))
-               for block in blocks):
+        if any(impossible_times(block[1::width], block[2::width]) for block in blocks):
             blocks = self._timed(blocks, tally, dropped)
         return [Blocks(LAYOUT, [block + tuple(map(clean, block[width - 1::width])) for block in blocks])]
 
     @staticmethod
     def _timed(blocks, tally: Tally, dropped: List[int]):
-        """The records of ``blocks`` whose times can be a call's: a start of 2^63 or more (read signed: only
-        damage writes one), or an end before the start, would put a nonsense duration into every statistic;
-        skipped and counted. ``dropped``: the chunk's records left out before (bad magic), so that the first
-        one skipped here is named at its place in the file."""
+        """The records of ``blocks`` whose times can be a call's (IMPOSSIBLE_TIMES: the others are skipped and
+        counted). ``dropped``: the chunk's records left out before (bad magic), so that the first one skipped
+        here is named at its place in the file."""
         width = LAYOUT.width
         out, bad, first = [], 0, None
         index = 0
@@ -55,7 +52,7 @@ class AclDecoder(Decoder):
             kept = []
             for at in range(0, len(block), width):
                 record = block[at:at + width]
-                if record[1] < 0 or record[2] < record[1]:
+                if impossible_time(record[1], record[2]):
                     bad += 1
                     first = index if first is None else first
                 else:
@@ -67,7 +64,7 @@ class AclDecoder(Decoder):
         for gone in dropped:    # (sorted): the chunk index of the first such record
             if gone <= at:
                 at += 1
-        tally.skip("time stamp of 2^63 or more, or an end before its start", bad, at)
+        tally.skip(IMPOSSIBLE_TIMES, bad, at)
         return out
 
 

@@ -3,8 +3,9 @@
 magic 0x5A5A, level, struct type, thread, reserve (the request id of an event), begin, end, item id. An end of
 all ones marks an *event* (a timestamp in the begin field), any other record is an API call. Records with
 another magic or a level msprof does not know are skipped and counted; so are API calls with begin 0 (the
-reference analyser drops them too), and records with a time stamp of 2^63 or more (only damage writes one).
-Other 64-bit fields are kept as signed values with the same bits.
+reference analyser drops them too), and records whose times cannot be real (a time stamp of 2^63 or more, or
+an end before the begin: msprof.decode.base.IMPOSSIBLE_TIMES, as for a JOB's ACL calls). Other 64-bit fields
+are kept as signed values with the same bits.
 
 Whole chunks are decoded at once (``msprof.decode.blocks``) when their records are valid API calls (no begin
 with its top bit set) but for a few events (an all-ones end: the top bit set), which is the usual case: the
@@ -12,9 +13,11 @@ events are taken out and go record by record. A chunk holding bad records, or ma
 record.
 """
 import struct
+from dataclasses import dataclass, field
+from operator import sub
 
-from msprof.decode.base import Blocks, Decoder, Rows, Tally
-from msprof.decode.blocks import Layout, bad_records, valid_part
+from msprof.decode.base import IMPOSSIBLE_TIMES, Blocks, Decoder, Rows, Tally, impossible_time
+from msprof.decode.blocks import RecordLayout, bad_records, valid_part
 
 RECORD_SIZE = 40
 MAGIC = 0x5A5A
@@ -28,7 +31,7 @@ NAMED_BY_TYPE = frozenset((LEVEL_ACL, LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME))
 _LEVEL_BYTES = {(level & 0xFF, level >> 8) for level in LEVELS}
 
 # level, struct type, thread, request id, begin, end, item id (magic checked on the raw bytes)
-API_LAYOUT = Layout("api", "xxHIIIqqq", ["level", "struct_type", "thread", "request_id", "begin", "end", "item_id"])
+API_LAYOUT = RecordLayout("api", "xxHIIIqqq", ["level", "struct_type", "thread", "request_id", "begin", "end", "item_id"])
 RECORD = struct.Struct("<HHIIIqqq")
 # the records whose end has its top bit clear: an API call's (an event's end is all ones; damage may set it too)
 _END_TOP_BIT = {31: (0x80, 0x00)}
@@ -58,8 +61,12 @@ class ApiEventDecoder(Decoder):
             if len(marked) <= count // 8:
                 calls = valid_part(chunk, RECORD_SIZE, _END_TOP_BIT, marked)[0]
                 blocks = list(API_LAYOUT.blocks(calls)) if calls else []
-                if not any(0 in block[4::API_LAYOUT.width] for block in blocks):   # no API with begin 0
-                    out = [Blocks(API_LAYOUT, blocks)]
+                width = API_LAYOUT.width
+                durations = [list(map(sub, block[5::width], block[4::width])) for block in blocks]
+                # No API with begin 0, and none whose times cannot be real (IMPOSSIBLE_TIMES): the top byte
+                # checked above keeps every begin below 2^63, so only an end before its begin is left to find.
+                if not any(0 in block[4::width] for block in blocks) and min(map(min, durations), default=0) >= 0:
+                    out = [CallBlocks(API_LAYOUT, blocks, durations)]
                     return out + self._records(chunk, tally, marked) if marked else out
         return self._records(chunk, tally, range(count))
 
@@ -73,12 +80,10 @@ class ApiEventDecoder(Decoder):
                 tally.skip("bad magic", 1, index)
             elif level not in LEVELS:
                 tally.skip("unknown level", 1, index)
-            elif begin < 0 or end < -1:
-                # 2^63 ns or more (read signed): 292 years after the clock's start, only a damaged record holds it,
-                # and its duration would not fit SQLite's integers
-                tally.skip("time stamp of 2^63 or more", 1, index)
-            elif end == -1:
+            elif end == -1 and begin >= 0:
                 events.append((level, stype, thread, reserve, begin, item))
+            elif impossible_time(begin, end):
+                tally.skip(IMPOSSIBLE_TIMES, 1, index)
             elif begin == 0:
                 tally.skip("API with begin 0", 1, index)
             else:
@@ -87,3 +92,11 @@ class ApiEventDecoder(Decoder):
 
 
 EVENT_COLUMNS = ("level", "struct_type", "thread", "request_id", "ts", "item_id")
+
+
+@dataclass
+class CallBlocks(Blocks):
+    """Blocks of API calls with each block's durations (end − begin): computed once, to check the calls and
+    for whoever counts them (the PROF import's api_statistic groups)."""
+
+    durations: list = field(default_factory=list)

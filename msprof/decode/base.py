@@ -16,12 +16,29 @@ decoder → inserts, then the counts and warnings of the stream.
 import functools
 import itertools
 import os
+from operator import gt
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
 from msprof import progress
-from msprof.decode.blocks import Layout, insert_blocks, rows_per_statement
+from msprof.decode.blocks import RecordLayout, insert_blocks, insert_sql, rows_per_statement
 from msprof.decode.slices import LineStream, SliceStream, StreamFiles
+
+
+# A call or task whose start is 2^63 or more (read signed: only damage writes one), or whose end comes before
+# its start, cannot be real: every family that records both times skips and counts it, for this reason, rather
+# than put a nonsense duration into every statistic.
+IMPOSSIBLE_TIMES = "time stamp of 2^63 or more, or an end before its start"
+
+
+def impossible_times(starts, ends) -> bool:
+    """Whether any (start, end) of these columns cannot be real (IMPOSSIBLE_TIMES), at C speed."""
+    return min(starts, default=0) < 0 or any(map(gt, starts, ends))
+
+
+def impossible_time(start: int, end: int) -> bool:
+    """IMPOSSIBLE_TIMES for one record."""
+    return start < 0 or end < start
 
 
 class Tally:
@@ -69,9 +86,9 @@ class Rows:
 
 @dataclass
 class Blocks:
-    """Flat parameter tuples of a whole-chunk decoder (msprof.decode.blocks.Layout): one multi-row INSERT each."""
+    """Flat parameter tuples of a whole-chunk decoder (msprof.decode.blocks.RecordLayout): one multi-row INSERT each."""
 
-    layout: Layout
+    layout: RecordLayout
     blocks: list = field(default_factory=list)
 
     def insert(self, conn) -> int:
@@ -88,6 +105,9 @@ class Decoder:
     # itself, and the bytes of a record cut off at the end of the stream: set by the decoder, else None / 0.
     records: Optional[int] = None
     tail_lost = 0
+    # Whether a record of all zero bytes cannot be real and is left out before the decoder sees it (counted and
+    # summarised: msprof.decode.zeros). False for a byte stream, whose zero bytes are data like any other.
+    zero_records = True
 
     # A record boundary test for streams that lost bytes at the head (ring buffer): a documented magic. None:
     # the family has no magic, and the spec's rule (drop total % size bytes at the head) applies.
@@ -122,13 +142,7 @@ def insert_rows(conn, table: str, columns: tuple, rows) -> int:
     flat = list(itertools.chain.from_iterable(rows))
     step = per * width
     blocks = [flat[i:i + step] for i in range(0, len(flat), step)]
-    return insert_blocks(conn, functools.partial(_insert_sql, table, columns), blocks, width, per)
-
-
-@functools.lru_cache(maxsize=None)
-def _insert_sql(table: str, columns: tuple, rows: int) -> str:
-    one = "(" + ",".join("?" * len(columns)) + ")"
-    return f"INSERT INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) VALUES {','.join([one] * rows)}"
+    return insert_blocks(conn, functools.partial(insert_sql, table, tuple(columns), ()), blocks, width, per)
 
 
 @dataclass
@@ -176,15 +190,18 @@ def _load_stream(conn, item: StreamFiles, make: Callable[[StreamFiles], Decoder]
     if getattr(decoder, "lines", False):
         stream = LineStream(item.files, decoder.label)
     else:
-        stream = SliceStream(item.files, decoder.record_size, decoder.label, decoder.looks_aligned)
+        stream = SliceStream(item.files, decoder.record_size, decoder.label, decoder.looks_aligned,
+                             decoder.zero_records)
     tally = Tally(decoder.record_size)
-    records = 0
-    for chunk in stream.chunks():
+    records = done = 0
+    for offset, chunk in stream.chunks():
+        tally.base = offset
         for out in decoder.decode(chunk, tally):
             out.insert(conn)
         records += len(chunk) // decoder.record_size
-        tally.base += len(chunk)
-        shown.advance(len(chunk))
+        shown.advance(stream.done - done)       # (bytes of the files, the zeros left out included)
+        done = stream.done
+    records += stream.zeros.records
     for out in decoder.finish(tally):
         out.insert(conn)
     for message in stream.loss_messages():
@@ -197,6 +214,6 @@ def _load_stream(conn, item: StreamFiles, make: Callable[[StreamFiles], Decoder]
     if decoder.records is not None:
         records = decoder.records
     counts[stream_name(item)] = StreamCount(stream_name(item), item.kind, len(stream.files), stream.total_bytes,
-                                            records, tally.total, stream.head_lost,
+                                            records, tally.total + stream.zeros.records, stream.head_lost,
                                             stream.tail_lost + decoder.tail_lost, stream.digests)
     return decoder

@@ -18,7 +18,7 @@ Checks = Dict[int, Tuple[int, int]]
 MAX_PARAMETERS = 999
 
 
-class Layout:
+class RecordLayout:
     """A record family: struct format of one record, the table column of each unpacked field (None:
     unpacked but not stored) and the computed columns appended per block."""
 
@@ -42,7 +42,7 @@ class Layout:
         return insert_blocks(conn, self.insert_sql, blocks, self.width + len(self.extras), self.block)
 
     def insert_sql(self, rows: int) -> str:
-        return _insert_sql(self.table, self.fields, self.extras, rows)
+        return insert_sql(self.table, self.fields, self.extras, rows)
 
 
 def insert_blocks(conn, sql_for, blocks: Sequence[Sequence], row_width: int, block_rows: int) -> int:
@@ -69,7 +69,9 @@ def record_struct(record_format: str, count: int) -> struct.Struct:
 
 
 @lru_cache(maxsize=None)
-def _insert_sql(table: str, fields: tuple, extras: tuple, rows: int) -> str:
+def insert_sql(table: str, fields: tuple, extras: tuple, rows: int) -> str:
+    """The INSERT of ``rows`` rows from one flat parameter tuple: each row's values of ``fields`` (a field None:
+    in the tuple, not stored), then ``extras`` columns of ``rows`` values each, appended after every row's."""
     width = len(fields)
     columns = [f for f in fields if f] + list(extras)
     values = []

@@ -8,7 +8,7 @@ everything else is taken as it is. Whole chunks are unpacked at once (``msprof.d
 """
 from msprof.decode.api_event import LEVEL_MODEL, LEVEL_NODE, LEVEL_RUNTIME, MAGIC
 from msprof.decode.base import Blocks, Decoder, Tally
-from msprof.decode.blocks import Layout, valid_part
+from msprof.decode.blocks import RecordLayout, valid_part
 
 
 def _checks(level: int):
@@ -16,26 +16,26 @@ def _checks(level: int):
 
 
 class CompactFamily:
-    def __init__(self, kind: str, level: int, layout: Layout, with_aging: bool):
+    def __init__(self, kind: str, level: int, layout: RecordLayout, with_aging: bool):
         self.kind, self.level, self.layout, self.with_aging = kind, level, layout, with_aging
         self.checks = _checks(level)
 
 
 # thread, timestamp, op name hash, GE task type, op type hash, block dim, op flag (+ aging)
-NODE_BASIC_INFO = CompactFamily("node_basic_info", LEVEL_NODE, Layout(
+NODE_BASIC_INFO = CompactFamily("node_basic_info", LEVEL_NODE, RecordLayout(
     "node_info", "8xI4xqqIqII12x",
     ["thread", "ts", "op_name_hash", "task_type", "op_type_hash", "block_dim", "op_flag"], extras=["aging"]), True)
 # thread, timestamp, device id, stream id, task id, batch id, runtime task type, kernel name hash (+ aging)
-TASK_TRACK = CompactFamily("task_track", LEVEL_RUNTIME, Layout(
+TASK_TRACK = CompactFamily("task_track", LEVEL_RUNTIME, RecordLayout(
     "task_track", "8xI4xqHHHHqq16x",
     ["thread", "ts", "device_id", "stream_id", "task_id", "batch_id", "rts_type", "kernel_hash"],
     extras=["aging"]), True)
 # thread, timestamp, model name hash, graph (model) id
-GRAPH_ID_MAP = CompactFamily("graph_id_map", LEVEL_MODEL, Layout(
+GRAPH_ID_MAP = CompactFamily("graph_id_map", LEVEL_MODEL, RecordLayout(
     "graph_map", "8xI4xqqI220x", ["thread", "ts", "model_name_hash", "graph_id"]), False)
 
 # thread, timestamp, node (op name) hash, tensor count, 5 tensors of 11 words (msprof.layouts.prof.tensors)
-TENSOR_INFO = CompactFamily("tensor_info", LEVEL_NODE, Layout(
+TENSOR_INFO = CompactFamily("tensor_info", LEVEL_NODE, RecordLayout(
     "tensor_info", "8xI4xqqI55I", ["thread", "ts", "node_hash", "tensor_num"] + [None] * 55), False)
 
 assert (NODE_BASIC_INFO.layout.size, TASK_TRACK.layout.size, GRAPH_ID_MAP.layout.size,

@@ -11,17 +11,17 @@ level) the other host records have, so they are ``CompactFamily`` records (mspro
   and group (a hash id).
 """
 from msprof.decode.api_event import LEVEL_NODE
-from msprof.decode.blocks import Layout
+from msprof.decode.blocks import RecordLayout
 from msprof.decode.compact import CompactFamily
 
 LEVEL_HCCL = 5500
 
-HCCL_INFO = CompactFamily("hccl_info", LEVEL_HCCL, Layout(
+HCCL_INFO = CompactFamily("hccl_info", LEVEL_HCCL, RecordLayout(
     "hccl_info", "8xI4xqqqqIIIIIIqIIdqqqIIIII116x",
     ["thread", "ts", "item_id", "ccl_tag", "group_id", "local_rank", "remote_rank", "rank_size", "work_flow_mode",
      "plane_id", "context_id", "notify_id", "stage", "role", "duration_estimated", "src_addr", "dst_addr", "size",
      "op_type", "data_type", "link_type", "transport_type", "rdma_type"]), False)
-HCCL_OP_INFO = CompactFamily("hccl_op_info", LEVEL_NODE, Layout(
+HCCL_OP_INFO = CompactFamily("hccl_op_info", LEVEL_NODE, RecordLayout(
     "hccl_op_info", "8xI4xqBBqqq14x", ["thread", "ts", "flags", "data_type", "alg_type", "count", "group_id"],
     extras=["aging"]), True)
 

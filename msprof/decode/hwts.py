@@ -1,16 +1,19 @@
 """HWTS task log, ``hwts.data.*`` — 64 B ``=BBHHHQ12I`` (raw-format.md §5.4).
 
-Start and end records are paired by (stream id, task id) in file order. An end without a start, or a
-start that never ends, is kept as an unpaired task (one time missing), never given a made-up time.
+Start and end records are paired by (stream id, task id) in file order (msprof.decode.pairing). An end
+without a start, or a start that never ends, is kept as an unpaired task (one time missing), never given a
+made-up time.
 """
 import itertools
 import struct
 from operator import and_, eq, gt, lshift, mul, or_
 from typing import List, Optional, Tuple
 
+from msprof.decode import zeros
 from msprof.decode.base import Decoder, Tally
 from msprof.decode.blocks import byte_column, record_struct
 from msprof.decode.occurrences import Occurrences
+from msprof.decode.pairing import Pairing
 
 RECORD_SIZE = 64
 # flags (log type | counter << 4), task type, task id, syscnt, stream field (magic and reserved skipped:
@@ -20,7 +23,6 @@ LAYOUT = struct.Struct("<BB4xHqI44x")
 PAIR_FORMAT = "xB4xHqI44x8xq48x"
 LOG_START, LOG_END = 0, 1
 TASK_TYPES = {0: "AA_CORE", 1: "AA_CPU"}
-ASCEND_TASK_TYPES = {0: "AI_CORE", 1: "AI_CPU", 2: "AI_VECTOR_CORE"}
 STREAM_MASK = 0x7FF
 # Records checked and paired together by the whole-run path (see Pairer.feed)
 RUN_RECORDS = 4096
@@ -28,6 +30,8 @@ _LOG_TYPE = bytes(b & 7 for b in range(256))
 _COUNTER = bytes(b >> 4 for b in range(256))
 _ROLLING = bytes(i & 15 for i in range(RUN_RECORDS + 16))
 _ALTERNATING = bytes((LOG_START, LOG_END)) * (RUN_RECORDS // 2)
+_ZERO_RECORD = bytes(RECORD_SIZE)
+GAPS_NAMED = 5          # counter gaps a warning names (the rest are counted)
 
 # A piece of pairing output: (True, columns (stream, task, type, start, end, exec_n) of tasks that all have
 # both times) or (False, rows of the same fields, where a start or end may be None)
@@ -56,48 +60,46 @@ class Pairer:
     """
 
     def __init__(self, apart: Optional[int] = None):
-        self.pending = {}  # (stream_id << 16 | task_id) → (start syscnt, task type, record index)
+        # (stream_id << 16 | task_id) → (start syscnt, task type, record index) of the starts waiting
+        self.pairing = Pairing()
         self.executions = Occurrences()   # same key (| APART for an ``apart`` task) → its executions so far
         self.apart = apart
         self.last_counter = None
-        self.consumed = 0       # records of the stream fed so far
-        self.gaps = []          # (stream_id, task_id, expected counter, found counter, record index)
-        self.unmatched_ends = 0
-        self.unended_starts = 0
+        self.consumed = 0       # stream index of the next record fed
+        self.gaps = []          # the first GAPS_NAMED (stream_id, task_id, expected counter, found counter, index)
+        self.gap_count = 0
         self.backwards = 0      # tasks whose end counter is below their start's (their end is dropped)
-        self.first_problem = {}      # "end" / "start" / "backwards" → record index of the first one (its file)
+        self.first_backwards = None     # the record index of the first
         self.other_logs = 0
 
-    def feed(self, chunk: bytes) -> List[Piece]:
+    def feed(self, chunk: bytes, tally: Tally) -> List[Piece]:
+        """The tasks the records of ``chunk`` (at stream offset ``tally.base``) finish; records that cannot be
+        real are skipped and counted in ``tally``."""
         pieces: List[Piece] = []
         run_bytes = RUN_RECORDS * RECORD_SIZE
+        self.consumed = tally.base // RECORD_SIZE
         for offset in range(0, len(chunk), run_bytes):
-            self._feed_run(chunk[offset:offset + run_bytes], pieces)
+            self._feed_run(chunk[offset:offset + run_bytes], pieces, tally, offset // RECORD_SIZE)
         return pieces
 
-    def feed_rows(self, chunk: bytes) -> list:
-        """``feed`` as one list of task tuples, for callers that want rows rather than pieces."""
-        rows = []
-        for complete, data in self.feed(chunk):
-            rows.extend(zip(*data) if complete else data)
-        return rows
-
-    def _feed_run(self, run: bytes, pieces: List[Piece]) -> None:
+    def _feed_run(self, run: bytes, pieces: List[Piece], tally: Tally, at: int) -> None:
+        """``run``: records from index ``at`` of the chunk."""
         size, count = RECORD_SIZE, len(run) // RECORD_SIZE
         first = 0
         slow = []
-        while first < count and self.pending:        # close what is open, usually one record
-            slow += self._records(run[first * size:(first + 1) * size])
+        while first < count and self.pairing.waiting:        # close what is open, usually one record
+            slow += self._records(run[first * size:(first + 1) * size], tally, at + first)
             first += 1
         if slow:
             pieces.append((False, slow))
         pairs = (count - first) // 2
         body = run[first * size:(first + 2 * pairs) * size]
-        if pairs and self._alternates(body):
-            pieces.append(self._pair_whole(body))
+        whole = self._pair_whole(body) if pairs and self._alternates(body) else None
+        if whole is not None:
+            pieces.append(whole)
             first += 2 * pairs
         if first < count:
-            pieces.append((False, self._records(run[first * size:])))
+            pieces.append((False, self._records(run[first * size:], tally, at + first)))
 
     def _alternates(self, body: bytes) -> bool:
         """True when ``body`` is start, end, start, end… of the same task two by two, counter unbroken."""
@@ -115,10 +117,14 @@ class Pairer:
                 return False
         return True
 
-    def _pair_whole(self, body: bytes) -> Piece:
+    def _pair_whole(self, body: bytes) -> Optional[Piece]:
+        """The tasks of ``body`` (``_alternates``), or None when a start is not a counter (0: perhaps a record
+        of zeros; below it: 2^63 or more), for the record-by-record path to tell."""
         # all pairs in one flat tuple (one struct for the run: no tuple per pair), columns by slicing
         flat = record_struct(PAIR_FORMAT, len(body) // (2 * RECORD_SIZE)).unpack(body)
         types, tasks, starts, fields, ends = (flat[i::5] for i in range(5))
+        if min(starts) <= 0:
+            return None
         streams = list(map(and_, fields, itertools.repeat(STREAM_MASK)))
         keys = map(or_, map(lshift, streams, itertools.repeat(16)), tasks)
         if self.apart is not None and self.apart in types:      # (C speed: APART * (type == apart))
@@ -139,21 +145,28 @@ class Pairer:
     def _backwards(self, index: int) -> None:
         """An end record whose counter is below its start's: no duration can be taken from the pair."""
         self.backwards += 1
-        self.first_problem.setdefault("backwards", index)
+        if self.first_backwards is None:
+            self.first_backwards = index
 
-    def _records(self, data: bytes) -> list:
-        """Record-by-record pairing of ``data``: rows of finished tasks."""
+    def _records(self, data: bytes, tally: Tally, at: int) -> list:
+        """Record-by-record pairing of ``data`` (records from index ``at`` of the chunk): rows of finished
+        tasks."""
         finished = []
         append = finished.append
-        pending = self.pending
+        pairing = self.pairing
+        pending = pairing.waiting               # (its start and end inlined: the loop's cost is per record)
         executions = self.executions
         last = self.last_counter
         expected = None if last is None else (last + 1) & 15
         base = self.consumed
         self.consumed += len(data) // RECORD_SIZE
         for index, (flags, task_type, task_id, syscnt, stream_field) in enumerate(LAYOUT.iter_unpack(data)):
+            if syscnt <= 0 and _impossible(data, index, syscnt, tally, at):
+                continue
             if flags >> 4 != expected and expected is not None:
-                self.gaps.append((stream_field & STREAM_MASK, task_id, expected, flags >> 4, base + index))
+                self.gap_count += 1
+                if len(self.gaps) < GAPS_NAMED:
+                    self.gaps.append((stream_field & STREAM_MASK, task_id, expected, flags >> 4, base + index))
             expected = ((flags >> 4) + 1) & 15
             log_type = flags & 7
             key = (stream_field & STREAM_MASK) << 16 | task_id
@@ -161,8 +174,7 @@ class Pairer:
                 started = pending.pop(key, None)
                 n = executions.next(key | APART if task_type == self.apart else key)
                 if started is None:
-                    self.unmatched_ends += 1
-                    self.first_problem.setdefault("end", base + index)
+                    pairing.alone(base + index)
                     append((key >> 16, task_id, task_type, None, syscnt, n))
                 elif syscnt < started[0]:
                     self._backwards(base + index)
@@ -172,8 +184,7 @@ class Pairer:
             elif log_type == LOG_START:
                 earlier = pending.get(key)
                 if earlier is not None:  # previous start never ended
-                    self.unended_starts += 1
-                    self.first_problem.setdefault("start", earlier[2])
+                    pairing.never_ended(earlier[2])
                     append((key >> 16, task_id, earlier[1], earlier[0], None,
                             executions.next(key | APART if earlier[1] == self.apart else key)))
                 pending[key] = (syscnt, task_type, base + index)
@@ -189,36 +200,45 @@ class Pairer:
         lines = []
         if self.gaps:
             shown = ", ".join(f"stream {s} task {t} (counter {found}, expected {want})"
-                              for s, t, want, found, _ in self.gaps[:5])
-            more = f" and {len(self.gaps) - 5} more" if len(self.gaps) > 5 else ""
+                              for s, t, want, found, _ in self.gaps)
+            more = f" and {self.gap_count - len(self.gaps)} more" if self.gap_count > len(self.gaps) else ""
             at = where(self.gaps[0][4] * RECORD_SIZE) if where else name
             lines.append(f"{at}: rolling counter gap, HWTS records lost before {shown}{more}")
-        def at(problem: str) -> str:
-            index = self.first_problem.get(problem)
+        def at(index) -> str:
             return where(index * RECORD_SIZE) if where and index is not None else name
 
-        if self.unmatched_ends:
-            lines.append(f"{at('end')}: {self.unmatched_ends} task end(s) without a start, the first here "
-                         "(no start time invented)")
-        if self.unended_starts:
-            lines.append(f"{at('start')}: {self.unended_starts} task start(s) never ended, the first here "
+        pairing = self.pairing
+        if pairing.ends_alone:
+            lines.append(f"{at(pairing.first_alone)}: {pairing.ends_alone} task end(s) without a start, the first "
+                         "here (no start time invented)")
+        if pairing.unended:
+            lines.append(f"{at(pairing.first_unended)}: {pairing.unended} task start(s) never ended, the first here "
                          "(no end time invented)")
         if self.backwards:
-            lines.append(f"{at('backwards')}: {self.backwards} task end(s) before their start (a counter below the "
-                         "start's), the first here: those ends are dropped, the tasks kept with their start only")
+            lines.append(f"{at(self.first_backwards)}: {self.backwards} task end(s) before their start (a counter "
+                         "below the start's), the first here: those ends are dropped, the tasks kept with their start "
+                         "only")
         return lines
 
     def finish(self):
-        """Starts still open at the end of the stream."""
+        """Starts still open at the end of the stream, in start order."""
         left = []
-        if self.pending:
-            self.first_problem.setdefault("start", min(index for _, _, index in self.pending.values()))
-        for key, (syscnt, task_type, _) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
-            self.unended_starts += 1
+        for key, (syscnt, task_type, _) in sorted(self.pairing.finish(), key=lambda kv: kv[1][0]):
             left.append((key >> 16, key & 0xFFFF, task_type, syscnt, None,
                          self.executions.next(key | APART if task_type == self.apart else key)))
-        self.pending.clear()
         return left
+
+
+def _impossible(data: bytes, index: int, syscnt: int, tally: Tally, at: int) -> bool:
+    """Whether record ``index`` of ``data`` cannot be real (its syscnt is 0 or below), and is then skipped:
+    one of all zero bytes, or one whose counter is 2^63 or more (read signed: only damage writes one)."""
+    if syscnt < 0:
+        tally.skip("time stamp of 2^63 or more", 1, at + index)
+        return True
+    if data[index * RECORD_SIZE:(index + 1) * RECORD_SIZE] == _ZERO_RECORD:
+        tally.skip(zeros.REASON, 1, at + index)
+        return True
+    return False
 
 
 class HwtsDecoder(Decoder):
@@ -238,7 +258,7 @@ class HwtsDecoder(Decoder):
 
     def decode(self, chunk: bytes, tally: Tally):
         before = self.pairer.other_logs
-        out = [rows for piece in self.pairer.feed(chunk) for rows in self.to_rows(piece)]
+        out = [rows for piece in self.pairer.feed(chunk, tally) for rows in self.to_rows(piece)]
         tally.skip("other log type", self.pairer.other_logs - before, warn=False)
         return out
 
@@ -251,4 +271,4 @@ class HwtsDecoder(Decoder):
 
     @property
     def unpaired(self) -> int:
-        return self.pairer.unmatched_ends + self.pairer.unended_starts + self.pairer.backwards
+        return self.pairer.pairing.unpaired + self.pairer.backwards

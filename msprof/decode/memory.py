@@ -14,7 +14,7 @@ import struct
 
 from msprof.decode.api_event import LEVEL_NODE
 from msprof.decode.base import Decoder, Rows, Tally
-from msprof.decode.blocks import Layout
+from msprof.decode.blocks import RecordLayout
 from msprof.decode.compact import CompactFamily
 
 NPU_MEM = struct.Struct("<IIQQQ")
@@ -23,7 +23,7 @@ NPU_MEM_COLUMNS = ("ts_v1", "event", "ts_v2", "ddr", "hbm")
 MODULE_MEM_COLUMNS = ("module_id", "syscnt", "total_size")
 MAX_SIZE = (1 << 63) - 1
 
-TASK_MEMORY = CompactFamily("task_memory_info", LEVEL_NODE, Layout(
+TASK_MEMORY = CompactFamily("task_memory_info", LEVEL_NODE, RecordLayout(
     "task_memory", "8xI4xqqqqqqII184x",
     ["thread", "ts", "addr", "size", "node_hash", "total_allocated", "total_reserved", "device_id",
      "device_type"]), False)

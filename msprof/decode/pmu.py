@@ -10,13 +10,15 @@ import itertools
 from operator import lshift, or_
 from typing import List, Optional
 
+from msprof.decode import zeros
 from msprof.decode.base import Blocks, Decoder, Tally
-from msprof.decode.blocks import Checks, Layout, bad_records, index_before, valid_part
+from msprof.decode.blocks import Checks, RecordLayout, bad_records, index_before, valid_part
 from msprof.decode.occurrences import Occurrences
 
 RECORD_SIZE = 128
 MAGIC = 0x6BD3
 PMU_LOG = 4
+_ZERO_RECORD = bytes(RECORD_SIZE)
 
 
 class PmuFormat:
@@ -30,11 +32,13 @@ class PmuFormat:
         self.counters = sum(1 for f in fields if f.startswith("c") and f[1:].isdigit())
         self.checks = checks or {}
         self.stream_mask = stream_mask
-        self.layout = Layout("pmu", record_format, fields, extras=["exec_n"])
+        self.layout = RecordLayout("pmu", record_format, fields, extras=["exec_n"])
         self.stream_at, self.task_at = fields.index("stream_id"), fields.index("task_id")
         # the cycles and counters: 64-bit unsigned, read signed (SQLite's integers); a value from 2^63 on
         # reads negative
         self.count_at = [i for i, f in enumerate(fields) if f == "total_cycles" or f in _counters(self.counters)]
+        self.cycles_at = fields.index("total_cycles")
+        self.counters_at = [at for at in self.count_at if at != self.cycles_at]
         assert self.layout.size == RECORD_SIZE, name
 
 
@@ -83,8 +87,14 @@ class PmuDecoder(Decoder):
         for n, block in enumerate(layout.blocks(chunk)):
             if fmt.stream_mask != 0xFFFFFFFF:
                 block = _masked(block, at_stream, width, fmt.stream_mask)
-            if any(min(block[at::width]) < 0 for at in fmt.count_at):
+            low = min(block[fmt.cycles_at::width])
+            if low < 0 or any(min(block[at::width]) < 0 for at in fmt.counters_at):
                 block = self._without_damaged_counts(block, n * layout.block, tally.base, bad)
+            if low <= 0 and not fmt.checks and 0 in block[fmt.cycles_at::width]:
+                # (no check has left out the records of zeros: a record whose cycles are 0 may be one)
+                block = _without_zeros(block, chunk, n * layout.block, width, tally, fmt.cycles_at)
+                if not block:
+                    continue
             keys = map(or_, map(lshift, block[at_stream::width], itertools.repeat(16)), block[at_task::width])
             blocks.append(block + tuple(executions.take(list(keys))))
         return [Blocks(layout, blocks)]
@@ -111,6 +121,21 @@ class PmuDecoder(Decoder):
             return []
         return [f"{where(self.first_damaged)}: {self.damaged} {self.label} record(s) with a cycle count or counter"
                 " of 2^63 or more (damaged): their tasks' PMU columns are N/A"]
+
+
+def _without_zeros(block: tuple, chunk: bytes, first: int, width: int, tally: Tally, cycles_at: int) -> tuple:
+    """``block`` (records from index ``first`` of ``chunk``) without its records of all zero bytes (skipped and
+    counted: no task ran in 0 cycles, and a record of zeros is no record)."""
+    kept, gone, first_gone = [], 0, 0
+    for r in range(len(block) // width):
+        index = first + r
+        if block[r * width + cycles_at] == 0 and chunk[index * RECORD_SIZE:(index + 1) * RECORD_SIZE] == _ZERO_RECORD:
+            first_gone = first_gone if gone else index
+            gone += 1
+        else:
+            kept.extend(block[r * width:(r + 1) * width])
+    tally.skip(zeros.REASON, gone, first_gone)
+    return tuple(kept) if gone else block
 
 
 def _masked(block: tuple, at: int, width: int, mask: int) -> tuple:

@@ -6,12 +6,15 @@ the tail (app died), and hashes every file on the way so the store can record wh
 """
 import codecs
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-# Small enough that the buffers are reused (4 MB reads cost ~130k page faults, ~0.5 s, per 384 MB), large
+from msprof.decode import zeros
+
+# Small enough that the buffers are reused (reads of megabytes fault their pages in again each time), large
 # enough for whole-chunk decoding to pay off.
 CHUNK_BYTES = 256 << 10
 PROBE_RECORDS = 8  # records looked at to find where whole records start
@@ -105,8 +108,9 @@ class SliceStream:
     """
 
     def __init__(self, files: List[Path], record_size: int, label: str,
-                 looks_aligned: Optional[Callable[[bytes], bool]] = None):
+                 looks_aligned: Optional[Callable[[bytes], bool]] = None, zero_records: bool = True):
         self.files = list(files)
+        self.zero_records = zero_records   # False: a byte stream (TLV), whose zero bytes are data like any other
         self.record_size = record_size
         self.label = label
         self.sizes = [p.stat().st_size for p in self.files]
@@ -116,6 +120,8 @@ class SliceStream:
         self.tail_lost = (self.total_bytes - self.head_lost) % record_size
         self.records = (self.total_bytes - self.head_lost - self.tail_lost) // record_size
         self.digests: List[FileDigest] = []
+        self.zeros = zeros.ZeroRuns()
+        self.done = 0           # bytes of the files read (or skipped as holes) so far
 
     def _head_offset(self, looks_aligned) -> int:
         """Bytes to drop at the head: the offset at which most of the first records look whole.
@@ -148,45 +154,31 @@ class SliceStream:
                 break
         return b"".join(parts)
 
-    def chunks(self) -> Iterator[bytes]:
-        """Yield byte strings holding whole records only, in stream order; fill ``digests``."""
+    def chunks(self) -> Iterator[Tuple[int, bytes]]:
+        """Yield (stream offset, bytes of whole records) in stream order, records of all zero bytes left out
+        (counted in ``zeros``); fill ``digests``."""
         size = self.record_size
         chunk_bytes = max(size, CHUNK_BYTES - CHUNK_BYTES % size)
-        to_skip = self.head_lost
-        remaining = self.records * size
-        carry = b""
+        records = _Records(size, self.head_lost, self.records * size, self.zeros if self.zero_records else None)
         self.digests = []
         for path in self.files:
             digest = hashlib.sha256()
-            stat = path.stat()
             with open(path, "rb") as handle:
-                while True:
-                    block = handle.read(chunk_bytes)
-                    if not block:
-                        break
+                stat = os.fstat(handle.fileno())
+                for block in zeros.blocks(handle, chunk_bytes, stat.st_size):
+                    if isinstance(block, int):
+                        self.done += block
+                        zeros.hash_zeros(digest, block)
+                        yield from records.hole(block)
+                        continue
+                    self.done += len(block)
                     digest.update(block)
-                    if to_skip:
-                        skipped = min(to_skip, len(block))
-                        block = block[skipped:]
-                        to_skip -= skipped
-                    if carry:
-                        block = carry + block
-                        carry = b""
-                    usable = min(len(block) - len(block) % size, remaining)
-                    if usable:
-                        remaining -= usable
-                        yield block[:usable] if usable < len(block) else block
-                    carry = block[usable:] if remaining else b""
+                    yield from records.data(block)
             self.digests.append(FileDigest(path, stat.st_size, stat.st_mtime_ns, digest.hexdigest()))
 
     def where(self, offset: int) -> str:
         """'<file> offset <n>' of a byte at ``offset`` of the decoded stream (whole records, after the head loss)."""
-        position = offset + self.head_lost
-        for path, size in zip(self.files, self.sizes):
-            if position < size:
-                return f"{path.name} offset {position}"
-            position -= size
-        return f"{self.files[-1].name} offset {self.sizes[-1] + position}" if self.files else f"offset {offset}"
+        return _where(self.files, self.sizes, offset + self.head_lost)
 
     def loss_messages(self) -> List[str]:
         messages = []
@@ -200,23 +192,90 @@ class SliceStream:
         if self.tail_lost:
             messages.append(f"{self.tail_lost} bytes of {self.label} data lost at the tail of "
                             f"{self.files[-1].name} (partial record, collection cut off)")
-        return messages
+        return messages + self.zeros.message(f"{self.label} record(s) of all zero bytes", self.where)
+
+
+class _Records:
+    """Whole records out of a stream's blocks as read: ``head`` bytes dropped first, ``total`` bytes of
+    records at most (the tail loss after them), a record cut by a file boundary joined, and the records of
+    all zero bytes left out (to ``zeros``; None: kept, as a byte stream's data)."""
+
+    def __init__(self, size: int, head: int, total: int, zero_runs: Optional[zeros.ZeroRuns]):
+        self.size, self.to_skip, self.remaining, self.zeros = size, head, total, zero_runs
+        self.carry = b""
+        self.offset = 0             # stream offset of the next record
+
+    def data(self, block: bytes) -> Iterator[Tuple[int, bytes]]:
+        size = self.size
+        if self.to_skip:
+            skipped = min(self.to_skip, len(block))
+            block = block[skipped:]
+            self.to_skip -= skipped
+        if self.carry:
+            block = self.carry + block
+            self.carry = b""
+        usable = min(len(block) - len(block) % size, self.remaining)
+        if usable:
+            self.remaining -= usable
+            offset, self.offset = self.offset, self.offset + usable
+            whole = block[:usable] if usable < len(block) else block
+            if self.zeros is None:
+                yield offset, whole
+            else:
+                yield from zeros.split(whole, size, offset, self.zeros)
+        self.carry = block[usable:] if self.remaining else b""
+
+    def hole(self, count: int) -> Iterator[Tuple[int, bytes]]:
+        """``count`` zero bytes, not read: whole records of them counted, the rest kept as bytes (a record
+        begun before the hole and ended in it is handed on, unless it is all zeros too)."""
+        if self.zeros is None:          # (read as data, a chunk at a time)
+            for start in range(0, count, CHUNK_BYTES):
+                yield from self.data(bytes(min(CHUNK_BYTES, count - start)))
+            return
+        size = self.size
+        skipped = min(self.to_skip, count)
+        self.to_skip -= skipped
+        count -= skipped
+        if self.carry and count:
+            take = min(size - len(self.carry), count)
+            count -= take
+            yield from self.data(bytes(take))
+        whole = min(count - count % size, self.remaining)
+        self.zeros.add(self.offset, whole // size, size)
+        self.offset += whole
+        self.remaining -= whole
+        self.carry = bytes(min(count - whole, self.remaining)) if self.remaining else b""
+
+
+def _where(files: List[Path], sizes: List[int], position: int) -> str:
+    """'<file> offset <n>' of the byte at ``position`` of the files one after another."""
+    for path, size in zip(files, sizes):
+        if position < size:
+            return f"{path.name} offset {position}"
+        position -= size
+    return f"{files[-1].name} offset {sizes[-1] + position}" if files else f"offset {position}"
 
 
 def digest_file(path: Path) -> FileDigest:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK_BYTES), b""):
-            digest.update(block)
-    stat = path.stat()
+        stat = os.fstat(handle.fileno())
+        for block in zeros.blocks(handle, CHUNK_BYTES, stat.st_size):
+            if isinstance(block, int):
+                zeros.hash_zeros(digest, block)
+            else:
+                digest.update(block)
     return FileDigest(path, stat.st_size, stat.st_mtime_ns, digest.hexdigest())
 
 
 class LineStream:
     """The text lines of a stream of slice files (a line may be cut in two by a slice boundary), in batches;
-    the SliceStream interface for line-based families (``chunks`` yields lists of lines without their ends)."""
+    the SliceStream interface for line-based families (``chunks`` yields lists of lines without their ends).
+    Zeros where text belongs (a sparse file's holes, blocks of nothing but zero bytes) are skipped, counted
+    and said, as a SliceStream's all-zero records are."""
 
     BATCH = 4096
+    BATCH_CHARS = 4 << 20       # (a batch of long lines is cut sooner: memory stays bounded)
     MAX_LINE = 1 << 20
 
     def __init__(self, files: List[Path], label: str = ""):
@@ -226,19 +285,32 @@ class LineStream:
         self.total_bytes = sum(self.sizes)
         self.head_lost = self.tail_lost = 0
         self.digests: List[FileDigest] = []
+        self.zeros = zeros.ZeroRuns()
+        self.done = 0           # bytes of the files read (or skipped as holes) so far
         self._line_files: List[Tuple[int, str]] = []     # (first line number of a file in the stream, name)
 
-    def chunks(self) -> Iterator[List[str]]:
-        carry, batch, number = "", [], 0
+    def chunks(self) -> Iterator[Tuple[int, List[str]]]:
+        """Yield (stream index of the first line, lines)."""
+        carry, batch, number, chars = "", [], 0, 0
         self.digests = []
         text = codecs.getincrementaldecoder("utf-8")("replace")
         for path in self.files:
             self._line_files.append((number, path.name))
             digest = hashlib.sha256()
-            stat = path.stat()
             with open(path, "rb") as handle:
-                for data in iter(lambda: handle.read(CHUNK_BYTES), b""):
+                stat = os.fstat(handle.fileno())
+                for data in zeros.blocks(handle, CHUNK_BYTES, stat.st_size):
+                    if isinstance(data, int) or zeros.is_zeros(data):
+                        count = data if isinstance(data, int) else len(data)
+                        if isinstance(data, int):
+                            zeros.hash_zeros(digest, count)
+                        else:
+                            digest.update(data)
+                        self.zeros.add(self.done, count, 1)
+                        self.done += count
+                        continue
                     digest.update(data)
+                    self.done += len(data)
                     lines = (carry + text.decode(data)).split("\n")
                     carry = lines.pop()
                     if len(carry) > self.MAX_LINE:        # no line is that long: cut it rather than grow
@@ -246,15 +318,16 @@ class LineStream:
                         carry = ""
                     for line in lines:
                         batch.append(line.rstrip("\r"))
-                        number += 1
-                        if len(batch) >= self.BATCH:
-                            yield batch
-                            batch = []
+                        chars += len(line)
+                        if len(batch) >= self.BATCH or chars >= self.BATCH_CHARS:
+                            yield number, batch
+                            number += len(batch)
+                            batch, chars = [], 0
             self.digests.append(FileDigest(path, stat.st_size, stat.st_mtime_ns, digest.hexdigest()))
         if carry:
             batch.append(carry.rstrip("\r"))
         if batch:
-            yield batch
+            yield number, batch
 
     def where(self, line_index: int) -> str:
         name = self.files[0].name if self.files else "?"
@@ -265,4 +338,4 @@ class LineStream:
         return f"{name} line {line_index - first + 1}"
 
     def loss_messages(self) -> List[str]:
-        return []
+        return self.zeros.message(f"{self.label} zero byte(s)", lambda offset: _where(self.files, self.sizes, offset))

@@ -46,6 +46,9 @@ class StarsDecoder(Decoder):
             if log_type > 1:
                 tally.skip("other log type", 1, index, warn=False)
                 continue
+            if syscnt < 0:          # (2^63 or more, read signed: only damage writes one)
+                tally.skip("time stamp of 2^63 or more", 1, index)
+                continue
             stream_id, task_id = stars_ids(stream, task)
             rows.append((stream_id, task_id, head >> 10, log_type, syscnt))
         return [Rows("stars_log", ("stream_id", "task_id", "sqe_type", "log_type", "syscnt"), rows)]

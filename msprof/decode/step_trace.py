@@ -2,6 +2,7 @@
 import struct
 
 from msprof.decode.base import Decoder, Rows, Tally
+from msprof.decode.pairing import Pairing
 
 RECORD_SIZE = 40
 STEP_TRACE_TAG = 10
@@ -50,19 +51,18 @@ class StepTraceDecoder(Decoder):
 
 
 def iterations(rows):
-    """Pair start/end marks per (model, index): [(model_id, index_id, start, end)] in time order.
+    """Pair start/end marks per (model, index) in time order (msprof.decode.pairing): [(model_id, index_id, start,
+    end)] in time order, and how many marks were left unpaired.
 
     A start without an end (or the reverse) is dropped: an iteration needs both bounds."""
-    starts, result, unpaired = {}, [], 0
+    pairing, result = Pairing(), []
     for syscnt, index_id, model_id, _stream, _task, tag_id in sorted(rows):
         key = (model_id, index_id)
         if tag_id == ITERATION_START:
-            unpaired += key in starts
-            starts[key] = syscnt
+            pairing.start(key, (syscnt,))
         elif tag_id == ITERATION_END:
-            start = starts.pop(key, None)
-            if start is None:
-                unpaired += 1
-            else:
-                result.append((model_id, index_id, start, syscnt))
-    return sorted(result, key=lambda it: it[2]), unpaired + len(starts)
+            started = pairing.end(key, syscnt)
+            if started is not None:
+                result.append((model_id, index_id, started[0], syscnt))
+    pairing.finish()
+    return sorted(result, key=lambda it: it[2]), pairing.unpaired

@@ -1,11 +1,11 @@
-"""Model description files in data/: ``<model>.<id>.net.info`` and ``<model>.<id>.layer.info`` (§5.1–5.2)."""
+"""Model description files in data/: ``<model>.<id>.net.info`` and ``<model>.<id>.layer.info`` (§5.1–5.2), and
+``read_text``, how every small text file of a collection (these, and the metadata) is read."""
 import csv
 import io
 import re
 from pathlib import Path
 from typing import Dict, List
 
-from msprof.collection import read_text
 from msprof.errors import DataError
 
 NET_INFO = re.compile(r"^(?P<name>.+)\.(?P<id>\d+)\.net\.info$")
@@ -14,6 +14,19 @@ LAYER_COLUMNS = ["layer_id", "task_id", "stream_id", "layer_type", "layer_name",
 
 
 INT64 = (0, (1 << 63) - 1)
+# metadata and model description files are small; a larger one is not one (and is not read whole)
+MAX_METADATA_BYTES = 16 << 20
+
+
+def read_text(path: Path) -> str:
+    """A small text file whole (bytes that are not UTF-8 replaced); DataError naming it when it is too large
+    or unreadable."""
+    try:
+        if path.stat().st_size > MAX_METADATA_BYTES:
+            raise DataError(f"{path}: {path.stat().st_size} bytes: too large for a metadata file")
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise DataError.unreadable(path, exc) from None
 
 
 class BadLines:

@@ -49,6 +49,7 @@ class _ByteStream(Decoder):
     """Keeps the part of a record cut by a chunk boundary, counts records and what the end cut off."""
 
     record_size = 1
+    zero_records = False        # (a byte stream: zero bytes inside a record are its data)
 
     def __init__(self, strings: Optional[Strings] = None):
         self.strings = strings or Strings()

@@ -6,6 +6,7 @@ from msprof.analysis.facts import Facts, Layer, LayerIteration
 from msprof.decode.acl import API_TYPES
 from msprof.decode.hwts import TASK_TYPES
 from msprof.contract import Selection
+from msprof.layouts.where import selection_sql
 
 AA_CPU = next(k for k, v in TASK_TYPES.items() if v == "AA_CPU")
 
@@ -45,14 +46,8 @@ class JobFacts(Facts):
 
     @staticmethod
     def _where(selection: Selection) -> Tuple[str, dict]:
-        where, args = [_RECORDED], {}
-        if selection.model_id is not None:
-            where.append("t.model_id = :model")
-            args["model"] = selection.model_id
-        if selection.iteration_id is not None:
-            where.append("t.index_id = :index")
-            args["index"] = selection.iteration_id
-        return " AND ".join(where), args
+        where, args = selection_sql(selection, "t.model_id", "t.index_id")
+        return " AND ".join([_RECORDED] + where), args
 
     @property
     def has_pmu(self) -> bool:
@@ -85,7 +80,7 @@ class JobFacts(Facts):
                    kind if kind and kind.strip() else fallback, task_type == AA_CPU, count, total)
 
     def _api_rows(self) -> Iterable[tuple]:
-        scale = self.report._host_us_scale()
+        scale = self.report.time.host_us_per_unit
         for name, api_type, count, total in self.conn.execute(
                 "SELECT name, min(api_type), count(*), sum([end] - start) FROM acl_api GROUP BY name"):
             yield name, API_TYPES.get(api_type, str(api_type)), True, count, total * scale

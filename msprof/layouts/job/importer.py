@@ -137,22 +137,7 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
         events = metrics.event_ids(result.sample, SVP.counters, notices, bool(device_streams.get("pmu")))
         db["pmu_event"].insert_all([{"slot": i, "event_id": e, "name": metrics.event_name(e)}
                                     for i, e in enumerate(events)])
-        steps = load_streams(conn, device_streams.get("step_trace", []), lambda item: StepTraceDecoder(), notices,
-                             counts)
-        iterations, unpaired = step_trace.iterations([row for d in steps for row in d.rows])
-        if unpaired:
-            notices.warn(f"step trace: {unpaired} iteration mark(s) without their start/end pair ignored")
-        db["iteration"].insert_all([dict(zip(("model_id", "index_id", "start_syscnt", "end_syscnt"), it))
-                                    for it in iterations])
-        load_streams(conn, device_streams.get("freq", []), lambda item: FreqDecoder(), notices, counts)
-        placer = TaskPlacer(iterations, layers)
-        mhz = result.clock.hwts_mhz
-        tasks = load_streams(conn, device_streams.get("hwts", []),
-                             lambda item: HwtsDecoder(lambda piece: [Rows("task", TASK_COLUMNS,
-                                                                          _task_rows(piece, placer, mhz))],
-                                                      apart=AA_CPU),
-                             notices, counts)
-        untimed = sum(d.unpaired for d in tasks)
+        iterations, untimed = _load_tasks(db, device_streams, layers, result.clock.hwts_mhz, notices, counts)
         progress.phase("indexing tasks")
         SCHEMA.create_indexes(db, ["task", "layer"])  # while the worker may still be busy
         phase("model, step trace, HWTS + index")
@@ -164,9 +149,8 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
                             ("hwts", "HWTS task log")):
             if not grouped.get(kind):
                 notices.notice(f"no {label} data in {result.path / 'data'}: outputs that need it are skipped")
-        if not layers and grouped.get("hwts"):
-            notices.warn(f"no layer.info in {result.path / 'data'}: layer names and types are N/A in the summaries (the"
-                         " timeline names tasks by their task type)")
+        if grouped.get("hwts"):
+            _say_models_without_layers(models, layers, iterations, result.path / "data", notices)
         if untimed and result.aic_mhz:  # a task with one HWTS side lost is timed by its PMU cycles instead
             conn.execute("UPDATE task SET dur_us = (SELECT p.total_cycles / ? FROM pmu p WHERE p.stream_id ="
                          " task.stream_id AND p.task_id = task.task_id AND p.exec_n = task.exec_n)"
@@ -177,6 +161,26 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
     total_records = sum(c.records for c in counts.values())
     log.info("imported %s: %d records in %.2f s", result.path, total_records, time.monotonic() - started)
     return target
+
+
+def _load_tasks(db, streams: dict, layers: list, mhz: float, notices: Notices, counts: Dict[str, StreamCount]):
+    """The step trace (its iterations paired), the frequency changes and the HWTS tasks (placed in their
+    iteration and layer); returns the iterations and how many tasks have one time only."""
+    conn = db.conn
+    steps = load_streams(conn, streams.get("step_trace", []), lambda item: StepTraceDecoder(), notices, counts)
+    iterations, unpaired = step_trace.iterations([row for d in steps for row in d.rows])
+    if unpaired:
+        notices.warn(f"step trace: {unpaired} iteration mark(s) without their start/end pair ignored")
+    db["iteration"].insert_all([dict(zip(("model_id", "index_id", "start_syscnt", "end_syscnt"), it))
+                                for it in iterations])
+    load_streams(conn, streams.get("freq", []), lambda item: FreqDecoder(), notices, counts)
+    placer = TaskPlacer(iterations, layers)
+    tasks = load_streams(conn, streams.get("hwts", []),
+                         lambda item: HwtsDecoder(lambda piece: [Rows("task", TASK_COLUMNS,
+                                                                      _task_rows(piece, placer, mhz))],
+                                                  apart=AA_CPU),
+                         notices, counts)
+    return iterations, sum(d.unpaired for d in tasks)
 
 
 def load_pmu(conn, streams, counts, notices):
@@ -225,6 +229,21 @@ def _load_model_files(db, text_files, notices):
     Rows("layer", ("model_id", "layer_id", "task_id", "stream_id", "layer_type", "layer_name", "ori_layer_name"),
          layers).insert(db.conn)
     return models, layers
+
+
+def _say_models_without_layers(models: List[dict], layers: List[tuple], iterations: List[tuple], data: Path,
+                               notices: Notices) -> None:
+    """Which models (described by a net.info, or run: step trace) have no layer.info: their layer names and
+    types are N/A. One warning when no model has one, else one per model without."""
+    if not layers:
+        notices.warn(f"no layer.info in {data}: layer names and types are N/A in the summaries (the timeline names "
+                     "tasks by their task type)")
+        return
+    names = {m["model_id"]: m["model_name"] for m in models}
+    described = {row[0] for row in layers}
+    for model_id in sorted((set(names) | {it[0] for it in iterations}) - described):
+        notices.warn(f"model {model_id} ({names.get(model_id) or f'model{model_id}'}): no layer.info in {data}: its "
+                     "layer names and types are N/A in the summaries (the timeline names its tasks by their task type)")
 
 
 def _task_rows(piece, placer: TaskPlacer, mhz: float):

@@ -6,6 +6,8 @@ from typing import List, Optional
 from msprof.decode.acl import API_TYPES
 from msprof.decode.hwts import TASK_TYPES
 from msprof.contract import Iteration, Report, Selection
+from msprof.layouts.timebase import JobTime
+from msprof.layouts.where import selection_sql
 from msprof.metrics import MetricSet
 from msprof.tables import INT, NUMBER, Column, Table, batches
 
@@ -27,6 +29,7 @@ class JobReport(Report):
         super().__init__(unit)
         self.hwts_mhz = self.meta_number("hwts_mhz")
         self.aic_mhz = self.meta_number("aic_mhz")
+        self.time = JobTime(self.clock, self.hwts_mhz)
         slots = [e for (e,) in self.conn.execute("SELECT event_id FROM pmu_event ORDER BY slot")]
         self.has_pmu = self.count("pmu") > 0
         self.metric_set = MetricSet(slots) if self.has_pmu else MetricSet([])
@@ -47,13 +50,7 @@ class JobReport(Report):
     def iterations(self, selection: Selection = Selection()) -> List[Iteration]:
         sql = ("SELECT i.model_id, coalesce(m.model_name, 'model' || i.model_id), i.index_id, coalesce(m.batch_num, 1),"
                " m.input_pic_num, i.start_syscnt, i.end_syscnt FROM iteration i LEFT JOIN model m USING (model_id)")
-        where, args = [], []
-        if selection.model_id is not None:
-            where.append("i.model_id = ?")
-            args.append(selection.model_id)
-        if selection.iteration_id is not None:
-            where.append("i.index_id = ?")
-            args.append(selection.iteration_id)
+        where, args = selection_sql(selection, "i.model_id", "i.index_id")
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY i.model_id, i.index_id"
@@ -118,7 +115,7 @@ class JobReport(Report):
             Column(name, INT if name == "Count" else NUMBER)
             for name in ("Total Time Ratio(%)", "Total Time(us)", "Count", "Avg(us)", "Max(us)", "Min(us)")]
         type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in API_TYPES.items())
-        scale = self._host_us_scale()
+        scale = self.time.host_us_per_unit
         cursor = self.conn.execute(
             f"SELECT pid, tid, CASE api_type {type_names} ELSE CAST(api_type AS TEXT) END, name,"
             " round(sum([end] - start) * 100.0 / sum(sum([end] - start)) OVER (), 4),"
@@ -129,17 +126,12 @@ class JobReport(Report):
         return Table("acl_statistic", "ACL statistic", columns, batches(cursor), sort="Total Time(us)",
                      keep=("Name",) + STATISTIC_KEEP[1:])
 
-    def _host_us_scale(self) -> float:
-        """µs per host timestamp unit: ns normally, CPU ticks when CPU[0].Frequency is set."""
-        cpu_mhz = self.clock.get("cpu_mhz")
-        return 1.0 / cpu_mhz if cpu_mhz else 0.001
-
     # --- frequency (outputs.md §4) --------------------------------------------------------------------
     def frequency(self) -> Table:
         rows = [("AA Core", None, _plain_number(self.aic_mhz)), ("HWTS", None, _plain_number(self.hwts_mhz))]
         for syscnt, mhz in self.conn.execute("SELECT syscnt, mhz FROM freq_change ORDER BY syscnt, seq"):
             # (3 decimals, as every time msprof prints: 500.04166650390624 was the float itself)
-            rows.append(("AA Core change", round(self.device_time_us(syscnt), 3), _plain_number(mhz)))
+            rows.append(("AA Core change", round(self.time.device_us(syscnt), 3), _plain_number(mhz)))
         return Table("frequency", "Frequency", [Column("Clock"), Column("Time(us)", NUMBER), Column("MHz", NUMBER)],
                      [rows], facts=True)
 
@@ -147,13 +139,6 @@ class JobReport(Report):
         row = self.conn.execute("SELECT mhz FROM freq_change WHERE syscnt <= ? ORDER BY syscnt DESC, seq DESC LIMIT 1",
                                 (syscnt,)).fetchone()
         return float(row[0]) if row else self.aic_mhz
-
-    # --- time -----------------------------------------------------------------------------------------
-    def device_time_us(self, syscnt: int) -> float:
-        """µs relative to the collection start (timeline ``ts``)."""
-        c = self.clock
-        ns = (syscnt - c["dev_cntvct"]) * 1000.0 / c["hwts_mhz"] + c["host_mono_ns"]
-        return (ns - c["clock_monotonic_raw_ns"]) / 1000.0
 
 
 def _plain_number(value):

@@ -15,6 +15,7 @@ from msprof.console import log, notice
 from msprof.decode.acl import api_type_name
 from msprof.decode.hwts import TASK_TYPES
 from msprof.contract import Selection
+from msprof.layouts.where import selection_sql
 from msprof.paths import safe_name
 from msprof.contract import EventSource, Timeline
 from msprof.events import (FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, JsonNames, batches, device_number, jstr,
@@ -36,27 +37,6 @@ _FLOW_S = ',\n{"ph":"s","cat":"%s","name":"%s","id":%d,"pid":%d,"tid":%d,"ts":%s
 _FLOW_F = ',\n{"ph":"f","bp":"e","cat":"%s","name":"%s","id":%d,"pid":%d,"tid":%d,"ts":%s}'
 
 
-class Clock:
-    """SQL expressions of integer ns relative to the collection start (raw-format.md §3)."""
-
-    def __init__(self, report):
-        c = report.clock
-        self.hwts_mhz = c.get("hwts_mhz") or report.hwts_mhz
-        self.dev_cntvct = int(c.get("dev_cntvct") or 0)
-        self.dev_offset = int(c.get("host_mono_ns") or 0) - int(c.get("clock_monotonic_raw_ns") or 0)
-        self.mono = int(c.get("clock_monotonic_raw_ns") or 0)
-        self.cpu_mhz = c.get("cpu_mhz")
-
-    def device(self, column: str) -> str:
-        factor = 1000.0 / float(self.hwts_mhz)
-        return f"CAST(round(({column} - {self.dev_cntvct}) * {factor!r} + {self.dev_offset}) AS INTEGER)"
-
-    def host(self, column: str) -> str:
-        if self.cpu_mhz:
-            return f"CAST(round({column} * {1000.0 / float(self.cpu_mhz)!r} - {self.mono}) AS INTEGER)"
-        return f"({column} - {self.mono})"
-
-
 def model_rows(report) -> Dict[int, dict]:
     """Models with tasks or a model description: id → name, batch_num (missing facts filled as reports do)."""
     models = {m["model_id"]: m for m in report.models()}
@@ -76,9 +56,9 @@ def timelines(report, selection: Selection) -> List[Timeline]:
     out: List[Timeline] = []
     label = report.unit.label
     if report.has_tasks:
-        where = "" if selection.iteration_id is None else " WHERE index_id = ?"
-        args = () if selection.iteration_id is None else (selection.iteration_id,)
-        counts = dict(report.conn.execute(f"SELECT model_id, count(*) FROM task{where} GROUP BY model_id", args))
+        where, args = selection_sql(Selection(iteration_id=selection.iteration_id), iteration="index_id")
+        counts = dict(report.conn.execute(f"SELECT model_id, count(*) FROM task WHERE {' AND '.join(where) or 1}"
+                                          " GROUP BY model_id", args))
         for model in models.values():
             if selection.model_id is not None and model["model_id"] != selection.model_id:
                 continue
@@ -117,7 +97,7 @@ class JobTaskSource(EventSource):
 
     def __init__(self, report, model: Optional[dict], iteration_id: Optional[int]):
         self.report, self.model, self.iteration_id = report, model, iteration_id
-        self.clock = Clock(report)
+        self.time = report.time
         self.device = device_number(report)
         self.pid = TASK_PID_BASE + self.device
         self.layer_names = self._layer_names()
@@ -129,21 +109,20 @@ class JobTaskSource(EventSource):
         where, args = self._where()
         (self.tasks,) = report.conn.execute(f"SELECT count(*) FROM task WHERE {where}", args).fetchone()
 
-    def _where(self) -> Tuple[str, list]:
+    def _where(self) -> Tuple[str, dict]:
         if self.model is None:
-            return "model_id IS NULL", []
-        if self.iteration_id is None:
-            return "model_id = ?", [self.model["model_id"]]
-        return "model_id = ? AND index_id = ?", [self.model["model_id"], self.iteration_id]
+            return "model_id IS NULL", {}
+        where, args = selection_sql(Selection(self.model["model_id"], self.iteration_id), iteration="index_id")
+        return " AND ".join(where), args
 
     def batches(self) -> Iterator[list]:
-        clock = self.clock
+        time = self.time
         where, args = self._where()
         # Unpaired tasks (no start or no end) are the ones this query leaves out: counted as the difference,
         # since the count of all tasks reads the model index only, not every row.
         cursor = sorted_query(self.report.conn,
                               f"SELECT stream_id, task_id, task_type, index_id, layer_id,"
-                              f" {clock.device('start_syscnt')}, {clock.device('end_syscnt')} FROM task"
+                              f" {time.device_ns_sql('start_syscnt')}, {time.device_ns_sql('end_syscnt')} FROM task"
                               f" WHERE {where} AND start_syscnt IS NOT NULL AND end_syscnt IS NOT NULL"
                               f" ORDER BY start_syscnt, end_syscnt DESC, seq", args)
         for rows in batches(cursor):
@@ -237,15 +216,15 @@ class JobTaskSource(EventSource):
     def _links(self) -> Iterator[tuple]:
         """(model_id, index_id, it_start, it_end, flow_id, call) for each iteration of this file that lies
         inside an execute call; iterations in start order, each call linked at most once (the tightest)."""
-        conn, clock = self.report.conn, self.clock
+        conn, time = self.report.conn, self.time
         model_id = self.model["model_id"]
         iterations = conn.cursor().execute(
-            f"SELECT model_id, index_id, {clock.device('start_syscnt')}, {clock.device('end_syscnt')}"
+            f"SELECT model_id, index_id, {time.device_ns_sql('start_syscnt')}, {time.device_ns_sql('end_syscnt')}"
             " FROM iteration WHERE start_syscnt IS NOT NULL AND end_syscnt IS NOT NULL"
             " ORDER BY start_syscnt, model_id, index_id")
         marks = ",".join("?" for _ in EXECUTE_APIS)
         calls = conn.cursor().execute(
-            f"SELECT seq, pid, tid, api_type, name, {clock.host('start')}, {clock.host('[end]')} FROM acl_api"
+            f"SELECT seq, pid, tid, api_type, name, {time.host_ns_sql('start')}, {time.host_ns_sql('[end]')} FROM acl_api"
             f" WHERE name IN ({marks}) AND [end] >= start ORDER BY start, seq", EXECUTE_APIS)
         next_call = next(calls, None)
         active: List[list] = []           # [call row, used]
@@ -283,15 +262,16 @@ class AclSource(EventSource):
 
     def __init__(self, report):
         self.report = report
-        self.clock = Clock(report)
+        self.time = report.time
         self.names = JsonNames()
         self.modes: Dict[int, str] = {}
         self.backwards = 0
 
     def batches(self) -> Iterator[list]:
-        clock = self.clock
-        cursor = sorted_query(self.report.conn, f"SELECT pid, tid, api_type, name, {clock.host('start')},"
-                                                f" {clock.host('[end]')} FROM acl_api ORDER BY start, [end] DESC, seq")
+        time = self.time
+        cursor = sorted_query(self.report.conn, f"SELECT pid, tid, api_type, name, {time.host_ns_sql('start')},"
+                                                f" {time.host_ns_sql('[end]')} FROM acl_api ORDER BY start, [end] DESC,"
+                                                " seq")
         return batches(cursor)
 
     def start(self, row) -> int:

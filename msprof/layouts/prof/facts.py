@@ -1,5 +1,5 @@
 """The facts of one PROF device (msprof.analysis.facts), in SQL over the timed device tasks with their
-launches (``ProfReport._tasks``: the association op_summary and op_statistic use), with op_statistic's
+launches (msprof.layouts.prof.tasks: the association op_summary and op_statistic use), with op_statistic's
 scope: every task type but WRITE_BACK/INVALID, started after the collection began.
 
 A model's recorded iterations are its executions as the association numbers them. Data without any
@@ -10,13 +10,15 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
 from msprof.contract import Selection
-from msprof.layouts.prof.report import HWTS_TASK_TYPES, NOT_IN_OP_SUMMARY, STARTED
+from msprof.layouts.prof.statistics import NOT_IN_OP_SUMMARY, STARTED, api_rows
+from msprof.layouts.prof import tasks
+from msprof.layouts.prof.tasks import HWTS_TASK_TYPES
 
 _SKIP = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
 _INCLUDED = f"task_type NOT IN ({_SKIP}) AND {STARTED}"
 _HW_NAMES = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
 _HW_NAME = f"CASE hw_type {_HW_NAMES} ELSE CAST(hw_type AS TEXT) END"
-# what the queries below read of each task (ProfReport.TASK_FIELDS; the selection's are always there)
+# what the queries below read of each task (tasks.TASK_FIELDS; the selection's are always there)
 _FIELDS = ("op_id", "hw_type", "task_type", "start_ns", "end_ns")
 
 
@@ -48,10 +50,11 @@ class ProfFacts(Facts):
         return SINGLE_OP if self.single_op else self._names.get(model_id, str(model_id))
 
     def _scope(self, selection: Selection) -> Tuple[str, dict]:
-        """The WHERE clause over ``_tasks`` rows: included, in a recorded iteration, selected."""
+        """The WHERE clause over the task query's rows (msprof.layouts.prof.tasks): included, in a recorded
+        iteration, selected."""
         if self.single_op:
             self.report.check(selection)            # no iteration to select: a usage error
-        where, args = self.report._where(selection)
+        where, args = tasks.where(self.report, selection)
         where += f" AND {_INCLUDED}"
         if not self.single_op:
             where += " AND model_id IS NOT NULL AND iteration IS NOT NULL"
@@ -108,7 +111,7 @@ class ProfFacts(Facts):
                               " GROUP BY model_id, iteration")
             rows = list(self.conn.execute(
                 f"WITH t AS (SELECT model_id, iteration, op_id, hw_type, start_ns, end_ns, end_ns - start_ns AS dur"
-                f" FROM ({self.report._tasks(_FIELDS, within=selection)}) WHERE {where})"
+                f" FROM ({tasks.task_query(self.report, _FIELDS, within=selection)}) WHERE {where})"
                 f" {iterations}"
                 f" UNION ALL SELECT 1, g.model_id, g.total, coalesce(o.op_name, o.kernel_name, {_HW_NAME}),"
                 f" coalesce(o.op_type, {_HW_NAME}), {task_type} = 'AI_CPU' OR ({task_type} = 'UNKNOWN' AND"
@@ -121,7 +124,7 @@ class ProfFacts(Facts):
     def _api_rows(self) -> Iterable[tuple]:
         # api_statistic's rows: (device, level, name, total, count, …); the application calls the acl level
         return [(name, level, level == "acl", count, total)
-                for _device, level, name, total, count, *_rest in self.report._api_rows()]
+                for _device, level, name, total, count, *_rest in api_rows(self.report)]
 
     def layer_iterations(self, selection: Selection = Selection()) -> List[LayerIteration]:
         if self.single_op:

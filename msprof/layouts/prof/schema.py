@@ -75,7 +75,7 @@ DEVICE = Schema("PROF device", dict(BOOKKEEPING, **{
     "pmu_event": TableDef({"slot": int, "event_id": int}, "slot"),
     # when two timed tasks start at the same moment (TIED_STARTS): every (stream, task) with its first start,
     # ranked by it, then by its first record, and whether one of its tasks ties (tied = 1). This is the
-    # device's half of the reference's order of such tasks (msprof.layouts.prof.report._FirstAppearance),
+    # device's half of the reference's order of such tasks (msprof.layouts.prof.ties.FirstAppearance),
     # which every export-summary process needs: made once here, where the device's import ends seconds before
     # the host's (0.7 s at 1M tasks, where it cost each of the two 0.8 s). Empty without ties.
     "task_key": TableDef({"rank": int, "stream_id": int, "task_id": int, "first_start": int, "tied": int}, "rank"),

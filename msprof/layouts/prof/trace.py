@@ -18,7 +18,8 @@ from typing import Dict, Iterator, List, Optional
 from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
 from msprof.contract import Selection
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
-from msprof.layouts.prof.report import HWTS_TASK_TYPES
+from msprof.layouts.prof import tasks
+from msprof.layouts.prof.tasks import HWTS_TASK_TYPES
 from msprof.console import log
 from msprof.contract import EventSource, Timeline
 from msprof.events import (FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, JsonNames, batches, device_number, jstr,
@@ -76,9 +77,8 @@ def _split(report):
                               " LIMIT 1 OFFSET ?", (count // 2,)).fetchone()
     if row is None:
         return None
-    p = report.params                      # the task source's conversion, in the same float operations
-    ns = ((row[0] - p["cnt"]) / p["hz"]) * 1e9 + p["mono"]
-    return row[0], int(ns) - int(report.clock.get("clock_monotonic_raw_ns") or 0)
+    # (the task source's conversion, in the same float operations)
+    return row[0], report.time.relative_ns(report.time.device_ns(row[0]))
 
 
 class _Sources:
@@ -107,10 +107,6 @@ class HostSource(EventSource):
         self.report, self.selection = report, selection
         self.pid = _host_pid(report)
         self.formats = _formats(_API, self.pid)
-        mono = int(report.clock.get("clock_monotonic_raw_ns") or 0)
-        cpu = report.host_cpu_mhz
-        self.host_ns = (f"CAST(round({{}} * {1000.0 / float(cpu)!r} - {mono}) AS INTEGER)" if cpu
-                        else f"({{}} - {mono})")
         self.types = {(level, t): name for level, t, name in report.conn.execute(
             "SELECT level, type, name FROM host.type_name")}
         self.strings = dict(report.conn.execute("SELECT hash, text FROM host.hash_string"))
@@ -125,7 +121,7 @@ class HostSource(EventSource):
             if span is None:
                 return iter(())
             where, args = "[end] >= ? AND begin <= ?", span
-        begin, end = self.host_ns.format("begin"), self.host_ns.format("[end]")
+        begin, end = self.report.time.host_ns_sql("begin"), self.report.time.host_ns_sql("[end]")
         if window is not None:                    # the calls beginning before / from the split time
             side, (_syscnt, split_ns) = window
             where += f" AND {begin} {'<' if side == 0 else '>='} {int(split_ns)}"
@@ -219,29 +215,25 @@ class ProfTaskSource(EventSource):
         self.pid = TASK_PID_BASE + self.device
         self.formats = _formats(_TASK, self.pid) + _formats(_TASK_FLOW, self.pid, host.pid)
         self.names = JsonNames()
-        mono = int(report.clock.get("clock_monotonic_raw_ns") or 0)
-        self.mono = mono
-        cpu = report.host_cpu_mhz
-        self.track_ns = (f"CAST(round(track_ts * {1000.0 / float(cpu)!r} - {mono}) AS INTEGER)" if cpu
-                         else f"(track_ts - {mono})")
-        self.call_ns = self.track_ns.replace("track_ts", "call_begin")
         self.flow_ids = itertools.count(1)
         self.process = f"Ascend Hardware (device {report.device_id})"
         self.backwards = self.flows = 0
 
     def batches(self, window=None) -> Iterator[list]:
         report = self.report
-        where, args = report._where(self.selection)
+        conditions, args = tasks.where(report, self.selection)
         span = ""
         if window is not None:                    # the tasks starting before / from the split counter
             side, (split_syscnt, _ns) = window
             span = f"AND t.start_syscnt {'<' if side == 0 else '>='} {int(split_syscnt)}"
         types = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
+        time = report.time
         sql = (f"SELECT stream_id, task_id, coalesce(op_name, kernel_name, CASE hw_type {types} ELSE 'task' END),"
                f" task_type, op_type, coalesce(model_id, {UNKNOWN_MODEL}), iteration,"
-               f" CAST(round(start_ns) AS INTEGER) - {self.mono}, CAST(round(end_ns) AS INTEGER) - {self.mono},"
-               f" thread, CASE WHEN launches != 1 OR exec_n = 0 THEN {self.track_ns} END, {self.call_ns}"
-               f" FROM ({report._tasks(self.FIELDS, span=span, within=self.selection)}) WHERE {where}")
+               f" {time.relative_ns_sql('start_ns')}, {time.relative_ns_sql('end_ns')}, thread,"
+               f" CASE WHEN launches != 1 OR exec_n = 0 THEN {time.host_ns_sql('track_ts')} END,"
+               f" {time.host_ns_sql('call_begin')}"
+               f" FROM ({tasks.task_query(report, self.FIELDS, span=span, within=self.selection)}) WHERE {conditions}")
         return batches(report.conn.execute(sql, args))
 
     def start(self, row) -> int:
