@@ -14,7 +14,7 @@ import pytest
 from fixtures import faults
 from fixtures.board import jobgen
 from fixtures.networks import small_job, two_model_job
-from msprof import store, workers
+from msprof import parts, store, workers
 from msprof.decode import hwts
 from msprof.layouts.job import importer
 
@@ -98,7 +98,7 @@ def test_whole_run_pairing_matches_record_by_record(tmp_path, monkeypatch, scena
 def test_worker_processes_load_the_same_database(tmp_path, monkeypatch, scenario):
     job = make(tmp_path, scenario)
     inline = tables(job)
-    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parts, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     parallel = tables(job)
     assert parallel == inline
@@ -122,7 +122,7 @@ def test_prof_device_worker_loads_the_same_database(tmp_path, monkeypatch):
         return database_tables(device / "sqlite" / "msprof.db")
 
     inline = device_tables()
-    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parts, "PARALLEL_MIN_BYTES", 0)
     parallel = device_tables()
     assert parallel == inline
     assert (len(inline["task"]), len(inline["pmu"])) == (12, 10)   # 2 iterations of 6 ops; the AI_CPU op has no PMU
@@ -156,22 +156,22 @@ def test_prof_host_worker_loads_the_same_database(tmp_path, monkeypatch):
         set(threading.enumerate())) or load_launches(*args))
 
     def host_tables(parallel: int, split: int):
-        monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", parallel)
+        monkeypatch.setattr(parts, "PARALLEL_MIN_BYTES", parallel)
         monkeypatch.setattr(launches, "SPLIT_TRACK_BYTES", split)
         before = set(threading.enumerate())
         prof_importer.import_result_dir(host, "host")
         assert forked_with.pop() <= before
         made = database_tables(host / "sqlite" / "msprof.db")
-        parts = sorted(p.name.split(".")[1] for p in (host / "sqlite").iterdir())
+        files = sorted(p.name.split(".")[1] for p in (host / "sqlite").iterdir())
         api.export_summary(prof, "csv")
-        return made, parts, (prof / "device_0" / "summary" / "op_summary.csv").read_text()
+        return made, files, (prof / "device_0" / "summary" / "op_summary.csv").read_text()
 
     inline, inline_parts, inline_summary = host_tables(1 << 40, 1 << 40)
     assert inline_parts == ["db"] and len(inline["node_info"]) == 30 * 6 and len(inline["launch"]) == 30 * 6
     for split in (1 << 40, 0):
-        parallel, parts, summary = host_tables(0, split)
+        parallel, files, summary = host_tables(0, split)
         assert parallel == inline and summary == inline_summary
-        assert parts == ["db", "node_info"]       # kept as a part, read with the database
+        assert files == ["db", "node_info"]       # kept as a part, read with the database
     assert "node_info" in indexed_tables(host / "sqlite" / "msprof.db")
     assert not [p for p in (host / "sqlite").iterdir() if p.name.startswith(".")]
 
@@ -272,7 +272,7 @@ def test_parts_belong_to_their_database(tmp_path, monkeypatch):
     from msprof.errors import DataError
     from msprof.layouts import find_units
 
-    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parts, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     job = make(tmp_path / "a", "clean")
     other = make(tmp_path / "b", "two models")
@@ -300,7 +300,7 @@ def test_parts_belong_to_their_database(tmp_path, monkeypatch):
     api.export_summary(job, "csv")
     assert database_tables(db) == expected
 
-    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 1 << 40)           # now loaded inline
+    monkeypatch.setattr(parts, "PARALLEL_MIN_BYTES", 1 << 40)           # now loaded inline
     api.import_collection(job)
     # (beside the database: the list of the files the last whole-run export wrote)
     assert sorted(p.name for p in (job / "sqlite").iterdir()) == ["msprof.db", "summary.csv.manifest"]
@@ -315,12 +315,12 @@ def test_a_failed_import_keeps_the_earlier_database_and_its_parts(tmp_path, monk
 
     from msprof.layouts.job import importer as job_importer
 
-    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parts, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     job = make(tmp_path, "clean")
     job_importer.import_result_dir(job)
     db = job / "sqlite" / "msprof.db"
-    expected, parts = database_tables(db), sorted((job / "sqlite").glob("msprof.*.*.db"))
+    expected, earlier_parts = database_tables(db), sorted((job / "sqlite").glob("msprof.*.*.db"))
     replace = os.replace
 
     def full_disk_for_the_database(source, target):
@@ -332,7 +332,7 @@ def test_a_failed_import_keeps_the_earlier_database_and_its_parts(tmp_path, monk
     with pytest.raises(Exception, match="No space left"):
         job_importer.import_result_dir(job)
     monkeypatch.setattr(os, "replace", replace)
-    assert all(p.exists() for p in parts)                 # the earlier parts are still there
+    assert all(p.exists() for p in earlier_parts)                 # the earlier parts are still there
     assert database_tables(db) == expected                # and the earlier database reads them
     assert not [p for p in (job / "sqlite").iterdir() if p.name.startswith(".")]
 
@@ -342,7 +342,7 @@ def test_a_link_where_a_part_goes_is_not_written_through(tmp_path, monkeypatch):
     (a collection received with its sqlite/ directory) is replaced by the part, its target untouched."""
     from msprof import api
 
-    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parts, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     job = make(tmp_path, "clean")
     (job / "sqlite").mkdir()

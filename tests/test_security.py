@@ -101,8 +101,8 @@ def big_job(tmp_path_factory):
 
 # Run msprof as a real process whose large steps always use worker processes (the thresholds are lowered
 # in that process only).
-WITH_WORKERS = ("import sys, msprof.store, msprof.summary, msprof.trace;"
-                "msprof.store.PARALLEL_MIN_BYTES = 0; msprof.summary.PARALLEL_MIN_ROWS = 0;"
+WITH_WORKERS = ("import sys, msprof.parts, msprof.summary, msprof.trace;"
+                "msprof.parts.PARALLEL_MIN_BYTES = 0; msprof.summary.PARALLEL_MIN_ROWS = 0;"
                 "msprof.trace.PARALLEL_MIN_EVENTS = 0;"
                 "from msprof.__main__ import main; main(sys.argv[1:])")
 
@@ -254,7 +254,7 @@ def test_workers_start_after_the_database_directory_exists(tmp_path, monkeypatch
     """Issue 10 #3: on a fresh JOB (no sqlite/ yet) the worker that loads PMU and ACL into a part database
     in sqlite/ used to start before sqlite/ was made, and failed whenever making the database was slow.
     Made slow on purpose here, with the worker forced on."""
-    from msprof import api, store
+    from msprof import api, parts, store
     from msprof.layouts.job import importer
 
     job = jobgen.write_job(tmp_path, small_job())
@@ -266,7 +266,8 @@ def test_workers_start_after_the_database_directory_exists(tmp_path, monkeypatch
         return slow_mkdir(path)
 
     monkeypatch.setattr(store, "output_dir", slow)
-    monkeypatch.setattr(store, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parts, "output_dir", slow)
+    monkeypatch.setattr(parts, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(importer, "several_cores", lambda: True)
     [path] = api.import_collection(job)
     with contextlib.closing(store.open_readonly(path)) as conn:

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from msprof import metrics, progress, store
+from msprof import metrics, parts, progress, store
 from msprof.collection import ResultDir, data_files, read_result_dir, require_hwts_frequency
 from msprof.console import log
 from msprof.decode import step_trace, textinfo
@@ -131,7 +131,7 @@ def import_result_dir(result_dir: Path, target: Optional[Path] = None, spare_cor
     side = {"pmu": ("pmu", load_pmu, device_streams.get("pmu", [])),
             "acl": ("acl_api", load_acl, grouped.get("acl", []))}
     counts: Dict[str, StreamCount] = {}
-    with store.build(target, SCHEMA) as db, store.SideLoads(target, SCHEMA, side, spare_cores and several_cores()) as workers:
+    with store.build(target, SCHEMA) as db, parts.SideLoads(target, SCHEMA, side, spare_cores and several_cores()) as workers:
         conn = db.conn
         models, layers = _load_model_files(db, text_files, notices)
         events = metrics.event_ids(result.sample, SVP.counters, notices, bool(device_streams.get("pmu")))

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, Optional
 
-from msprof import store
+from msprof import parts, store
 from msprof.collection import ResultDir, data_files, read_result_dir, require_hwts_frequency
 from msprof.console import log
 from msprof.decode.api_event import LEVEL_MODEL
@@ -59,7 +59,7 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
     # both must be in before the association, the host's critical path. With a second core, whether or not the
     # device is imported beside it: the device's import ends first, and a core sat idle until the association.
     side = {"node_info": ("node_info", load_node_infos, grouped.get("node_basic_info", []))}
-    with store.build(target, HOST) as db, store.SideLoads(target, HOST, side, several_cores()) as workers:
+    with store.build(target, HOST) as db, parts.SideLoads(target, HOST, side, several_cores()) as workers:
         conn = db.conn
         load_streams(conn, grouped.get("type_info_dic", []), lambda item: TypeInfoDecoder(), notices, counts)
         load_streams(conn, grouped.get("hash_dic", []), lambda item: HashDecoder(), notices, counts)
@@ -138,7 +138,7 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         require_hwts_frequency(result, "device task")
     counts: Dict[str, StreamCount] = {}
     side = {"pmu": ("pmu", _load_pmu, streams.get("pmu", []))}
-    with store.build(target, DEVICE) as db, store.SideLoads(target, DEVICE, side, spare_cores) as workers:
+    with store.build(target, DEVICE) as db, parts.SideLoads(target, DEVICE, side, spare_cores) as workers:
         conn = db.conn
         events = event_ids(result.sample, ASCEND.counters, notices, bool(streams.get("pmu")))
         db["pmu_event"].insert_all([{"slot": i, "event_id": e} for i, e in enumerate(events)])

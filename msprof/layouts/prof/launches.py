@@ -5,7 +5,7 @@ from operator import add
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from msprof import store
+from msprof import parts, store
 from msprof.decode.base import Decoder, load_streams
 from msprof.decode.compact import TASK_TRACK, CompactDecoder, aging_of
 from msprof.layouts.prof.associate import LAUNCH_COLUMNS, OP_COLUMNS, UNKNOWN_MODEL, Associator
@@ -153,7 +153,7 @@ def _part_connection(part: Path, source: str, attached: Dict[str, Path]):
     attached (read-only) for the association's lookups: their tables are read by their names, as the part has
     none of them."""
     # (4 MB: rows are appended, a large cache would only add to the peak)
-    return store.open_part(part, HOST, ["launch", "op"], source=Path(source), cache_kb=4096, source_parts=attached)
+    return parts.open_part(part, HOST, ["launch", "op"], source=Path(source), cache_kb=4096, source_parts=attached)
 
 
 def _resolve_part(source: str, part: str, tracks: list, lookups: tuple, cut: int, attached: Dict[str, Path]) -> dict:
