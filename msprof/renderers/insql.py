@@ -147,7 +147,13 @@ class Plan:
         Fields that may be N/A together, print an integer as it is, or leave SQL's printing (a guard) are
         each a nested group: a CASE of its own. Most rows need none of that: for them one flat printf of
         every field, the groups' conversions in place (each nested printf costs a call and a copy)."""
-        parts: List[tuple] = []       # (conversion, its arguments) of a field, or (None, a nested group)
+        parts = self._field_parts(columns)
+        return None if parts is None else self._printf_of(parts)
+
+    def _field_parts(self, columns: List[Column]) -> Optional[List[tuple]]:
+        """(conversion, its arguments) of each field, or (None, a nested group); None when a column cannot be
+        printed by SQLite."""
+        parts: List[tuple] = []
         nested: Optional[_Nested] = None
         for column in columns:
             if not column.varies:
@@ -186,6 +192,11 @@ class Plan:
                 parts.append((None, nested))
             nested.columns.append(column)
             nested.printfs.append(printf)
+        return parts
+
+    def _printf_of(self, parts: List[tuple]) -> str:
+        """One printf of the fields, and where a row needs the groups, a CASE: the flat printf for the rows
+        that need none of them, else the nested one."""
         sep = _escape(self.fmt.separator)
 
         def printf_sql(conversions: List[str], args: List[str]) -> str:
