@@ -182,11 +182,6 @@ class ClockFacts:
     # lies on the host's task_track clock)
     host_cntvct: int = 0
 
-    @property
-    def offset_us(self) -> float:
-        """What to add to host-monotonic µs for µs since the epoch (the record families' reports print so)."""
-        return self.collection_begin_us - self.clock_monotonic_raw_ns / 1000.0
-
 
 @dataclass
 class ResultDir:

@@ -7,7 +7,7 @@ streams (msprof.decode.slices.group_files with the family's patterns), each stre
 msprof.decode.base.load_streams, then the family's ``derive``.
 """
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -15,6 +15,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from msprof.collection import ResultDir
 from msprof.decode.base import Decoder, StreamCount, load_streams
 from msprof.decode.slices import StreamFiles, group_files
+from msprof.layouts.timebase import ProfTime
 from msprof.store import TableDef
 
 
@@ -62,19 +63,20 @@ def load(conn, family: Family, files: Sequence[Path], context: "Context", notice
     return decoders
 
 
-class Context:
-    """The clock of a result directory as the reference converts with it (docs/prof-format.md §4), for a
-    family's derived tables and reports: device counters to host-monotonic µs in its float operations, and
-    µs to the printed time since the epoch."""
+class Context(ProfTime):
+    """The time base of a result directory (msprof.layouts.timebase.ProfTime: device counters to host-monotonic
+    ns in the reference's float operations, ``offset_us``) with what the families' reports add: µs variants,
+    the host's own sync log, and times printed since the epoch (docs/prof-format.md §4)."""
 
     def __init__(self, result: ResultDir):
         clock = result.clock
+        super().__init__(asdict(clock), clock.hwts_mhz or 0, clock.cpu_mhz)
         self.result = result
         self.device_id = result.device_id
-        self.hz = (clock.hwts_mhz or 0) * 1e6
+        self.hz = (clock.hwts_mhz or 0) * 1e6      # (0 without a frequency: a family then has no device times)
+        # the reference's intermediates in seconds, kept as it computes them for its µs conversions
         self.cnt_s = clock.dev_cntvct / 1e9
         self.mono_s = (clock.host_mono_ns + clock.host_diff_ns) / 1e9
-        self.offset_us = clock.offset_us
         self.begin_text = _begin_text(result)
         # the collection's beginning as device-side raw ns (the reference's trans_from_local_time_into_dev_raw_time)
         self.begin_raw_ns = int((Decimal(self.begin_text) - Decimal(repr(self.offset_us))) * 1000)
@@ -82,10 +84,6 @@ class Context:
         self.host_hz = (clock.cpu_mhz or 0) * 1e6
         self.host_cnt_s = clock.host_cntvct / 1e9
         self.dev_mono_ns = _dev_start_mono(result)
-
-    def device_ns(self, syscnt: int) -> float:
-        """Host-monotonic ns of a device counter, as the reference's time_from_syscnt computes it."""
-        return float(syscnt - self.cnt_s * 1e9) / self.hz * 1e9 + self.mono_s * 1e9
 
     def device_us(self, syscnt: int) -> float:
         """Host-monotonic µs of a device counter, as the reference's time_from_syscnt(…, µs) computes it."""
