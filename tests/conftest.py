@@ -3,6 +3,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -54,18 +55,19 @@ def system_user():
 
 
 @pytest.fixture
-def tmpfs(tmp_path):
-    """``tmpfs(options)``: a tmpfs mounted with those options ("size=4m") under tmp_path (root only: mount),
-    unmounted afterwards; skips where one cannot be mounted."""
+def tmpfs():
+    """``tmpfs(options)``: a small disk, a tmpfs mounted with those options ("size=4m,nr_inodes=400") in a new
+    directory of /tmp (outside tmp_path, which another user, as the SSH board's, cannot enter); unmounted and
+    removed afterwards. Root and mount(8) only: skips, saying why, elsewhere."""
     points = []
 
     def mount(options: str) -> Path:
-        if os.geteuid() != 0 or not Path("/bin/mount").exists() and not Path("/usr/bin/mount").exists():
+        if os.geteuid() != 0 or not shutil.which("mount"):
             pytest.skip("a small tmpfs needs root and mount(8); .ci/run runs as root")
-        point = tmp_path / f"disk{len(points)}"
-        point.mkdir()
+        point = Path(tempfile.mkdtemp(prefix="msprof-disk-"))
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True)
         if done.returncode != 0:
+            point.rmdir()
             pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
         points.append(point)
         return point
@@ -73,3 +75,4 @@ def tmpfs(tmp_path):
     yield mount
     for point in points:
         subprocess.run(["umount", "-l", str(point)], check=False)
+        shutil.rmtree(point, ignore_errors=True)

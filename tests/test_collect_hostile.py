@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_collect_ssh import (board_command, board_user, env, hostile_project, local_jobs, remote_jobs,  # noqa: E402,F401
-                              single_job, small_tmpfs, sshd, tree_digest)
+                              single_job, sshd, tree_digest)
 
 pytestmark = pytest.mark.ssh
 TAR = shutil.which("tar")
@@ -63,11 +63,11 @@ def _partial_jobs(output: Path):
     ("many", "holds 'JOBX1/data/e0' of 1 bytes, which its listing of JOBX1 shows as not there at all"),
     ("size", "of 8388608 bytes, which its listing of JOBX1 shows as a file of"),
 ])
-def test_a_tar_stream_is_checked_against_the_listing_before_anything_is_written(env, small_tmpfs, kind, said):
+def test_a_tar_stream_is_checked_against_the_listing_before_anything_is_written(env, tmpfs, kind, said):
     """Tar members the listing does not hold (a file larger than the disk, more files than its inodes, a listed
     file sent larger) are refused before any of them is written: exit 4, the JOB left on the board, the local
     disk as empty as before, no .partial left."""
-    point = small_tmpfs("size=4m,nr_inodes=400")
+    point = tmpfs("size=4m,nr_inodes=400")
     env.output = point / "out"
     fakebin = board_command(env, "tar", "")
     (fakebin / "tar").write_text(EXTRA_TAR % kind)
@@ -109,10 +109,10 @@ def test_a_stream_larger_than_its_listing_is_not_read_to_its_end(tmp_path):
     assert buf.tell() <= 3 << 20 < len(buf.getvalue()) and not (tmp_path / "JOBA" / "a").exists()
 
 
-def test_too_few_inodes_is_exit_6_before_anything_is_written(env, small_tmpfs):
+def test_too_few_inodes_is_exit_6_before_anything_is_written(env, tmpfs):
     """The free-space check counts inodes too: a JOB of 600 files into a disk with 300 free inodes is exit 6
     before the pull, nothing written, the data left on the board for a resume."""
-    point = small_tmpfs("size=16m,nr_inodes=300")
+    point = tmpfs("size=16m,nr_inodes=300")
     env.output = point / "out"
     main = hostile_project(env, 'job(b"JOBMANY1", files=[b"info.json.0"] + [b"data/f%d" % i for i in range(600)])\n')
     proc = env.collect("-m", main, "--remote-dir", "msprof-inodes")
@@ -127,11 +127,11 @@ def test_too_few_inodes_is_exit_6_before_anything_is_written(env, small_tmpfs):
         shutil.rmtree(remote, ignore_errors=True)
 
 
-def test_a_disk_filled_during_the_pull_leaves_no_partial_and_resume_works(env, small_tmpfs):
+def test_a_disk_filled_during_the_pull_leaves_no_partial_and_resume_works(env, tmpfs):
     """Something fills the local disk while the JOB is pulled (here the board's tar, the board being this very
     machine): exit 6, what the pull wrote is removed (the disk is not left full), the record stays; once
     there is room, --resume pulls the JOB, byte for byte the board's."""
-    point = small_tmpfs("size=8m,mode=0777")
+    point = tmpfs("size=8m,mode=0777")
     env.output = point / "out"
     fakebin = board_command(env, "tar", f'[ -e {point}/filled ] || {{ touch {point}/filled; '
                                         f'dd if=/dev/zero of={point}/filler bs=1M count=6 2>/dev/null; }}\n'

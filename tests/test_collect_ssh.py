@@ -14,7 +14,6 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -786,28 +785,8 @@ def test_timeout_kills_process_group(env):
 
 
 # -- board disk full -----------------------------------------------------------------------------------
-@pytest.fixture
-def small_tmpfs():
-    mounts = []
-
-    def make(options):
-        point = Path(tempfile.mkdtemp(prefix="msprof-full-"))
-        result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True,
-                                text=True)
-        if result.returncode != 0:
-            point.rmdir()
-            pytest.skip(f"cannot mount a tmpfs here ({result.stderr.strip()}); needs root and CAP_SYS_ADMIN")
-        mounts.append(point)
-        return point
-
-    yield make
-    for point in mounts:
-        subprocess.run(["umount", "-l", str(point)], check=False)
-        shutil.rmtree(point, ignore_errors=True)
-
-
-def test_board_disk_full_before_upload(env, small_tmpfs):
-    point = small_tmpfs("size=256k,mode=0777")
+def test_board_disk_full_before_upload(env, tmpfs):
+    point = tmpfs("size=256k,mode=0777")
     main = env.project()
     (main.parent / "model.om").write_bytes(os.urandom(1024 * 1024))
     proc = env.collect("-m", main, "--remote-dir", point)
@@ -815,9 +794,9 @@ def test_board_disk_full_before_upload(env, small_tmpfs):
     assert "not enough space on the board" in proc.err
 
 
-def test_board_disk_full_during_upload(env, small_tmpfs):
+def test_board_disk_full_during_upload(env, tmpfs):
     """Free bytes look fine but the inodes run out mid-upload: SFTP says 'Failure', the probe says ENOSPC."""
-    point = small_tmpfs("size=64m,nr_inodes=6,mode=0777")
+    point = tmpfs("size=64m,nr_inodes=6,mode=0777")
     main = env.project()
     for i in range(10):
         (main.parent / f"layer{i}.bin").write_bytes(b"x" * 100)
