@@ -13,17 +13,16 @@ FLOW_CATEGORY = "HostToDevice"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # Rows per fetch (and per write of formatted events): few enough that the row tuples and event strings
-# of one batch are freed and reused by the next; with 8192 the allocator returns its arenas to the OS
-# and faults them in again for every batch (0.3 s per 1M rows).
+# of one batch are freed and reused by the next. With much larger batches the allocator returns its arenas
+# to the OS and faults them in again for every batch.
 FETCH_ROWS = 1024
 
 
 def sorted_query(conn, sql: str, args=(), cache_mb: int = 128):
     """A cursor over ``sql``, whose ORDER BY sorts a whole table. SQLite sorts in runs of the cache size
-    (2 MB by default), spilled to a temporary file and merged; with room for 128 MB, 1M task or ACL rows
-    (~75 MB) are sorted in memory at once (0.2-1 s less per 1M rows; a JOB's 1M-task timeline 3.2 s against
-    3.4 s with 32 MB, at 164 MB of RSS against 99 MB). The sort is done by the first step, inside execute(),
-    so the connection's setting can be restored right after."""
+    (2 MB by default), spilled to a temporary file and merged; with room for 128 MB, a million task or ACL
+    rows are sorted in memory at once, which is faster (docs/performance.md, "Sorts"). The sort is done by the
+    first step, inside execute(), so the connection's setting can be restored right after."""
     (cache_size,) = conn.execute("PRAGMA cache_size").fetchone()
     conn.execute(f"PRAGMA cache_size = -{int(cache_mb) * 1024}")
     try:
@@ -46,9 +45,8 @@ NA_JSON = '"N/A"'             # N/A as an event's argument: the JSON text of msp
 
 # Event times: whole ns printed as µs with three decimals. An event format writes ``%U`` for a time; ``us_formats``
 # makes two formats of it: one printing a time from (ns // 1000, ns % 1000), one from its text (``us_text``), for
-# times that may be negative (``%d.%03d`` cannot print -0.5). Printing the parts costs a third less than repr() of
-# ns / 1000 (0.7 against 1.0 µs an event; 1M-event slices have two or three times each), and a JSON reader gets the
-# same number: the double nearest to the exact thousandths.
+# times that may be negative (``%d.%03d`` cannot print -0.5). Printing the parts is cheaper than repr() of
+# ns / 1000, and a JSON reader gets the same number: the double nearest to the exact thousandths.
 def us_formats(template: str) -> Tuple[str, str]:
     return template.replace("%U", "%d.%03d"), template.replace("%U", "%s")
 

@@ -68,8 +68,8 @@ class SideLoads:
     is built.
 
     A family the worker loaded stays in its own database file, a *part* beside the database
-    (msprof.pmu.<token>.db beside msprof.db), which readers attach (``open_readonly``): copying its table in
-    cost 0.1-0.3 s per 250k records. The database's meta names its parts and their tokens, which each part
+    (msprof.pmu.<token>.db beside msprof.db), which readers attach (``open_readonly``), which costs nothing, where
+    copying its table in would cost a pass over its records. The database's meta names its parts and their tokens, which each part
     holds too, so that a part from another import is never read with it. Parts are moved into place under
     new names before the database; the earlier database's parts are removed once the new database has
     replaced it (``build``), so a failed import leaves the earlier one whole."""

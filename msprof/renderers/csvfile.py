@@ -118,8 +118,8 @@ class _ListingState:
         header = [c.name for c in columns]
         if self.header is not None and header != self.header:
             out.write("\n")
-        # a table under the same header continues the one before: a later part of one csv. (Written as it
-        # goes: a million rows held as one text took 210 MB.)
+        # A table under the same header continues the one before: a later part of one csv. It is written as it
+        # goes, so that memory does not grow with the rows.
         renderer.write(replace(table, columns=columns, batches=chunks(rows, 1024), total=total), out,
                        part=1 if header == self.header else None)
         self.header = header

@@ -25,8 +25,8 @@ from msprof.tables import Column, Table, chunks
 
 LONGEST_CELL = 32       # characters of a text cell when the table has to fit a width
 SHOWN_EVIDENCE = 5      # evidence lines printed under a finding of advise
-# Rows held in memory to size the columns; a longer table (show --top 0 of a million tasks: 2 GB drawn whole)
-# goes to a temporary file, and is drawn a chunk at a time in its columns' widths.
+# Rows held in memory to size the columns; a longer table (show --top 0 of a million tasks would take
+# gigabytes drawn whole) goes to a temporary file, and is drawn a chunk at a time in its columns' widths.
 HELD_ROWS = 20_000
 CHUNK_ROWS = 4096
 
@@ -98,7 +98,7 @@ class TextRenderer(Renderer):
             if spool.spilled and wrap is None and spool.plain:
                 if _draw_chunked(self.style, heads, [width(i) for i in shown], rows(), out):
                     return spool.rows
-            from tabulate import tabulate      # only show and query draw tables (import: 20-30 ms)
+            from tabulate import tabulate      # (imported here: only show and query draw tables)
 
             out.write(tabulate(list(rows()), headers=heads, tablefmt=self.style, disable_numparse=True,
                                maxcolwidths=wrap) + "\n")

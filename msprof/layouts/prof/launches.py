@@ -152,7 +152,7 @@ def _part_connection(part: Path, source: str, attached: Dict[str, Path]):
     """A part database for ``launch`` and ``op`` rows, with the database being built and its parts (``attached``)
     attached (read-only) for the association's lookups: their tables are read by their names, as the part has
     none of them."""
-    # (4 MB: rows are appended, a large cache would only add to the peak)
+    # (a small cache: rows are appended, and a large cache would only add to the peak memory)
     return parts.open_part(part, HOST, ["launch", "op"], source=Path(source), cache_kb=4096, source_parts=attached)
 
 

@@ -58,8 +58,8 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
 ])
 # Lookups by (stream, task, occurrence) come in time order, where the occurrence (launch rank, execution
 # number) grows slowly and the task id cycles: with the occurrence first, consecutive lookups land on
-# neighbouring index pages instead of one page per op id. A 1M-task op_summary read 1.3 s less from the
-# file (system time 1.28 -> 0.2 s) with SQLite's default 2 MB cache.
+# neighbouring index pages instead of one page per op id, and SQLite's small default cache holds them
+(docs/performance.md, "Index order").
 HOST_LATE_INDEXES = [
     ("launch", ["device_id", "occ", "stream_id", "task_id"]),
     ("launch_count", ["device_id", "stream_id", "task_id"]),
@@ -76,8 +76,8 @@ DEVICE = Schema("PROF device", dict(BOOKKEEPING, **{
     # when two timed tasks start at the same moment (TIED_STARTS): every (stream, task) with its first start,
     # ranked by it, then by its first record, and whether one of its tasks ties (tied = 1). This is the
     # device's half of the reference's order of such tasks (msprof.layouts.prof.ties.FirstAppearance),
-    # which every export-summary process needs: made once here, where the device's import ends seconds before
-    # the host's (0.7 s at 1M tasks, where it cost each of the two 0.8 s). Empty without ties.
+    # which every export-summary process needs: made once here, where the device's import ends well before
+    # the host's, instead of in each of the two processes. Empty without ties.
     "task_key": TableDef({"rank": int, "stream_id": int, "task_id": int, "first_start": int, "tied": int}, "rank"),
 }), indexes=[
     ("task", ["start_syscnt"]),
