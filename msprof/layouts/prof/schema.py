@@ -59,7 +59,7 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
 # Lookups by (stream, task, occurrence) come in time order, where the occurrence (launch rank, execution
 # number) grows slowly and the task id cycles: with the occurrence first, consecutive lookups land on
 # neighbouring index pages instead of one page per op id, and SQLite's small default cache holds them
-(docs/performance.md, "Index order").
+# (docs/performance.md, "Index order").
 HOST_LATE_INDEXES = [
     ("launch", ["device_id", "occ", "stream_id", "task_id"]),
     ("launch_count", ["device_id", "stream_id", "task_id"]),
