@@ -14,8 +14,8 @@ from typing import Dict, List, Optional, Sequence
 
 from msprof import progress
 from msprof.console import discard_stdout, log, notice
-from msprof.contract import Database, Selection, Target, Unit
-from msprof.errors import DiskSpaceError, MsprofError, OutputError, UsageError
+from msprof.contract import Database, Selection, Unit
+from msprof.errors import MsprofError, UsageError
 from msprof.frame import Failures, build_databases, reading
 from msprof.layouts import find_units, targets
 from msprof.outputs import naming_errors, output_dir
@@ -94,20 +94,18 @@ def analyse(path: Path, output: Optional[Path] = None) -> List[Path]:
 # --- terminal ----------------------------------------------------------------------------------------------
 def show(path: Path, selection: Selection = Selection(), view: Optional[View] = None,
          output: Optional[Path] = None) -> None:
-    """Print each unit's tables (outputs.md §4) as ``view`` says (msprof.show); import first, and write the
-    unit's timelines first when they are missing or stale (``_timelines_first``)."""
+    """Print each unit's tables (outputs.md §4) as ``view`` says (msprof.show), importing first when needed.
+    A reading command: it writes nothing but the databases it reads (a cache)."""
     from msprof.show import print_sections, selected
 
     selection.check()
     view = view or View()
     units = find_units(path, output)
-    target_of = {id(unit): target for target in targets(units) for unit in target.units}
 
     def sections(unit: Unit, report):
-        report.check(selection)              # (the selection, --table and --sort before the timeline is written)
+        report.check(selection)
         tables = selected(unit.layout.show_tables(report, selection), view, unit.label, len(units) > 1)
-        _timelines_first(unit, report, target_of[id(unit)])
-        for table in tables:      # a table a worker makes (workers.Later) starts now, not beside the timeline's
+        for table in tables:      # a table a worker makes (workers.Later) starts now, beside the others' rows
             if isinstance(table.batches, Later):
                 table.batches.start()
         return tables
@@ -115,20 +113,6 @@ def show(path: Path, selection: Selection = Selection(), view: Optional[View] = 
     failures = Failures(len(units))
     print_sections(_sections(units, "show", sections, failures), view, len(units) > 1)
     failures.done()
-
-
-def _timelines_first(unit: Unit, report, target: Target) -> None:
-    """show writes the unit's whole-run timelines before it prints, when they are missing or older than the
-    database, so that they are there to open beside the tables. A write that fails is a warning: the tables
-    need no write and are still shown."""
-    from msprof.trace import timelines_current, write_timelines
-
-    timelines = unit.layout.timelines(report, Selection())
-    if not timelines_current(report, target.timeline_dir):
-        try:
-            _announce(write_timelines(report, timelines, target.timeline_dir))
-        except (OutputError, DiskSpaceError) as exc:
-            log.warning("timeline not written: %s", exc.message)
 
 
 def query(path: Path, view: Optional[View] = None, output: Optional[Path] = None) -> None:

@@ -121,8 +121,8 @@ def _watch_parent(parent: int) -> None:
 class Later:
     """The value of ``function(report, *args)`` (a report method), made by a worker process (its own connection)
     while this process goes on: a table's batches (show has op_statistic's GROUP BY over a million tasks made
-    while it picks op_summary's rows). ``start`` submits the work (show: once the table is selected and the
-    timeline written); iterating yields the value once, waiting for it (a failure is raised there). The
+    while it picks op_summary's rows). ``start`` submits the work (show: once the table is selected);
+    iterating yields the value once, waiting for it (a failure is raised there). The
     report's close stops a worker whose value was not read (an error, an interrupt, a table left out), so that
     nothing waits for it."""
 
