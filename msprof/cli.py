@@ -71,7 +71,7 @@ ID = click.IntRange(min=0, max=(1 << 63) - 1)
 
 
 def selection_options(func):
-    func = click.option("--iteration-id", type=ID, help="restrict to this iteration (with --model-id)")(func)
+    func = click.option("--iteration-id", type=ID, help="restrict to this iteration (of --model-id; alone where there is one model)")(func)
     return click.option("--model-id", type=ID, help="restrict to this model (with --iteration-id)")(func)
 
 
@@ -269,8 +269,9 @@ def query_cmd(collection_dir, output, fmt, tables, wide, style):
 def compare_cmd(base, new, output, fmt, top, wide, fail_if_slower):
     """Compare two collections: time per iteration per model, per op type, per op, per ACL/API call.
 
-    BASE and NEW are each a JOB or PROF_ directory (or a directory holding exactly one); models are matched
-    by name. With --output, two collections of one name go to DIR/base/ and DIR/new/.
+    BASE and NEW are each a JOB or PROF_ directory (or a directory holding exactly one); two PROF_ directories
+    of several devices are compared device by device (device_N with device_N). Models are matched by name.
+    With --output, two collections of one name go to DIR/base/ and DIR/new/.
 
     \b
     Examples:
@@ -290,8 +291,8 @@ def compare_cmd(base, new, output, fmt, top, wide, fail_if_slower):
 def advise_cmd(collection_dir, output, model_id, iteration_id, fmt):
     """Findings: decomposed activations, memory-bound layers, CPU fallbacks, ACL hotspots, idle device, lost data.
 
-    Layer findings read the last recorded iteration of each model (the one show prints) unless
-    --model-id/--iteration-id select one.
+    Each result directory under the path is advised on (each device of a PROF_). Layer findings read the
+    last recorded iteration of each model (the one show prints) unless --model-id/--iteration-id select one.
 
     \b
     Example:

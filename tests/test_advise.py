@@ -445,11 +445,42 @@ def test_rules_are_data(networks):
                          "message": f"{conv1['layer_name']} takes {us(conv1['duration_us'])} µs", "evidence": []}]
 
 
-def test_one_result_dir(networks, msprof_cli):
-    _, path = networks["mish"]
-    result = msprof_cli("advise", "-dir", path.parent.parent)            # holds both networks
-    assert result.returncode == 2 and "holds 2 result directories; name one of them" in result.stderr
-    assert msprof_cli("advise", "-dir", path.parent, "--format", "json").returncode == 0     # holds one
+def test_each_result_dir_is_advised_on(networks, msprof_cli):
+    """A parent of two JOBs, as a PROF_ of two devices, was refused ("name one of them", exit 2): each is
+    advised on, and said (issue 38 #7); in json each finding names its result dir, and holds what advise
+    on that one alone finds."""
+    alone = {}
+    for name in ("mish", "leakyrelu"):
+        _, path = networks[name]
+        proc = msprof_cli("advise", "-dir", path, "--format", "json")
+        assert proc.returncode == 0, proc.stderr
+        alone[path.name] = json.loads(proc.stdout)["findings"]
+    parent = networks["mish"][1].parent.parent
+    result = msprof_cli("advise", "-dir", parent, "--format", "json")            # holds both networks
+    assert result.returncode == 0, result.stderr
+    assert "advising on 2 result directories, each on its own:" in result.stderr
+    found = json.loads(result.stdout)["findings"]
+    assert sorted({f["result_dir"] for f in found}) == sorted(alone)
+    for label, findings in alone.items():
+        assert [{k: v for k, v in f.items() if k != "result_dir"} for f in found if f["result_dir"] == label] \
+            == findings
+    table = msprof_cli("advise", "-dir", parent)
+    heads = sorted(line.split(":")[0] for line in table.stdout.splitlines() if "finding(s), most important" in line)
+    assert table.returncode == 0 and heads == sorted(alone), table.stdout
+
+
+def test_each_device_of_a_prof_dir_is_advised_on(tmp_path, msprof_cli):
+    prof = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "8", "--iters", "2", "--devices", "2"]))
+    result = msprof_cli("advise", "-dir", prof, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert f"advising on 2 result directories, each on its own: {prof.name}/device_0, {prof.name}/device_1" \
+        in result.stderr
+    found = json.loads(result.stdout)["findings"]
+    for device in ("device_0", "device_1"):
+        alone = msprof_cli("advise", "-dir", prof / device, "--format", "json")
+        mine = [{k: v for k, v in f.items() if k != "result_dir"} for f in found
+                if f["result_dir"] == f"{prof.name}/{device}"]
+        assert mine == json.loads(alone.stdout)["findings"]
 
 
 def test_help_has_examples(msprof_cli):

@@ -411,7 +411,7 @@ def test_forbidden_characters_in_paths(msprof_cli, bad, what):
 
 def test_model_id_needs_iteration_id(job, msprof_cli):
     proc = msprof_cli("export", "summary", "-dir", job, "--model-id", "1")
-    assert proc.returncode == 2 and "--model-id and --iteration-id go together" in proc.stderr
+    assert proc.returncode == 2 and "--model-id goes with --iteration-id" in proc.stderr
 
 
 def test_missing_hwts_frequency_names_file_and_key(job, msprof_cli):

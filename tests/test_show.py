@@ -433,6 +433,28 @@ def test_a_job_of_two_models_says_which_it_shows_and_how_to_see_the_other(tmp_pa
             " (--model-id N --iteration-id N; msprof query lists them)") in proc.stderr
     one = msprof_cli("show", "-dir", job, "--model-id", "1", "--iteration-id", "2", "--table", "op_statistic")
     assert one.returncode == 0 and "also recorded" not in one.stderr, one.stderr
+    alone = msprof_cli("show", "-dir", job, "--iteration-id", "2")          # (two models: which one?)
+    assert alone.returncode == 2 and alone.stdout == ""
+    assert (f"{job.name}: --iteration-id 2 alone needs one model, and 2 are recorded (1, 2): name one with "
+            "--model-id") in alone.stderr
+
+
+def test_iteration_id_alone_selects_the_one_model(job, msprof_cli, tmp_path):
+    """--iteration-id without --model-id was refused (exit 2) where a result dir has one model: it selects that
+    model's iteration, as both options would (issue 38 #7); --model-id alone is still refused."""
+    for command in (["show", "--format", "json"], ["advise", "--format", "json"]):
+        both = msprof_cli(*command, "-dir", job, "--model-id", "1", "--iteration-id", "2")
+        alone = msprof_cli(*command, "-dir", job, "--iteration-id", "2")
+        assert both.returncode == 0 and alone.returncode == 0, alone.stderr
+        assert alone.stdout == both.stdout != ""
+        everything = msprof_cli(*command, "-dir", job)              # (the last iteration, 3: another answer)
+        assert everything.returncode == 0 and everything.stdout != alone.stdout
+    exported = msprof_cli("export", "timeline", "-dir", job, "--iteration-id", "2")
+    assert exported.returncode == 0, exported.stderr
+    assert sorted(p.name for p in (job / "timeline").iterdir()) == ["task_time_0.tiny.1.1_iter2.json"]
+    hint = msprof_cli("export", "summary", "-dir", job, "--iteration-id", "3")
+    assert hint.returncode == 0 and f"msprof show -dir {job} --iteration-id 3 " in hint.stderr, hint.stderr
+    assert msprof_cli("show", "-dir", job, "--model-id", "1").returncode == 2
 
 
 def _written(path):
