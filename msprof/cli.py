@@ -292,7 +292,8 @@ def advise_cmd(collection_dir, output, model_id, iteration_id, fmt):
     """Findings: decomposed activations, memory-bound layers, CPU fallbacks, ACL hotspots, idle device, lost data.
 
     Each result directory under the path is advised on (each device of a PROF_). Layer findings read the
-    last recorded iteration of each model (the one show prints) unless --model-id/--iteration-id select one.
+    last complete iteration of each model (said when it is not the last recorded: a run cut off) unless
+    --model-id/--iteration-id select one.
 
     \b
     Example:

@@ -331,7 +331,8 @@ def test_data_loss_is_high_when_a_fifth_of_the_tasks_is_untimed(tmp_path):
         extra.unlink()
     [loss] = by_id(api.advise(path, fmt="json"))["data_loss"]
     assert loss["severity"] == "high"
-    assert " 9 of the 9 device task(s) lack a start or an end (100.0 %). The figures miss" in loss["message"]
+    assert " 9 of the 9 device task(s) expected are missing or lack a start or an end (100.0 %). The figures" \
+        " miss" in loss["message"]
 
 
 def test_data_loss_share_counts_each_skipped_record_once(tmp_path):
@@ -666,3 +667,39 @@ def test_warnings_alone_and_no_iterations(tmp_path, msprof_cli):
     assert [f["id"] for f in json.loads(result.stdout)["findings"]] == ["acl_hotspot"]
     assert "no recorded iteration (step trace / model executions): the device rules have no task to read" \
         in result.stderr
+
+
+def test_a_run_cut_off_reads_its_last_complete_iteration(networks, tmp_path, msprof_cli):
+    """The task log cut off in the last iteration (7 of its tasks kept): advise read that iteration by
+    default, so the Mish and memory-bound findings shrank or vanished, the CPU time per iteration was averaged
+    over an iteration without its CPU task, and the loss was counted against the tasks left (issue 38 #2). Now
+    the layer findings read the last complete iteration (2) and say so, the figures per iteration leave the
+    cut-off one out, and the loss is counted against every recorded iteration's tasks."""
+    job, intact = networks["mish"]
+    per_iteration = len(job.recorded_tasks(index_id=1))
+    assert [len(job.recorded_tasks(index_id=i)) for i in (1, 2, 3)] == [per_iteration] * 3
+    path = tmp_path / intact.name
+    shutil.copytree(intact, path, ignore=shutil.ignore_patterns("sqlite", "log"))
+    files = faults.stream_files(path, "hwts")
+    data = faults.read_stream(path, "hwts")
+    assert len(data) == 3 * per_iteration * 2 * 64                    # a start and an end record per task
+    files[0].write_bytes(data[:(2 * per_iteration + 7) * 2 * 64])
+    for extra in files[1:]:
+        extra.unlink()
+    proc = msprof_cli("advise", "-dir", path, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert (f"yolov3_tiny_mish: iteration 3, the last recorded, has 7 of its {per_iteration} task(s) timed: the "
+            "layer findings read iteration 2, the last complete one") in proc.stderr
+    found = by_id(json.loads(proc.stdout)["findings"])
+    second = msprof_cli("advise", "-dir", intact, "--format", "json", "--model-id", "1", "--iteration-id", "2")
+    expected = by_id(json.loads(second.stdout)["findings"])
+    for rule in ("decomposed_activation", "memory_bound"):
+        assert found[rule] == expected[rule] and found[rule], rule
+    on_cpu = [t for i in (1, 2) for t in job.recorded_tasks(index_id=i) if t["task_type"] == "AA_CPU"]
+    time = sum(Fraction(t["duration_us"]) for t in on_cpu)
+    [cpu] = found["cpu_fallback"]
+    assert f"({us(time / 2)} µs per iteration)" in cpu["message"] and len(on_cpu) == 2
+    [loss] = found["data_loss"]
+    lost = per_iteration - 7
+    assert (f" {lost} of the {3 * per_iteration} device task(s) expected are missing or lack a start or an end "
+            f"({pct(lost, 3 * per_iteration)} %).") in loss["message"] and loss["severity"] == "high"
