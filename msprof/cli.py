@@ -16,7 +16,7 @@ from msprof.console import configure, discard_stdout, log
 from msprof.outputs import restrict_umask
 from msprof.verbosity import verbosity_options
 from msprof.errors import EXIT_CODES, MsprofError
-from msprof.paths import check_path_argument, is_collection, newest_collection, one_line
+from msprof.paths import check_local_path, is_collection, newest_collection, one_line
 
 EXIT_CODE_HELP = "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES.items())
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -39,7 +39,7 @@ DIRECTORY = _Directory()
 def _path_arg(ctx, param, value):
     if value is None:
         return None
-    return check_path_argument(value, "/".join(param.opts))
+    return check_local_path(value, "/".join(param.opts))
 
 
 def _output_arg(ctx, param, value):
