@@ -38,6 +38,10 @@ _enabled = False
 _owner = 0                        # the process that draws (forked workers never do)
 _steps: List["Step"] = []         # nested steps; the innermost is drawn
 _shown = False                    # a line is on the screen
+# During ``relayed``: the bytes the worker processes forked meanwhile decode (their steps counting "bytes"),
+# shared with the parent, which shows them on its line; and the parent's pid.
+_relay = None
+_relay_parent = 0
 
 
 def enable(on: bool) -> None:
@@ -60,6 +64,9 @@ class Step:
 
     def advance(self, n: float = 1) -> None:
         self.done += n
+        if _relay is not None and self.unit == "bytes" and os.getpid() != _relay_parent:
+            with _relay.get_lock():
+                _relay.value += int(n)
         if _enabled and time.monotonic() >= self.next_draw:
             self._draw()
 
@@ -114,17 +121,33 @@ def phase(label: str) -> None:
         _steps[-1].phase(label)
 
 
-def wait(futures, shown: Step, weights=None) -> None:
+@contextlib.contextmanager
+def relayed():
+    """A count of bytes shared with the worker processes forked in the block (``_relay``), for ``wait``."""
+    global _relay, _relay_parent
+    import multiprocessing
+
+    _relay, _relay_parent = multiprocessing.Value("q", 0), os.getpid()
+    try:
+        yield _relay
+    finally:
+        _relay = None
+
+
+def wait(futures, shown: Step, weights=None, relay=None) -> None:
     """Wait for worker processes' ``futures``, advancing ``shown`` by each one's weight (default 1) as it
-    completes and keeping the line alive meanwhile; the first failure is raised at once."""
+    completes — or, with ``relay``, by the bytes the workers decoded so far (the futures done count their
+    whole weight) — and keeping the line alive meanwhile; the first failure is raised at once."""
     weight = dict(zip(futures, weights or [1] * len(futures)))
     pending = set(futures)
+    finished = 0
     while pending:
         done, pending = concurrent.futures.wait(pending, timeout=INTERVAL,
                                                 return_when=concurrent.futures.FIRST_COMPLETED)
         for future in done:
             future.result()
-        shown.advance(sum(weight[f] for f in done))
+        finished += sum(weight[f] for f in done)
+        shown.advance(finished - shown.done if relay is None else max(finished, relay.value) - shown.done)
 
 
 def clear() -> None:

@@ -318,9 +318,11 @@ def _merge(sources: List[Tuple[EventSource, Lanes]], writer: "Writer", window, s
         for other in others:
             other.write_until(until, writer)
         writer.put(primary, rows, lanes)
-        shown.advance(len(rows))
+        # (every event written counts: the other sources' and the flows too, as the step's total does)
+        shown.advance(writer.total + writer.count - shown.done)
     for other in others:
         other.write_until(None, writer)
+    shown.advance(writer.total + writer.count - shown.done)
 
 
 class _Drain:

@@ -44,11 +44,13 @@ class Pool(ProcessPoolExecutor):
                          initargs=(os.getpid(), initializer, initargs))
         self.on_stop = on_stop
 
-    def results(self, label: str, futures: List[Future], weights: Optional[Sequence[int]] = None) -> list:
+    def results(self, label: str, futures: List[Future], weights: Optional[Sequence[int]] = None,
+                relay=None) -> list:
         """The values of ``futures``, in their order, once every one is done (the first failure is raised at
-        once); meanwhile a progress line ``label`` counts them by ``weights`` (None: a spinner)."""
+        once); meanwhile a progress line ``label`` counts them by ``weights`` (None: a spinner), or the bytes
+        the workers decode (``relay``: progress.relayed)."""
         with progress.step(label, sum(weights) if weights is not None else None) as shown:
-            progress.wait(futures, shown, weights)
+            progress.wait(futures, shown, weights, relay)
         return [future.result() for future in futures]
 
     def each(self, label: str, function: Callable, *iterables) -> list:
