@@ -9,7 +9,6 @@
 
 Times are integer ns relative to the collection start, computed in SQL (raw-format.md §3).
 """
-from collections import Counter
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from msprof.console import log, notice
@@ -60,8 +59,6 @@ def timelines(report, selection: Selection) -> List[Timeline]:
         where, args = selection_sql(Selection(iteration_id=selection.iteration_id), iteration="index_id")
         counts = dict(report.conn.execute(f"SELECT model_id, count(*) FROM task WHERE {' AND '.join(where) or 1}"
                                           " GROUP BY model_id", args))
-        # (the events a model's file holds: its tasks, and per iteration at most an execute call and its flow)
-        iterations = Counter(it.model_id for it in report.iterations(selection))
         for model in models.values():
             if selection.model_id is not None and model["model_id"] != selection.model_id:
                 continue
@@ -70,8 +67,7 @@ def timelines(report, selection: Selection) -> List[Timeline]:
                 suffix = "" if selection.everything else f"_iter{selection.iteration_id}"
                 out.append(Timeline(_model_base("task_time", report, model) + suffix,
                                     other_data(report, "task_time", model, selection.iteration_id),
-                                    _TaskSources(model, selection.iteration_id),
-                                    counts[model["model_id"]] + 3 * iterations[model["model_id"]]))
+                                    _TaskSources(model, selection.iteration_id), counts[model["model_id"]]))
         if selection.everything and None in counts:
             out.append(Timeline(f"task_time_{safe_name(report.device_id)}",
                                 other_data(report, "task_time", None), _TaskSources(None, None), counts[None]))
