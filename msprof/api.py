@@ -10,12 +10,12 @@ import os
 import shlex
 import shutil
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from msprof import progress
 from msprof.console import discard_stdout, log, notice
-from msprof.contract import Database, Selection, Target, Unit
-from msprof.errors import DiskSpaceError, MsprofError, OutputError, UsageError
+from msprof.contract import Database, Selection, Unit
+from msprof.errors import MsprofError, RegressionError, UsageError
 from msprof.frame import Failures, build_databases, reading
 from msprof.layouts import find_units, targets
 from msprof.outputs import naming_errors, output_dir
@@ -49,7 +49,7 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     for target in targets(units):
         for unit in target.units:
             with failures.each(unit), reading(unit, f"export summary --format {fmt}", target) as report:
-                files = unit.layout.summary_files(report, selection)
+                files = unit.layout.summary_files(report, report.resolve(selection))
                 # (what a whole-run export wrote is listed beside the database, for the next one to replace: not
                 # the summary.<fmt>.list of earlier versions, which read a list as names)
                 manifest = unit.out / "sqlite" / f"summary.{fmt}.manifest"
@@ -75,9 +75,10 @@ def export_timeline(path: Path, selection: Selection = Selection(), check_all: b
     for target in targets(units):
         for unit in target.units:
             with failures.each(unit), reading(unit, "export timeline", target) as report:
-                report.check(selection)
-                written += write_timelines(report, unit.layout.timelines(report, selection), target.timeline_dir,
-                                           check_all, selection)
+                chosen = report.resolve(selection)
+                report.check(chosen)
+                written += write_timelines(report, unit.layout.timelines(report, chosen), target.timeline_dir,
+                                           check_all, chosen)
     _announce(written)
     failures.done()
     if hint:
@@ -94,20 +95,19 @@ def analyse(path: Path, output: Optional[Path] = None) -> List[Path]:
 # --- terminal ----------------------------------------------------------------------------------------------
 def show(path: Path, selection: Selection = Selection(), view: Optional[View] = None,
          output: Optional[Path] = None) -> None:
-    """Print each unit's tables (outputs.md §4) as ``view`` says (msprof.show); import first, and write the
-    unit's timelines first when they are missing or stale (``_timelines_first``)."""
+    """Print each unit's tables (outputs.md §4) as ``view`` says (msprof.show), importing first when needed.
+    A reading command: it writes nothing but the databases it reads (a cache)."""
     from msprof.show import print_sections, selected
 
     selection.check()
     view = view or View()
     units = find_units(path, output)
-    target_of = {id(unit): target for target in targets(units) for unit in target.units}
 
     def sections(unit: Unit, report):
-        report.check(selection)              # (the selection, --table and --sort before the timeline is written)
-        tables = selected(unit.layout.show_tables(report, selection), view, unit.label, len(units) > 1)
-        _timelines_first(unit, report, target_of[id(unit)])
-        for table in tables:      # a table a worker makes (workers.Later) starts now, not beside the timeline's
+        chosen = report.resolve(selection)
+        report.check(chosen)
+        tables = selected(unit.layout.show_tables(report, chosen), view, unit.label, len(units) > 1)
+        for table in tables:      # a table a worker makes (workers.Later) starts now, beside the others' rows
             if isinstance(table.batches, Later):
                 table.batches.start()
         return tables
@@ -115,20 +115,6 @@ def show(path: Path, selection: Selection = Selection(), view: Optional[View] = 
     failures = Failures(len(units))
     print_sections(_sections(units, "show", sections, failures), view, len(units) > 1)
     failures.done()
-
-
-def _timelines_first(unit: Unit, report, target: Target) -> None:
-    """show writes the unit's whole-run timelines before it prints, when they are missing or older than the
-    database, so that they are there to open beside the tables. A write that fails is a warning: the tables
-    need no write and are still shown."""
-    from msprof.trace import timelines_current, write_timelines
-
-    timelines = unit.layout.timelines(report, Selection())
-    if not timelines_current(report, target.timeline_dir):
-        try:
-            _announce(write_timelines(report, timelines, target.timeline_dir))
-        except (OutputError, DiskSpaceError) as exc:
-            log.warning("timeline not written: %s", exc.message)
 
 
 def query(path: Path, view: Optional[View] = None, output: Optional[Path] = None) -> None:
@@ -160,42 +146,100 @@ def _sections(units: List[Unit], command: str, tables, failures: Failures):
 # --- answers (msprof.analysis) ------------------------------------------------------------------------------
 def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[int] = 20,
             fail_if_slower: Optional[float] = None, output: Optional[Path] = None, wide: bool = False) -> dict:
-    """Compare two collections (each one result directory, or a parent holding exactly one) per model, op
-    type, op and API; print the comparison (``fmt`` None: not) and return its document (what ``--format json``
-    prints). ``fail_if_slower``: raise RegressionError (exit 9) when a model both have grew by more than that %."""
-    from msprof.analysis.compare import check_gate, compare_sides, comparison
+    """Compare two collections per model, op type, op and API: each one result directory (or a parent holding
+    exactly one), or two PROF_ directories of several devices, compared device by device. Print the comparison
+    (``fmt`` None: not) and return its document (what ``--format json`` prints: with several devices,
+    {"comparisons": [one document per device]}). ``fail_if_slower``: raise RegressionError (exit 9) when a
+    model both have grew by more than that %."""
+    from msprof.analysis.compare import compare_sides, comparison
 
     # (nan compares false with every growth: a gate of nan would pass everything)
     if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
         raise UsageError(f"--fail-if-slower {fail_if_slower}: not a percentage (a finite number, 0 or more)")
-    units = [single_unit(path, output) for path in (base, new)]
-    if output is not None and _share_a_database(*units):
+    sides = [find_units(path, output) for path in (base, new)]
+    if output is not None and any(_share_a_database(one, other) for one in sides[0] for other in sides[1]):
         # two collections of one name would be imported into one DIR/<name>/, the second over the first (and
         # compared with itself): each side in a directory of its own
-        units = [single_unit(path, Path(output) / side) for path, side in ((base, "base"), (new, "new"))]
-    for unit in units:
-        with reading(unit, "compare"):        # imported when needed; what an import lost, said again
-            pass
-    if several_cores():         # the two sides' aggregates side by side (a PROF side of 1M tasks: ~5 s)
-        with Pool(2) as pool:
-            sides = pool.each("comparing", _read_side, units)
-    else:
-        with progress.step("comparing", 2) as shown:
-            sides = []
-            for unit in units:
-                sides.append(_read_side(unit))
-                shown.advance()
-    document = compare_sides(*sides)
+        sides = [find_units(path, Path(output) / side) for path, side in ((base, "base"), (new, "new"))]
+    pairs = _paired(base, new, *sides)
+    documents = []
+    for pair in pairs:
+        for unit in pair:
+            with reading(unit, "compare"):        # imported when needed; what an import lost, said again
+                pass
+        title = f"{printable(pair[0].label)} → {printable(pair[1].label)}"
+        documents.append((title, compare_sides(*_read_sides(pair))))
     try:
         if fmt is not None:
-            _renderer(fmt, wide).comparison(comparison(document, top), Stdout())
+            _renderer(fmt, wide).comparisons([(title, comparison(doc, top)) for title, doc in documents], Stdout())
     except BrokenPipeError:
         # the reader had enough (``| head``), but a CI job's gate must still say and exit 9
         discard_stdout()
-        check_gate(document, fail_if_slower)
+        _gate(documents, fail_if_slower)
         raise
-    check_gate(document, fail_if_slower)
-    return document
+    _gate(documents, fail_if_slower)
+    return documents[0][1] if len(documents) == 1 else {"comparisons": [doc for _title, doc in documents]}
+
+
+def _paired(base: Path, new: Path, base_units: List[Unit], new_units: List[Unit]) -> List[Tuple[Unit, Unit]]:
+    """The units compare compares: the one of each side, or the devices of two PROF_ directories by name
+    (device_0 with device_0); a device one side lacks is said and left out. Anything else that holds several
+    is a usage error listing them (the user names one)."""
+    if len(base_units) == 1 and len(new_units) == 1:
+        return [(base_units[0], new_units[0])]
+    devices = [_devices(units) for units in (base_units, new_units)]
+    if None in devices:
+        path, units = (base, base_units) if _devices(base_units) is None else (new, new_units)
+        raise _name_one(path, units)
+    common = [name for name in devices[0] if name in devices[1]]
+    for side, mine, theirs in (("base", *devices), ("new", *devices[::-1])):
+        alone = [mine[name].label for name in mine if name not in theirs]
+        if alone:
+            notice(f"not compared, in {side} only: {', '.join(map(printable, alone))}")
+    if not common:
+        raise UsageError(f"{base} and {new} have no device in common (devices are compared by name: device_N)")
+    if len(common) > 1:
+        notice(f"comparing {len(common)} devices, each on its own: {', '.join(common)}")
+    return [(devices[0][name], devices[1][name]) for name in common]
+
+
+def _devices(units: List[Unit]) -> Optional[Dict[str, Unit]]:
+    """The devices of one PROF_ directory by name, or None when ``units`` are anything else."""
+    roots = {unit.path.parent for unit in units}
+    if len(roots) != 1 or any(unit.layout.name != "PROF" or not unit.path.name.startswith("device_")
+                              for unit in units):
+        return None
+    return {unit.path.name: unit for unit in units}
+
+
+def _read_sides(units: Tuple[Unit, Unit]) -> list:
+    """The two sides' msprof.analysis.compare.Side, side by side with a second core (a PROF side of 1M tasks:
+    ~5 s)."""
+    if several_cores():
+        with Pool(2) as pool:
+            return pool.each("comparing", _read_side, list(units))
+    with progress.step("comparing", 2) as shown:
+        sides = []
+        for unit in units:
+            sides.append(_read_side(unit))
+            shown.advance()
+    return sides
+
+
+def _gate(documents: List[Tuple[str, dict]], fail_if_slower: Optional[float]) -> None:
+    """--fail-if-slower over every compared pair: one error naming each device that failed it."""
+    from msprof.analysis.compare import check_gate
+
+    failed = []
+    for title, document in documents:
+        try:
+            check_gate(document, fail_if_slower)
+        except RegressionError as exc:
+            if len(documents) == 1:
+                raise
+            failed.append(f"{title}: {exc.message}")
+    if failed:
+        raise RegressionError("; ".join(failed))
 
 
 def _read_side(unit: Unit):
@@ -214,17 +258,28 @@ def _share_a_database(one, other) -> bool:
 
 def advise(path: Path, fmt: Optional[str] = "table", selection: Selection = Selection(),
            output: Optional[Path] = None) -> List[dict]:
-    """Findings of the advise rules on one collection (a result directory, or a parent holding exactly
-    one); print them (``fmt`` None: not) and return them (what ``--format json`` prints under "findings")."""
+    """Findings of the advise rules on each result directory under ``path`` (each device of a PROF_); print
+    them (``fmt`` None: not) and return them (what ``--format json`` prints under "findings": with several
+    result directories each finding names its own, "result_dir")."""
     from msprof.analysis.advise import find, findings_document
 
     selection.check()
-    unit = single_unit(path, output)
-    with reading(unit, "advise") as report:
-        findings = find(unit.layout.facts(report, idle=True), selection)
-    if fmt is not None:
-        _renderer(fmt).findings(findings_document(findings, unit.label), Stdout())
-    return findings
+    units = find_units(path, output)
+    if len(units) > 1:
+        notice(f"advising on {len(units)} result directories, each on its own: "
+               f"{', '.join(printable(unit.label) for unit in units)}")
+    failures = Failures(len(units))
+    documents = []
+    for unit in units:
+        with failures.each(unit), reading(unit, "advise") as report:
+            findings = find(unit.layout.facts(report, idle=True), report.resolve(selection))
+            if len(units) > 1:
+                findings = [dict(finding, result_dir=unit.label) for finding in findings]
+            documents.append(findings_document(findings, unit.label))
+    if fmt is not None and documents:
+        _renderer(fmt).all_findings(documents, Stdout())
+    failures.done()
+    return [finding for document in documents for finding in document.findings]
 
 
 def _renderer(fmt: str, wide: bool = False):
@@ -236,15 +291,18 @@ def _renderer(fmt: str, wide: bool = False):
 
 
 def single_unit(path: Path, output: Optional[Path] = None) -> Unit:
-    """The one unit compare and advise analyse: ``path`` is a JOB directory, a PROF_ directory with one
-    device (or a PROF_ device directory), or a parent holding exactly one of them; several is a usage
-    error listing them (the user names one)."""
+    """The one unit under ``path`` (a JOB directory, a PROF_ directory with one device or a PROF_ device
+    directory, or a parent holding exactly one of them); several is a usage error listing them."""
     units = find_units(path, output)
     if len(units) != 1:
-        # one line, as every message (a name from the data cannot add a line)
-        listed = ", ".join(str(unit.path) for unit in units)
-        raise UsageError(f"{path} holds {len(units)} result directories; name one of them: {listed}")
+        raise _name_one(path, units)
     return units[0]
+
+
+def _name_one(path: Path, units: List[Unit]) -> UsageError:
+    # one line, as every message (a name from the data cannot add a line)
+    listed = ", ".join(str(unit.path) for unit in units)
+    return UsageError(f"{path} holds {len(units)} result directories; name one of them: {listed}")
 
 
 def demo(output: Path, kind: str = "JOB") -> None:
@@ -280,8 +338,10 @@ def _next_steps(path: Path, output: Optional[Path], selection: Selection = Selec
                 units: Sequence[Unit] = ()) -> None:
     def where(path: Path) -> str:
         text = f"-dir {shlex.quote(str(path))}" + (f" --output {shlex.quote(str(output))}" if output else "")
-        if not selection.everything:         # (what was just exported: the same iteration)
-            text += f" --model-id {selection.model_id} --iteration-id {selection.iteration_id}"
+        if selection.model_id is not None:         # (what was just exported: the same iteration)
+            text += f" --model-id {selection.model_id}"
+        if selection.iteration_id is not None:
+            text += f" --iteration-id {selection.iteration_id}"
         return text
 
     notice(f"next: msprof show {where(path)}   (the tables in the terminal)")

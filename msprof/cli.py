@@ -16,7 +16,7 @@ from msprof.console import configure, discard_stdout, log
 from msprof.outputs import restrict_umask
 from msprof.verbosity import verbosity_options
 from msprof.errors import EXIT_CODES, MsprofError
-from msprof.paths import check_path_argument, is_collection, newest_collection, one_line
+from msprof.paths import check_local_path, is_collection, newest_collection, one_line
 
 EXIT_CODE_HELP = "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES.items())
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -39,7 +39,7 @@ DIRECTORY = _Directory()
 def _path_arg(ctx, param, value):
     if value is None:
         return None
-    return check_path_argument(value, "/".join(param.opts))
+    return check_local_path(value, "/".join(param.opts))
 
 
 def _output_arg(ctx, param, value):
@@ -71,7 +71,7 @@ ID = click.IntRange(min=0, max=(1 << 63) - 1)
 
 
 def selection_options(func):
-    func = click.option("--iteration-id", type=ID, help="restrict to this iteration (with --model-id)")(func)
+    func = click.option("--iteration-id", type=ID, help="restrict to this iteration (of --model-id; alone where there is one model)")(func)
     return click.option("--model-id", type=ID, help="restrict to this model (with --iteration-id)")(func)
 
 
@@ -269,8 +269,9 @@ def query_cmd(collection_dir, output, fmt, tables, wide, style):
 def compare_cmd(base, new, output, fmt, top, wide, fail_if_slower):
     """Compare two collections: time per iteration per model, per op type, per op, per ACL/API call.
 
-    BASE and NEW are each a JOB or PROF_ directory (or a directory holding exactly one); models are matched
-    by name. With --output, two collections of one name go to DIR/base/ and DIR/new/.
+    BASE and NEW are each a JOB or PROF_ directory (or a directory holding exactly one); two PROF_ directories
+    of several devices are compared device by device (device_N with device_N). Models are matched by name.
+    With --output, two collections of one name go to DIR/base/ and DIR/new/.
 
     \b
     Examples:
@@ -290,7 +291,8 @@ def compare_cmd(base, new, output, fmt, top, wide, fail_if_slower):
 def advise_cmd(collection_dir, output, model_id, iteration_id, fmt):
     """Findings: decomposed activations, memory-bound layers, CPU fallbacks, ACL hotspots, idle device, lost data.
 
-    Layer findings read the last recorded iteration of each model (the one show prints) unless
+    Each result directory under the path is advised on (each device of a PROF_). Layer findings read the
+    last complete iteration of each model (said when it is not the last recorded: a run cut off) unless
     --model-id/--iteration-id select one.
 
     \b

@@ -44,7 +44,8 @@ if TYPE_CHECKING:       # (the analysis is above this module: named for the read
 
 
 class Selection(NamedTuple):
-    """--model-id / --iteration-id: both or neither (``check``)."""
+    """--model-id / --iteration-id: both, neither, or --iteration-id alone where a result dir has one model
+    (``check``; ``Report.resolve`` names the model)."""
 
     model_id: Optional[int] = None
     iteration_id: Optional[int] = None
@@ -54,8 +55,9 @@ class Selection(NamedTuple):
         return self.model_id is None and self.iteration_id is None
 
     def check(self) -> "Selection":
-        if (self.model_id is None) != (self.iteration_id is None):
-            raise UsageError("--model-id and --iteration-id go together: give both or neither")
+        if self.model_id is not None and self.iteration_id is None:
+            raise UsageError("--model-id goes with --iteration-id: give both, --iteration-id alone (one model), "
+                             "or neither")
         return self
 
 
@@ -191,9 +193,22 @@ class Report:
     def count(self, table: str) -> int:
         return self.conn.execute(f"SELECT count(*) FROM [{table}]").fetchone()[0]
 
+    def resolve(self, selection: Selection) -> Selection:
+        """``selection`` with its model named: --iteration-id alone selects the one model of the result dir;
+        with several it is a usage error listing them."""
+        selection.check()
+        if selection.model_id is not None or selection.iteration_id is None:
+            return selection
+        models = sorted({i.model_id for i in self.iterations(Selection())})
+        if len(models) != 1:
+            raise UsageError(f"{self.unit.label}: --iteration-id {selection.iteration_id} alone needs one model, "
+                             f"and {len(models)} are recorded ({', '.join(map(str, models)) or 'none'}): "
+                             "name one with --model-id")
+        return Selection(models[0], selection.iteration_id)
+
     def check(self, selection: Selection) -> List[Iteration]:
         """The selected iterations; a selection that names none is a usage error (the one check)."""
-        selection.check()
+        selection = self.resolve(selection)
         iterations = self.iterations(selection)
         if not selection.everything and not iterations:
             models = sorted({i.model_id for i in self.iterations(Selection())})

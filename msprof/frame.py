@@ -75,9 +75,10 @@ def build_databases(databases: List[Database], keep_going: bool = False,
                 for database in databases:
                     remove_stale(database.path.parent)
 
-            with Pool(2, on_stop=stopped) as pool:
-                results = pool.each(f"importing {len(databases)} databases", _build_or_error, databases,
-                                    [False] * len(databases))
+            # (the line counts the bytes the workers decode: the user guide says import counts bytes)
+            with progress.relayed() as relay, Pool(2, on_stop=stopped) as pool:
+                futures = [pool.submit(_build_or_error, database, False) for database in databases]
+                results = pool.results(f"importing {len(databases)} databases", futures, sizes, relay)
         else:
             results = [_build_or_error(d, False) if i != largest else None for i, d in enumerate(databases)]
             results[largest] = _build_or_error(databases[largest], True)

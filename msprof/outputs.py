@@ -322,14 +322,14 @@ class FileSet:
     interrupt) removes the temporaries. A file of the earlier set is removed only when the manifest proves msprof
     wrote it and no one changed it since (the identity it records: device, inode, size, mtime), or when its name
     is one ``replaces`` matches (a timeline's slices: names msprof gives its own files in its own directory).
-    ``about``: what the set was made from, which ``current`` checks. A set that is not ``whole`` (a selection's)
+    A set that is not ``whole`` (a selection's)
     replaces only the files it writes: the earlier set's others stay, and stay listed, as do the files it
     writes again (they are msprof's still); its other files are not listed."""
 
-    def __init__(self, directory: Path, manifest: Optional[Path] = None, about: Optional[dict] = None,
-                 replaces: Optional["re.Pattern"] = None, whole: bool = True):
+    def __init__(self, directory: Path, manifest: Optional[Path] = None, replaces: Optional["re.Pattern"] = None,
+                 whole: bool = True):
         self.directory, self.manifest = Path(directory), manifest
-        self.about, self.replaces, self.whole = about or {}, replaces, whole
+        self.replaces, self.whole = replaces, whole
         self.staged: List[Tuple[Path, str]] = []
         self.removed: List[str] = []
 
@@ -415,29 +415,21 @@ class FileSet:
 
     def _record(self, names: List[str]) -> None:
         files = {name: _identity(self.directory / name) for name in names}
-        body = {"about": self.about, "files": files}
+        body = {"files": files}
         document = dict(body, signature=trust.sign("msprof manifest", json.dumps(body, sort_keys=True)))
         with atomic_open(self.manifest, "w", encoding="utf-8") as handle:
             handle.write(json.dumps(document, sort_keys=True) + "\n")
 
-    @staticmethod
-    def current(directory: Path, manifest: Path, about: dict) -> bool:
-        """Whether the set the manifest records was made from ``about`` and is all there as msprof wrote it."""
-        found = _read_manifest(manifest)
-        if not found or found["about"] != about:
-            return False
-        return all(identity is not None and _identity(Path(directory) / name) == identity
-                   for name, identity in found["files"].items())
-
 
 def _read_manifest(path: Path) -> Optional[dict]:
-    """A manifest msprof signed here for this user ({"about", "files"}), else None (said at -v)."""
+    """A manifest msprof signed here for this user ({"files"}), else None (said at -v)."""
     data = read_bookkeeping(path)
     if data is None:
         return None
     try:
         document = json.loads(data)
-        body = {"about": document["about"], "files": document["files"]}
+        # (the signed body is every field but the signature: earlier versions also recorded an "about")
+        body = {key: value for key, value in document.items() if key != "signature"}
         if trust.signed(document.get("signature"), "msprof manifest", json.dumps(body, sort_keys=True)) and \
                 isinstance(body["files"], dict) and all(isinstance(n, str) and "/" not in n for n in body["files"]):
             return body

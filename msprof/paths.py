@@ -5,17 +5,26 @@ from pathlib import Path
 
 from msprof.errors import NoCollectionError, UsageError
 
-# The SS928 tool refuses these in path arguments; so do we (cli.md).
+# The SS928 tool refuses these in path arguments; collect does too, for what goes into a command on the board
+# (cli.md). The analysis commands' paths never reach a shell, and the hints that print them quote them.
 _FORBIDDEN = {'"': "double quote", "'": "single quote", "%": "percent sign", ">": "'>'", "<": "'<'",
               "|": "'|'", "&": "'&'", "$": "'$'", ";": "';'", "`": "backquote"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def check_path_argument(value: str, option: str = "path") -> Path:
-    """Return ``value`` as a Path, or raise UsageError naming the offending character."""
+def check_local_path(value: str, option: str = "path") -> Path:
+    """``value`` as a Path; a control character (which no printed line or pasted hint can carry) is a
+    UsageError. Any other character is a name's own."""
     match = _CONTROL.search(value)
     if match:
         raise UsageError(f"{option} contains a control character (0x{ord(match.group()):02x}): refused")
+    return Path(value)
+
+
+def check_path_argument(value: str, option: str = "path") -> Path:
+    """``value`` as a Path for collect, whose paths reach the board's commands: a control character or any of
+    _FORBIDDEN is a UsageError naming it."""
+    check_local_path(value, option)
     for char, name in _FORBIDDEN.items():
         if char in value:
             raise UsageError(f"{option} contains a forbidden character {name}: {value!r}")

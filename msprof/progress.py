@@ -15,6 +15,7 @@ import concurrent.futures
 import contextlib
 import os
 import shutil
+import struct
 import sys
 import time
 from typing import List, Optional
@@ -38,6 +39,10 @@ _enabled = False
 _owner = 0                        # the process that draws (forked workers never do)
 _steps: List["Step"] = []         # nested steps; the innermost is drawn
 _shown = False                    # a line is on the screen
+# During ``relayed``: the pipe the worker processes forked meanwhile write the bytes they decode into (their
+# steps counting "bytes"), for the parent to show on its line; and the parent's pid.
+_relay: Optional[int] = None
+_relay_parent = 0
 
 
 def enable(on: bool) -> None:
@@ -60,6 +65,8 @@ class Step:
 
     def advance(self, n: float = 1) -> None:
         self.done += n
+        if _relay is not None and self.unit == "bytes" and os.getpid() != _relay_parent:
+            os.write(_relay, struct.pack("=q", int(n)))     # (8 bytes: one atomic write into a pipe)
         if _enabled and time.monotonic() >= self.next_draw:
             self._draw()
 
@@ -114,17 +121,55 @@ def phase(label: str) -> None:
         _steps[-1].phase(label)
 
 
-def wait(futures, shown: Step, weights=None) -> None:
+class Relay:
+    """The bytes the worker processes forked during ``relayed`` decoded so far (``value``), read from their
+    pipe. A pipe, not shared memory: nothing to import in the middle of a run (a user's run may no longer
+    read the interpreter's files) and no lock to hold at a fork."""
+
+    def __init__(self, fd: int):
+        self.fd, self.value = fd, 0
+
+    def read(self) -> int:
+        while True:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                break
+            if not data:
+                break
+            self.value += sum(n for (n,) in struct.iter_unpack("=q", data))
+        return self.value
+
+
+@contextlib.contextmanager
+def relayed():
+    """The bytes the worker processes forked in the block decode (a ``Relay``), for ``wait``."""
+    global _relay, _relay_parent
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    _relay, _relay_parent = write, os.getpid()
+    try:
+        yield Relay(read)
+    finally:
+        _relay = None
+        os.close(write)
+        os.close(read)
+
+
+def wait(futures, shown: Step, weights=None, relay=None) -> None:
     """Wait for worker processes' ``futures``, advancing ``shown`` by each one's weight (default 1) as it
-    completes and keeping the line alive meanwhile; the first failure is raised at once."""
+    completes — or, with ``relay``, by the bytes the workers decoded so far (the futures done count their
+    whole weight) — and keeping the line alive meanwhile; the first failure is raised at once."""
     weight = dict(zip(futures, weights or [1] * len(futures)))
     pending = set(futures)
+    finished = 0
     while pending:
         done, pending = concurrent.futures.wait(pending, timeout=INTERVAL,
                                                 return_when=concurrent.futures.FIRST_COMPLETED)
         for future in done:
             future.result()
-        shown.advance(sum(weight[f] for f in done))
+        finished += sum(weight[f] for f in done)
+        shown.advance(finished - shown.done if relay is None else max(finished, relay.read()) - shown.done)
 
 
 def clear() -> None:

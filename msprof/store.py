@@ -165,16 +165,6 @@ def attach_parts(conn: sqlite3.Connection, path: Path) -> Optional[str]:
     return None
 
 
-def build_id(path: Path) -> Optional[str]:
-    """The id of the build of the (believed) database at ``path``: what outputs made from it record."""
-    try:
-        with contextlib.closing(connect(readonly_uri(path), uri=True)) as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'build_id'").fetchone()
-    except sqlite3.Error:
-        return None
-    return row[0] if row else None
-
-
 def _has_meta(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is not None
 

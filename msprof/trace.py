@@ -13,8 +13,7 @@ A layout's report describes its timelines (``Timeline``: a base file name, other
   its batch, which the writer puts in a new file (``Writer.put``); a flow and the slices it binds to go into
   one file;
 * **checks and atomicity** — each file is written to a temporary and checked (msprof.tracecheck); the files
-  of a unit's timelines replace the earlier ones together, or not at all (msprof.outputs.FileSet, whose
-  manifest ``timelines_current`` reads); large slices get their metadata written into room left before the
+  of a unit's timelines replace the earlier ones together, or not at all (msprof.outputs.FileSet); large slices get their metadata written into room left before the
   body instead of a copy.
 
 A second large timeline (a JOB's ACL calls) is written by a child process while this one writes the first.
@@ -29,7 +28,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Dict, Hashable, Iterator, List, Optional, Tuple
 
-from msprof import progress, store
+from msprof import progress
 from msprof.console import log
 from msprof.contract import EventSource, Selection, Timeline
 from msprof.events import jstr
@@ -319,9 +318,11 @@ def _merge(sources: List[Tuple[EventSource, Lanes]], writer: "Writer", window, s
         for other in others:
             other.write_until(until, writer)
         writer.put(primary, rows, lanes)
-        shown.advance(len(rows))
+        # (every event written counts: the other sources' and the flows too, as the step's total does)
+        shown.advance(writer.total + writer.count - shown.done)
     for other in others:
         other.write_until(None, writer)
+    shown.advance(writer.total + writer.count - shown.done)
 
 
 class _Drain:
@@ -359,8 +360,8 @@ def write_timelines(report, timelines: List[Timeline], directory: Path, check_al
     child, split = _second_process(report, timelines)
     written: Dict[int, List[Path]] = {}
     # (the set of every file of the unit's timelines: each replaced when all are written, or none)
-    staged = FileSet(directory, report.unit.database.path.parent / "timeline.manifest", _about(report, selection),
-                     _names_of(timelines), whole=selection.everything)
+    staged = FileSet(directory, report.unit.database.path.parent / "timeline.manifest", _names_of(timelines),
+                     whole=selection.everything)
     with staged:
         if child is None:
             for i, timeline in enumerate(timelines):
@@ -430,12 +431,6 @@ def _names_of(timelines: List[Timeline]) -> Optional["re.Pattern"]:
     return re.compile("|".join(rf"{re.escape(t.base)}(?:_slice_\d+|\.part_slice_\d+)?\.json" for t in timelines))
 
 
-def _about(report, selection: Selection) -> dict:
-    """What a unit's timeline files are made from: its databases' builds, and the selection."""
-    return {"databases": [store.build_id(database.path) for database in report.unit.databases],
-            "selection": None if selection.everything else [selection.model_id, selection.iteration_id]}
-
-
 def _tail(other: dict) -> bytes:
     """The last line of a timeline file (as Writer._flush writes it)."""
     return ('\n],"displayTimeUnit":"ms","otherData":' + json.dumps(other, ensure_ascii=False, sort_keys=True)
@@ -476,14 +471,3 @@ class _ListHandler(logging.Handler):
 
     def emit(self, record) -> None:
         self.messages.append((record.levelno, record.getMessage()))
-
-
-def timelines_current(report, directory: Path) -> bool:
-    """True when the unit's timeline files in ``directory`` are those of a full export (not of a
-    --model-id/--iteration-id one) from its current databases, every one there as it was written: what their
-    manifest records (msprof.outputs.FileSet)."""
-    return FileSet.current(directory, report.unit.database.path.parent / "timeline.manifest",
-                           _about(report, Selection()))
-
-
-

@@ -44,11 +44,13 @@ class Pool(ProcessPoolExecutor):
                          initargs=(os.getpid(), initializer, initargs))
         self.on_stop = on_stop
 
-    def results(self, label: str, futures: List[Future], weights: Optional[Sequence[int]] = None) -> list:
+    def results(self, label: str, futures: List[Future], weights: Optional[Sequence[int]] = None,
+                relay=None) -> list:
         """The values of ``futures``, in their order, once every one is done (the first failure is raised at
-        once); meanwhile a progress line ``label`` counts them by ``weights`` (None: a spinner)."""
+        once); meanwhile a progress line ``label`` counts them by ``weights`` (None: a spinner), or the bytes
+        the workers decode (``relay``: progress.relayed)."""
         with progress.step(label, sum(weights) if weights is not None else None) as shown:
-            progress.wait(futures, shown, weights)
+            progress.wait(futures, shown, weights, relay)
         return [future.result() for future in futures]
 
     def each(self, label: str, function: Callable, *iterables) -> list:
@@ -121,8 +123,8 @@ def _watch_parent(parent: int) -> None:
 class Later:
     """The value of ``function(report, *args)`` (a report method), made by a worker process (its own connection)
     while this process goes on: a table's batches (show has op_statistic's GROUP BY over a million tasks made
-    while it picks op_summary's rows). ``start`` submits the work (show: once the table is selected and the
-    timeline written); iterating yields the value once, waiting for it (a failure is raised there). The
+    while it picks op_summary's rows). ``start`` submits the work (show: once the table is selected);
+    iterating yields the value once, waiting for it (a failure is raised there). The
     report's close stops a worker whose value was not read (an error, an interrupt, a table left out), so that
     nothing waits for it."""
 

@@ -331,7 +331,8 @@ def test_data_loss_is_high_when_a_fifth_of_the_tasks_is_untimed(tmp_path):
         extra.unlink()
     [loss] = by_id(api.advise(path, fmt="json"))["data_loss"]
     assert loss["severity"] == "high"
-    assert " 9 of the 9 device task(s) lack a start or an end (100.0 %). The figures miss" in loss["message"]
+    assert " 9 of the 9 device task(s) expected are missing or lack a start or an end (100.0 %). The figures" \
+        " miss" in loss["message"]
 
 
 def test_data_loss_share_counts_each_skipped_record_once(tmp_path):
@@ -445,11 +446,42 @@ def test_rules_are_data(networks):
                          "message": f"{conv1['layer_name']} takes {us(conv1['duration_us'])} µs", "evidence": []}]
 
 
-def test_one_result_dir(networks, msprof_cli):
-    _, path = networks["mish"]
-    result = msprof_cli("advise", "-dir", path.parent.parent)            # holds both networks
-    assert result.returncode == 2 and "holds 2 result directories; name one of them" in result.stderr
-    assert msprof_cli("advise", "-dir", path.parent, "--format", "json").returncode == 0     # holds one
+def test_each_result_dir_is_advised_on(networks, msprof_cli):
+    """A parent of two JOBs, as a PROF_ of two devices, was refused ("name one of them", exit 2): each is
+    advised on, and said (issue 38 #7); in json each finding names its result dir, and holds what advise
+    on that one alone finds."""
+    alone = {}
+    for name in ("mish", "leakyrelu"):
+        _, path = networks[name]
+        proc = msprof_cli("advise", "-dir", path, "--format", "json")
+        assert proc.returncode == 0, proc.stderr
+        alone[path.name] = json.loads(proc.stdout)["findings"]
+    parent = networks["mish"][1].parent.parent
+    result = msprof_cli("advise", "-dir", parent, "--format", "json")            # holds both networks
+    assert result.returncode == 0, result.stderr
+    assert "advising on 2 result directories, each on its own:" in result.stderr
+    found = json.loads(result.stdout)["findings"]
+    assert sorted({f["result_dir"] for f in found}) == sorted(alone)
+    for label, findings in alone.items():
+        assert [{k: v for k, v in f.items() if k != "result_dir"} for f in found if f["result_dir"] == label] \
+            == findings
+    table = msprof_cli("advise", "-dir", parent)
+    heads = sorted(line.split(":")[0] for line in table.stdout.splitlines() if "finding(s), most important" in line)
+    assert table.returncode == 0 and heads == sorted(alone), table.stdout
+
+
+def test_each_device_of_a_prof_dir_is_advised_on(tmp_path, msprof_cli):
+    prof = Path(indepgen.generate(tmp_path, ["--seed", "1", "--ops", "8", "--iters", "2", "--devices", "2"]))
+    result = msprof_cli("advise", "-dir", prof, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert f"advising on 2 result directories, each on its own: {prof.name}/device_0, {prof.name}/device_1" \
+        in result.stderr
+    found = json.loads(result.stdout)["findings"]
+    for device in ("device_0", "device_1"):
+        alone = msprof_cli("advise", "-dir", prof / device, "--format", "json")
+        mine = [{k: v for k, v in f.items() if k != "result_dir"} for f in found
+                if f["result_dir"] == f"{prof.name}/{device}"]
+        assert mine == json.loads(alone.stdout)["findings"]
 
 
 def test_help_has_examples(msprof_cli):
@@ -635,3 +667,39 @@ def test_warnings_alone_and_no_iterations(tmp_path, msprof_cli):
     assert [f["id"] for f in json.loads(result.stdout)["findings"]] == ["acl_hotspot"]
     assert "no recorded iteration (step trace / model executions): the device rules have no task to read" \
         in result.stderr
+
+
+def test_a_run_cut_off_reads_its_last_complete_iteration(networks, tmp_path, msprof_cli):
+    """The task log cut off in the last iteration (7 of its tasks kept): advise read that iteration by
+    default, so the Mish and memory-bound findings shrank or vanished, the CPU time per iteration was averaged
+    over an iteration without its CPU task, and the loss was counted against the tasks left (issue 38 #2). Now
+    the layer findings read the last complete iteration (2) and say so, the figures per iteration leave the
+    cut-off one out, and the loss is counted against every recorded iteration's tasks."""
+    job, intact = networks["mish"]
+    per_iteration = len(job.recorded_tasks(index_id=1))
+    assert [len(job.recorded_tasks(index_id=i)) for i in (1, 2, 3)] == [per_iteration] * 3
+    path = tmp_path / intact.name
+    shutil.copytree(intact, path, ignore=shutil.ignore_patterns("sqlite", "log"))
+    files = faults.stream_files(path, "hwts")
+    data = faults.read_stream(path, "hwts")
+    assert len(data) == 3 * per_iteration * 2 * 64                    # a start and an end record per task
+    files[0].write_bytes(data[:(2 * per_iteration + 7) * 2 * 64])
+    for extra in files[1:]:
+        extra.unlink()
+    proc = msprof_cli("advise", "-dir", path, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert (f"yolov3_tiny_mish: iteration 3, the last recorded, has 7 of its {per_iteration} task(s) timed: the "
+            "layer findings read iteration 2, the last complete one") in proc.stderr
+    found = by_id(json.loads(proc.stdout)["findings"])
+    second = msprof_cli("advise", "-dir", intact, "--format", "json", "--model-id", "1", "--iteration-id", "2")
+    expected = by_id(json.loads(second.stdout)["findings"])
+    for rule in ("decomposed_activation", "memory_bound"):
+        assert found[rule] == expected[rule] and found[rule], rule
+    on_cpu = [t for i in (1, 2) for t in job.recorded_tasks(index_id=i) if t["task_type"] == "AA_CPU"]
+    time = sum(Fraction(t["duration_us"]) for t in on_cpu)
+    [cpu] = found["cpu_fallback"]
+    assert f"({us(time / 2)} µs per iteration)" in cpu["message"] and len(on_cpu) == 2
+    [loss] = found["data_loss"]
+    lost = per_iteration - 7
+    assert (f" {lost} of the {3 * per_iteration} device task(s) expected are missing or lack a start or an end "
+            f"({pct(lost, 3 * per_iteration)} %).") in loss["message"] and loss["severity"] == "high"

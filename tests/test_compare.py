@@ -641,3 +641,30 @@ def test_output_dir_keeps_two_sides_of_one_name_apart(tmp_path, msprof_cli):
     # one collection given twice is one directory, as before
     again = msprof_cli("compare", base, base, "--format", "json", "--output", tmp_path / "out2")
     assert again.returncode == 0 and (tmp_path / "out2" / "PROF_SAME" / "device_0" / "sqlite").is_dir()
+
+
+def test_two_prof_dirs_of_two_devices_are_compared_device_by_device(tmp_path, msprof_cli):
+    """Two PROF_ directories of two devices were refused ("name one of them", exit 2): each device is compared
+    with the device of the same name, and said (issue 38 #7). Each pair's document is the one compare gives
+    for those two device directories named alone; a device one side lacks is said and left out."""
+    prof = Path(indepgen.generate(tmp_path / "a", ["--seed", "1", "--ops", "8", "--iters", "2", "--devices", "2"]))
+    other = tmp_path / "b" / prof.name
+    shutil.copytree(prof, other)
+    both = msprof_cli("compare", prof, other, "--format", "json")
+    assert both.returncode == 0, both.stderr
+    assert "comparing 2 devices, each on its own: device_0, device_1" in both.stderr
+    documents = json.loads(both.stdout)["comparisons"]
+    for device, document in zip(("device_0", "device_1"), documents):
+        alone = msprof_cli("compare", prof / device, other / device, "--format", "json")
+        assert alone.returncode == 0, alone.stderr
+        assert document == json.loads(alone.stdout)
+        assert (document["base"], document["new"]) == (str(prof / device), str(other / device))
+    table = msprof_cli("compare", prof, other)
+    assert table.returncode == 0, table.stderr
+    titles = [line for line in table.stdout.splitlines() if line.startswith("== ")]
+    assert titles == [f"== {prof.name}/device_{n} → {prof.name}/device_{n} ==" for n in (0, 1)]
+    shutil.rmtree(other / "device_1")
+    one = msprof_cli("compare", prof, other, "--format", "json", "--fail-if-slower", "0")
+    assert one.returncode == 0, one.stderr
+    assert json.loads(one.stdout) == documents[0]
+    assert f"not compared, in base only: {prof.name}/device_1" in one.stderr

@@ -199,33 +199,12 @@ def test_an_interrupted_export_leaves_the_earlier_files_whole_or_the_new_ones(bi
     assert "earlier" in outcomes, outcomes           # (some signal came before the end)
 
 
-def test_show_notices_a_missing_slice(tmp_path):
-    """A slice of the timeline removed (or changed) since it was written: show writes the timeline again (it
-    looked only for the first file)."""
-    from fixtures.networks import small_job
-
-    job = jobgen.write_job(tmp_path, small_job())
-    code = ("import sys, msprof.trace; msprof.trace.SLICE_EVENTS = 4; from msprof.__main__ import main; "
-            "main(sys.argv[1:])")
-    run = dict(env=ENV, capture_output=True, text=True, timeout=120)
-    assert subprocess.run([sys.executable, "-c", code, "export", "timeline", "-dir", job], **run).returncode == 0
-    slices = sorted((job / "timeline").glob("task_time_*_slice_*.json"))
-    assert len(slices) > 2
-    kept = slices[1].read_bytes()
-    slices[1].unlink()
-    proc = subprocess.run([sys.executable, "-c", code, "show", "-dir", job], **run)
-    assert proc.returncode == 0, proc.stderr
-    assert "wrote" in proc.stderr and slices[1].read_bytes() == kept
-    proc = subprocess.run([sys.executable, "-c", code, "show", "-dir", job], **run)
-    assert "wrote" not in proc.stderr                 # all there: not written again
-
-
 # --- a full disk ----------------------------------------------------------------------------------------------------
 def test_a_full_disk_during_the_timeline_names_the_file_and_show_still_prints_its_tables(tmpfs):
     """The disk fills while a timeline's events are written (several MB of them, beyond the writer's buffer):
     the message named no file (an OSError from deep in the writer), and show ended with exit 6 without the
-    tables the README promises. Now export timeline names the file (exit 6); show names it in a warning and
-    prints its tables (exit 0); no temporary is left taking the space."""
+    tables the README promises. Now export timeline names the file (exit 6); show, which writes no timeline,
+    prints its tables on the full disk (exit 0); no temporary is left taking the space."""
     import re
 
     sys.path.insert(0, str(ROOT / "bench"))
@@ -243,7 +222,7 @@ def test_a_full_disk_during_the_timeline_names_the_file_and_show_still_prints_it
     assert re.search("msprof: error: not enough disk space to write " + named, proc.stderr), proc.stderr
     proc = subprocess.run([sys.executable, "-m", "msprof", "show", "-dir", job, "--table", "op_statistic"], **run)
     assert proc.returncode == 0, proc.stderr
-    assert re.search("msprof: warning: timeline not written: not enough disk space to write " + named, proc.stderr)
+    assert "warning" not in proc.stderr, proc.stderr
     assert "Op statistic: bench (model 1)" in proc.stdout
     assert [p for p in job.rglob(".*") if p.name != ".complete-bench"] == []      # no temporary keeps the space
 

@@ -153,3 +153,45 @@ def test_demo_prof_runs_the_bundled_prof_sample(tmp_path, msprof_cli):
     advise = msprof_cli("advise", "-dir", prof, "--format", "json")
     ids = [f["id"] for f in json.loads(advise.stdout)["findings"]]
     assert {"decomposed_activation", "cpu_fallback"} <= set(ids)
+
+
+def test_prof_import_counts_the_bytes_its_workers_decode(tmp_path, monkeypatch):
+    """A PROF_ directory's host and device are imported by two worker processes: the line counted the
+    databases (0 % for seconds, then 50 %) though the user guide says import counts bytes (issue 38 #4). The
+    workers now pass on the bytes they decode: at the end the parent's line has counted every byte of the raw
+    data files (their sizes, read here), and stands at its total."""
+    from fixtures import indepgen
+    from msprof import api, progress, workers
+
+    if not workers.several_cores():
+        pytest.skip("one core: the databases are imported one after the other in this process (no workers)")
+    prof = Path(indepgen.generate(tmp_path, ["--seed", "2", "--ops", "30", "--iters", "3"]))
+    seen = []
+    wait = progress.wait
+
+    def watched(futures, shown, weights=None, relay=None):
+        wait(futures, shown, weights, relay)
+        seen.append((shown.label, shown.total, shown.done, relay.value if relay is not None else None))
+
+    monkeypatch.setattr(progress, "wait", watched)
+    api.import_collection(prof)
+    raw = sum(f.stat().st_size for d in prof.glob("*/data") for f in d.iterdir())
+    [(label, total, done, decoded)] = seen
+    assert label == "importing 2 databases" and decoded == raw and done == total >= raw
+
+
+@pytest.mark.parametrize("kind", ["JOB", "PROF_"])
+def test_the_timeline_line_counts_every_event_and_ends_at_100(kind, tmp_path):
+    """export timeline's line counted the tasks of a timeline against a total of every event (tasks, host
+    calls, flows): a PROF_ timeline ended at 20 % (issue 38 #4). Each timeline's last drawn state is 100 %."""
+    import re
+
+    sample = next(p for p in DEMO.iterdir() if p.name.startswith(kind))
+    target = shutil.copytree(sample, tmp_path / sample.name)
+    assert run_on_pty(["import", "-dir", target], tmp_path)[0] == 0
+    code, _, screen = run_on_pty(["export", "timeline", "-dir", target], tmp_path, env={"MSPROF_PROGRESS_DELAY": "0"})
+    assert code == 0, screen
+    last = {}
+    for name, pct in re.findall(rb"\rwriting (\S+) \[[#.]+\] +(\d+)%", screen):
+        last[name] = int(pct)
+    assert last and set(last.values()) == {100}, last

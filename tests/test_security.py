@@ -365,8 +365,8 @@ def test_a_read_only_collection_says_so_and_output_writes_elsewhere(user, shared
 
 
 def test_show_of_an_imported_collection_made_read_only_prints_its_tables(user, shared):
-    """show is a reading command: when the database is there and fresh but timeline/ cannot be written, the
-    tables are printed and the timeline's refusal is a warning (exit 0), not the end of the command."""
+    """show is a reading command: when the database is there and fresh, a collection nothing can be written in
+    is shown (exit 0), with nothing said but that the log is not written."""
     job = jobgen.write_job(shared, small_job())
     subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(shared)], check=True)
     assert as_user(user, "import", "-dir", job).returncode == 0
@@ -375,7 +375,7 @@ def test_show_of_an_imported_collection_made_read_only_prints_its_tables(user, s
     proc = as_user(user, "show", "-dir", job, "--format", "csv", "--table", "op_statistic")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("Task ID,Stream ID,OP Name,") and len(proc.stdout.splitlines()) > 1
-    assert f"warning: timeline not written: cannot write {job}: Permission denied" in proc.stderr, proc.stderr
+    assert "timeline" not in proc.stderr and "cannot write" not in proc.stderr, proc.stderr     # (the log: said)
     assert not (job / "timeline").exists()
 
 

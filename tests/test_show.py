@@ -108,8 +108,8 @@ def test_sort_by_any_column_title_or_key_and_reverse(job, msprof_cli):
 
 
 def test_a_bad_sort_is_refused_before_anything_is_written(job, msprof_cli):
-    """On a fresh collection show imports, then writes the timeline: a --sort no table has stops it before
-    the timeline (and the import it needs to know the tables is all that is done)."""
+    """On a fresh collection show imports (to know the tables): a --sort no table has is refused, and the
+    import is all that is done."""
     proc = msprof_cli("show", "-dir", job, "--sort", "bogus")
     assert proc.returncode == 2 and "--sort bogus: no such column" in proc.stderr
     assert not (job / "timeline").exists()
@@ -433,16 +433,55 @@ def test_a_job_of_two_models_says_which_it_shows_and_how_to_see_the_other(tmp_pa
             " (--model-id N --iteration-id N; msprof query lists them)") in proc.stderr
     one = msprof_cli("show", "-dir", job, "--model-id", "1", "--iteration-id", "2", "--table", "op_statistic")
     assert one.returncode == 0 and "also recorded" not in one.stderr, one.stderr
+    alone = msprof_cli("show", "-dir", job, "--iteration-id", "2")          # (two models: which one?)
+    assert alone.returncode == 2 and alone.stdout == ""
+    assert (f"{job.name}: --iteration-id 2 alone needs one model, and 2 are recorded (1, 2): name one with "
+            "--model-id") in alone.stderr
 
 
-def test_show_says_what_the_timeline_skips_once(tmp_path, msprof_cli):
-    """show checks whether the timeline is current, then writes it: each made the timeline list, and each
-    said its notices (found by a newcomer's trial: "no ACL API data: acl timeline skipped" twice)."""
-    path = jobgen.write_job(tmp_path, small_job(acl_api="off"))
-    proc = msprof_cli("show", "-dir", path)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.count("no ACL API data: acl timeline skipped") == 1
-    assert (path / "timeline").is_dir()
+def test_iteration_id_alone_selects_the_one_model(job, msprof_cli, tmp_path):
+    """--iteration-id without --model-id was refused (exit 2) where a result dir has one model: it selects that
+    model's iteration, as both options would (issue 38 #7); --model-id alone is still refused."""
+    for command in (["show", "--format", "json"], ["advise", "--format", "json"]):
+        both = msprof_cli(*command, "-dir", job, "--model-id", "1", "--iteration-id", "2")
+        alone = msprof_cli(*command, "-dir", job, "--iteration-id", "2")
+        assert both.returncode == 0 and alone.returncode == 0, alone.stderr
+        assert alone.stdout == both.stdout != ""
+        everything = msprof_cli(*command, "-dir", job)              # (the last iteration, 3: another answer)
+        assert everything.returncode == 0 and everything.stdout != alone.stdout
+    exported = msprof_cli("export", "timeline", "-dir", job, "--iteration-id", "2")
+    assert exported.returncode == 0, exported.stderr
+    assert sorted(p.name for p in (job / "timeline").iterdir()) == ["task_time_0.tiny.1.1_iter2.json"]
+    hint = msprof_cli("export", "summary", "-dir", job, "--iteration-id", "3")
+    assert hint.returncode == 0 and f"msprof show -dir {job} --iteration-id 3 " in hint.stderr, hint.stderr
+    assert msprof_cli("show", "-dir", job, "--model-id", "1").returncode == 2
+
+
+def _written(path):
+    """The files under ``path`` outside its databases and log (what a reading command must leave alone)."""
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*")
+                  if p.is_file() and not {"sqlite", "log"} & set(p.relative_to(path).parts))
+
+
+@pytest.mark.parametrize("layout", ["JOB", "PROF"])
+def test_reading_commands_write_no_timeline(tmp_path, msprof_cli, layout):
+    """show, query and advise read: on a fresh collection they build the database (a cache) and write nothing
+    else — show wrote the whole run's timelines first (a 128 MB file nobody asked for), even when it then
+    refused its --table (issue 38 #1)."""
+    from test_profgen import MULTI
+
+    from fixtures import profgen as pg
+
+    path = jobgen.write_job(tmp_path, small_job()) if layout == "JOB" else pg.write_prof(tmp_path, MULTI)
+    raw = _written(path)
+    bad = msprof_cli("show", "-dir", path, "--table", "no_such_table")
+    assert bad.returncode == 2 and "no_such_table" in bad.stderr, bad.stderr
+    for command in (["show"], ["show", "--format", "json"], ["query"], ["advise"]):
+        proc = msprof_cli(*command, "-dir", path)
+        assert proc.returncode == 0, (command, proc.stderr)
+        assert "timeline" not in proc.stderr, (command, proc.stderr)
+        assert _written(path) == raw, command
+    assert list(path.rglob("msprof.db")) and not list(path.rglob("timeline"))
 
 
 def test_csv_of_two_tables_asked_for_says_which_it_left_out(job, msprof_cli):

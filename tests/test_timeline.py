@@ -113,10 +113,6 @@ def write_timelines(report, selection=Selection(), **kwargs):
                               selection=selection, **kwargs)
 
 
-def timelines_current(report):
-    return tl.timelines_current(report, report.unit.out / "timeline")
-
-
 def load(path):
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
@@ -229,19 +225,26 @@ def test_no_flow_when_the_iteration_is_not_inside_the_call(tmp_path):
 
 
 def test_iteration_filter(job, tmp_path):
+    """One iteration's export has a name of its own (``_iter<N>``) and leaves the whole run's files as they
+    are (it overwrote the whole run's task_time and acl files of the same names: issue 38 #1); the acl file,
+    which holds every call of the run, is the whole export's alone. A whole export keeps the iteration's file."""
+    export(job)
+    timeline = job / "timeline"
+    whole = {p.name: p.read_bytes() for p in timeline.iterdir()}
+    assert sorted(whole) == ["acl_0.net.1.2.json", "task_time_0.json", "task_time_0.net.1.2.json"]
     written = export(job, model_id=1, iteration_id=2)
-    assert sorted(p.name for p in written) == ["acl_0.net.1.2.json", "task_time_0.net.1.2.json"]
-    trace = load(job / "timeline" / "task_time_0.net.1.2.json")
+    assert [p.name for p in written] == ["task_time_0.net.1.2_iter2.json"]
+    assert {p.name: p.read_bytes() for p in timeline.iterdir() if p.name in whole} == whole
+    trace = load(timeline / "task_time_0.net.1.2_iter2.json")
+    assert check_trace(trace) == []
     assert {e["args"]["Iteration"] for e in of(trace, "X") if e["pid"] == TASK_PID} == {2}
     assert [f["ts"] for f in of(trace, "f")] == [1020.1]
     assert trace["otherData"]["iteration"] == 2
-    with open_report(job) as report:
-        assert not timelines_current(report)     # a one-iteration export is not the full timeline
     with pytest.raises(UsageError):
         export(job, model_id=1, iteration_id=9)
-    export(job)                                     # restore the full timeline for the other tests
-    with open_report(job) as report:
-        assert timelines_current(report)
+    export(job)
+    assert sorted(p.name for p in timeline.iterdir()) == sorted([*whole, "task_time_0.net.1.2_iter2.json"])
+    (timeline / "task_time_0.net.1.2_iter2.json").unlink()         # (the other tests read the whole run's files)
 
 
 @pytest.mark.parametrize("layout", ["JOB", "PROF"])
@@ -300,22 +303,6 @@ def test_times_before_the_collection_start_are_exact(tmp_path):
     calls = sorted((e["ts"], e["dur"]) for e in of(acl, "X"))
     assert calls == sorted(((s - origin) / 1000, (e - s) / 1000) for _type, s, e, _pid, _tid, _name in CALLS)
     assert calls[0][0] < 0 < calls[-1][0]
-
-
-def test_timeline_current(tmp_path):
-    job = make_job(tmp_path, TASKS, ITERATIONS, CALLS)
-    with open_report(job) as report:
-        assert not timelines_current(report)
-        write_timelines(report)
-        assert timelines_current(report)
-    earlier = (job / "sqlite" / "msprof.db").stat().st_mtime - 10     # the database was rebuilt since
-    os.utime(job / "timeline" / "task_time_0.json", (earlier, earlier))
-    with open_report(job) as report:
-        assert not timelines_current(report)
-        write_timelines(report)
-        assert timelines_current(report)
-        (job / "timeline" / "task_time_0.json").unlink()
-        assert not timelines_current(report)
 
 
 def test_unpaired_tasks_are_counted(job):

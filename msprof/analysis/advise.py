@@ -327,8 +327,9 @@ def _data_loss(facts: Facts, selection: Selection) -> Iterator[Hit]:
     severity = "high" if share >= 0.20 else "medium" if losses or untimed else "info"
     yield Hit(severity, share, {"skipped": skipped, "bytes": sum(loss.head_lost + loss.tail_lost for loss in losses),
                                 "streams": len(losses), "warnings": len(warnings),
-                                "untimed": f" {untimed} of the {tasks} device task(s) lack a start or an end "
-                                           f"({_pct(untimed, tasks)} %)." if untimed else ""}, evidence)
+                                "untimed": f" {untimed} of the {tasks} device task(s) expected are missing or lack a "
+                                           f"start or an end ({_pct(untimed, tasks)} %)." if untimed else ""},
+              evidence)
 
 
 RULES: List[Rule] = [

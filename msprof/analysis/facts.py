@@ -15,6 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
+from msprof.console import notice
 from msprof.contract import Selection
 
 SINGLE_OP = "single-op"
@@ -156,6 +157,8 @@ class Facts:
         self._op_times: Dict[Selection, List[OpTime]] = {}
         self._layer_lists: Dict[tuple, List[Layer]] = {}
         self._idle: Dict[Selection, list] = {}     # (host_bound and device_idle read the same rows)
+        self._counts: Optional[Dict[Tuple[int, int], Tuple[int, int]]] = None
+        self._said: set = set()           # the models whose default iteration was said
 
     # --- what the data holds ------------------------------------------------------------------------
     # how a collection gets the PMU data that give a memory-bound value (said when they are missing)
@@ -215,12 +218,83 @@ class Facts:
         """The import's warnings (the database's notice table)."""
         raise NotImplementedError
 
+    def _iteration_counts(self) -> Iterable[Tuple[int, int, int, int]]:
+        """(model id, iteration id, device tasks, timed device tasks) of each recorded iteration with tasks, in
+        model then iteration order; nothing where a layout cannot count them (the last recorded iteration is
+        then the default, and loss is counted against the tasks present)."""
+        return []
+
+    def iteration_counts(self) -> Dict[Tuple[int, int], Tuple[int, int]]:
+        """``_iteration_counts`` by (model id, iteration id), read once."""
+        if self._counts is None:
+            self._counts = {(model, index): (tasks, timed) for model, index, tasks, timed in self._iteration_counts()}
+        return self._counts
+
+    def expected_tasks(self) -> Dict[int, int]:
+        """Per model id, the tasks an iteration of it holds: as many as its fullest recorded iteration."""
+        expected: Dict[int, int] = {}
+        for (model, _index), (tasks, _timed) in self.iteration_counts().items():
+            expected[model] = max(expected.get(model, 0), tasks)
+        return expected
+
     def untimed(self) -> Tuple[int, int]:
-        """(device tasks with a start or an end lost, device tasks): both layouts keep an unpaired task log
-        record as a task row with the other side NULL."""
+        """(device tasks lost, device tasks expected). Lost: a task with its start or an end lost (both layouts
+        keep an unpaired task log record as a task row with the other side NULL), and, where the iterations
+        are counted, each task a recorded iteration lacks against its model's fullest one (the end of a run
+        cut off leaves iterations without their tasks)."""
         untimed, tasks = self.report.conn.execute(
             "SELECT coalesce(sum(start_syscnt IS NULL OR end_syscnt IS NULL), 0), count(*) FROM task").fetchone()
-        return untimed, tasks
+        counts = self.iteration_counts()
+        if not counts:
+            return untimed, tasks
+        expected = self.expected_tasks()
+        outside = tasks - sum(present for present, _timed in counts.values())
+        wanted = outside + sum(expected.get(it.model_id, 0) for it in self.report.iterations())
+        return untimed + max(0, wanted - tasks), max(wanted, tasks)
+
+    def cut_off(self) -> Dict[int, int]:
+        """Per model id whose run's end was cut off, its last complete iteration: the iterations after it lack
+        tasks, and the per-iteration figures leave them out (said once)."""
+        expected = self.expected_tasks()
+        last: Dict[int, int] = {}
+        complete: Dict[int, int] = {}
+        for (model, index), (tasks, timed) in self.iteration_counts().items():
+            last[model] = max(last.get(model, index), index)
+            if timed == tasks == expected[model]:
+                complete[model] = max(complete.get(model, index), index)
+        cut = {model: index for model, index in complete.items() if index < last[model]}
+        for model, index in cut.items():
+            if ("cut", model) not in self._said:
+                self._said.add(("cut", model))
+                notice(f"{self.label}: model {model}: the iterations after {index}, the last complete one, lack "
+                       "tasks (the end of the run cut off): the figures per iteration leave them out")
+        return cut
+
+    def chosen(self, iterations: list, selection: Selection) -> list:
+        """Of ``iterations`` (model then iteration order), those whose layers advise reads: the selected one;
+        by default, per model, the last complete one (every task of its fullest iteration there and timed),
+        else the fullest, said when it is not the last recorded (the end of a run cut off)."""
+        last: Dict[int, object] = {}
+        for it in iterations:
+            last[it.model_id] = it
+        counts = self.iteration_counts()
+        if not selection.everything or not counts:
+            return list(last.values())
+        expected = self.expected_tasks()
+        picked = {}
+        for it in iterations:           # (ties go to the later iteration)
+            tasks, timed = counts.get((it.model_id, it.index_id), (0, 0))
+            rank = (timed == tasks == expected.get(it.model_id), timed)
+            if it.model_id not in picked or rank >= picked[it.model_id][0]:
+                picked[it.model_id] = (rank, it)
+        for model, ((complete, _timed), it) in picked.items():
+            if it is not last[model] and model not in self._said:
+                self._said.add(model)
+                tasks, timed = counts.get((model, last[model].index_id), (0, 0))
+                notice(f"{self.label}: {it.model_name}: iteration {last[model].index_id}, the last recorded, has "
+                       f"{timed} of its {expected[model]} task(s) timed: the layer findings read iteration "
+                       f"{it.index_id}, {'the last complete' if complete else 'the fullest'} one")
+        return [it for _rank, it in picked.values()]
 
     # --- answers -----------------------------------------------------------------------------------
     def layers(self, iteration: LayerIteration) -> Iterable[Layer]:

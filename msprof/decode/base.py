@@ -170,7 +170,7 @@ def load_streams(conn, streams: Sequence[StreamFiles], make: Callable[[StreamFil
     counts and warn (``notices.warn``) about lost bytes and skipped records, naming file and offset.
     Returns the decoders (their state, e.g. unpaired counts, for the caller)."""
     decoders = []
-    with progress.step("importing", _size(streams)) as shown:
+    with progress.step("importing", _size(streams), "bytes") as shown:
         for item in streams:
             decoders.append(_load_stream(conn, item, make, notices, counts, shown))
     return decoders

@@ -7,7 +7,7 @@ import itertools
 import os
 import shutil
 from pathlib import Path
-from typing import BinaryIO, Dict, List, Optional, TextIO, Type
+from typing import BinaryIO, Dict, List, Optional, TextIO, Tuple, Type
 
 from msprof.renderers.documents import Comparison, Findings, Listing
 from msprof.tables import Table
@@ -84,6 +84,24 @@ class Renderer:
     def findings(self, findings: Findings, out: TextIO) -> None:
         """advise's output."""
         raise NotImplementedError(f"{self.name} does not print findings")
+
+    def comparisons(self, comparisons: List[Tuple[str, Comparison]], out: TextIO) -> None:
+        """compare's output of one pair of result dirs, or of several (the devices of two PROF_ directories:
+        (title, comparison) each), one after the other under its title."""
+        for title, comparison in comparisons:
+            if len(comparisons) > 1:
+                out.write(self.heading(title))
+            self.comparison(comparison, out)
+
+    def heading(self, title: str) -> str:
+        """The line that names a pair of several compared."""
+        return f"== {title} ==\n\n"
+
+    def all_findings(self, findings: List[Findings], out: TextIO) -> None:
+        """advise's output of each result dir, one after the other."""
+        for number, each in enumerate(findings):
+            out.write("\n" if number else "")
+            self.findings(each, out)
 
 
 def copy(source: BinaryIO, out: BinaryIO) -> None:

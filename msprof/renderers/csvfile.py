@@ -76,6 +76,9 @@ class CsvRenderer(Renderer):
         for section in listing.sections:
             state.section(self, section, out)
 
+    def heading(self, title: str) -> str:
+        return f"# == {title} ==\n"
+
     def comparison(self, comparison: Comparison, out: TextIO) -> None:
         for table in comparison.tables:
             if table.key in comparison.cut:

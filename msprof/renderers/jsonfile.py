@@ -10,7 +10,7 @@ field), written as it goes; compare and advise print theirs whole (``json.dumps`
 import itertools
 import json
 from pathlib import Path
-from typing import BinaryIO, List, Optional, Sequence, TextIO
+from typing import BinaryIO, List, Optional, Sequence, TextIO, Tuple
 
 from msprof.renderers import insql
 from msprof.renderers.base import Renderer, Sink, register
@@ -127,6 +127,19 @@ class JsonRenderer(Renderer):
 
     def findings(self, findings: Findings, out: TextIO) -> None:
         out.write(json.dumps({"findings": findings.findings}, indent=1, ensure_ascii=False) + "\n")
+
+    def comparisons(self, comparisons: List[Tuple[str, Comparison]], out: TextIO) -> None:
+        """One document: a pair's, or {"comparisons": [each pair's]} (each names its sides: base, new)."""
+        if len(comparisons) == 1:
+            self.comparison(comparisons[0][1], out)
+        else:
+            documents = [comparison.document for _title, comparison in comparisons]
+            out.write(json.dumps({"comparisons": documents}, indent=1, ensure_ascii=False) + "\n")
+
+    def all_findings(self, findings: List[Findings], out: TextIO) -> None:
+        """One document: every result dir's findings in one list (each names its "result_dir" when several)."""
+        out.write(json.dumps({"findings": [f for each in findings for f in each.findings]}, indent=1,
+                             ensure_ascii=False) + "\n")
 
 
 def _record(keys: List[str], encode, row) -> dict:

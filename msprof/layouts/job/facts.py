@@ -44,9 +44,12 @@ class JobFacts(Facts):
     def _model_name(self, model_id: int) -> str:
         return self._names.get(model_id) or f"model{model_id}"     # as JobReport.iterations names it
 
-    @staticmethod
-    def _where(selection: Selection) -> Tuple[str, dict]:
+    def _where(self, selection: Selection) -> Tuple[str, dict]:
         where, args = selection_sql(selection, "t.model_id", "t.index_id")
+        if selection.everything:        # (a run whose end was cut off: its last, incomplete, iterations left out)
+            for n, (model, index) in enumerate(sorted(self.cut_off().items())):
+                where.append(f"NOT (t.model_id = :cut_model{n} AND t.index_id > :cut_index{n})")
+                args.update({f"cut_model{n}": model, f"cut_index{n}": index})
         return " AND ".join([_RECORDED] + where), args
 
     @property
@@ -86,11 +89,13 @@ class JobFacts(Facts):
             yield name, API_TYPES.get(api_type, str(api_type)), True, count, total * scale
 
     def layer_iterations(self, selection: Selection = Selection()) -> List[LayerIteration]:
-        iterations = self.report.check(selection)
-        last = {}
-        for it in iterations:
-            last[it.model_id] = it                      # in model, index order: the last one stays
-        return [LayerIteration(it.model_id, it.model_name, it.index_id) for it in last.values()]
+        return [LayerIteration(it.model_id, it.model_name, it.index_id)
+                for it in self.chosen(self.report.check(selection), selection)]
+
+    def _iteration_counts(self) -> Iterable[Tuple[int, int, int, int]]:
+        return self.conn.execute(
+            "SELECT model_id, index_id, count(*), sum(start_syscnt IS NOT NULL AND end_syscnt IS NOT NULL) FROM task"
+            " WHERE model_id IS NOT NULL AND index_id IS NOT NULL GROUP BY model_id, index_id")
 
     def _layers(self, iteration: LayerIteration) -> Iterator[Layer]:
         """The rows of op_summary (what ``show`` prints for that iteration): the same numbers."""

@@ -63,7 +63,9 @@ def timelines(report, selection: Selection) -> List[Timeline]:
             if selection.model_id is not None and model["model_id"] != selection.model_id:
                 continue
             if model["model_id"] in counts:
-                out.append(Timeline(_model_base("task_time", report, model),
+                # (one iteration's file is named apart from the whole run's: neither export replaces the other)
+                suffix = "" if selection.everything else f"_iter{selection.iteration_id}"
+                out.append(Timeline(_model_base("task_time", report, model) + suffix,
                                     other_data(report, "task_time", model, selection.iteration_id),
                                     _TaskSources(model, selection.iteration_id), counts[model["model_id"]]))
         if selection.everything and None in counts:
@@ -72,7 +74,11 @@ def timelines(report, selection: Selection) -> List[Timeline]:
     else:
         notice(f"{label}: no HWTS task data: task_time timeline skipped")
     calls = report.count("acl_api")
-    if calls:
+    if not selection.everything:
+        if calls:       # (the acl file holds every call of the run: an iteration's export does not rewrite it)
+            notice(f"{label}: the acl timeline covers the whole run: an export without --model-id and "
+                   "--iteration-id writes it")
+    elif calls:
         base = _model_base("acl", report, models[min(models)]) if models else f"acl_{safe_name(report.device_id)}"
         out.append(Timeline(base, other_data(report, "acl", None), _acl_sources, calls))
     else:

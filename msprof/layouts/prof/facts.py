@@ -130,10 +130,8 @@ class ProfFacts(Facts):
         if self.single_op:
             self.report.check(selection)
             return [LayerIteration(None, SINGLE_OP, None)]
-        last = {}
-        for it in self.report.check(selection):
-            last[it.model_id] = it
-        return [LayerIteration(it.model_id, it.model_name, it.index_id) for it in last.values()]
+        return [LayerIteration(it.model_id, it.model_name, it.index_id)
+                for it in self.chosen(self.report.check(selection), selection)]
 
     def _layers(self, iteration: LayerIteration) -> Iterator[Layer]:
         """The rows of op_summary (the file export summary writes): the same numbers."""
