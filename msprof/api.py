@@ -52,7 +52,12 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     failures = Failures(len(units))
     for target in targets(units, stamp):
         if target.merged is not None:
-            written += _export_merged(target, fmt, selection, failures)
+            from msprof.summary import stage_summary
+
+            written += _export_merged(target, failures, "--export=on (summary)", f"cann_summary.{fmt}.manifest",
+                                      lambda k, unit, report: stage_summary(
+                                          report, unit.layout.summary_files(report, selection), fmt,
+                                          target.summary_dir))
             continue
         for unit in target.units:
             with failures.each(unit), reading(unit, f"export summary --format {fmt}", target) as report:
@@ -68,19 +73,20 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     return written
 
 
-def _export_merged(target: Target, fmt: str, selection: Selection, failures: Failures) -> List[Path]:
-    """A merged target's summary files: every unit's tables appended, put in place only when every unit's were
-    written (a file short of a device would pass for the whole PROF_)."""
-    from msprof.summary import Merged
+def _export_merged(target: Target, failures: Failures, command: str, manifest: str, stage, check_all=False
+                   ) -> List[Path]:
+    """A merged target's files (msprof.merged): ``stage(k, unit, report)`` writes unit k's as temporaries, and
+    they are joined and put in place only when every unit's were written (a file short of a device would pass
+    for the whole PROF_)."""
+    from msprof.merged import Merged
 
     failed = len(failures.failed)
-    manifest = target.units[0].out / "sqlite" / f"cann_summary.{fmt}.manifest"
     # (the export's log where the CANN msprof puts its own: PROF_x/mindstudio_profiler_log/)
-    with result_log(target.summary_dir.parent, "--export=on", CANN_LOG), \
-            Merged(target.summary_dir, target.merged, manifest) as merged:
-        for unit in target.units:
-            with failures.each(unit), reading(unit, f"export summary --format {fmt}", target) as report:
-                merged.add(report, unit.layout.summary_files(report, selection), fmt)
+    with result_log(target.summary_dir.parent, command, CANN_LOG), Merged(
+            target.summary_dir, target.merged, target.units[0].out / "sqlite" / manifest, check_all) as merged:
+        for k, unit in enumerate(target.units):
+            with failures.each(unit), reading(unit, command, target) as report:
+                merged.add(stage(k, unit, report))
         if len(failures.failed) > failed:
             log.error("%s: not written, as a device failed", target.summary_dir)
             return []
@@ -88,17 +94,31 @@ def _export_merged(target: Target, fmt: str, selection: Selection, failures: Fai
 
 
 def export_timeline(path: Path, selection: Selection = Selection(), check_all: bool = False,
-                    output: Optional[Path] = None, hint: bool = False) -> List[Path]:
+                    output: Optional[Path] = None, hint: bool = False, stamp: Optional[str] = None) -> List[Path]:
     """Write the Chrome traces of every target (a unit's timeline/) under ``path``, importing first when
     needed. ``check_all``: validate every file before it is renamed into place, whatever its size. ``hint``:
-    end by saying how to look at them."""
+    end by saying how to look at them. ``stamp``: the CANN layout, a PROF_'s devices in one
+    ``msprof_<stamp>.json`` (docs/prof.md); other layouts keep their places."""
+    from msprof.outputs import FileSet
     from msprof.trace import write_timelines
+
+    def stage(k: int, unit: Unit, report) -> list:
+        report.check(selection)
+        with FileSet(target.timeline_dir) as own:
+            # (unchecked here: the joined file is; the host's calls with the first device only)
+            write_timelines(report, unit.layout.timelines(report, selection, cann=True, host=k == 0),
+                            target.timeline_dir, None, selection, files=own)
+            return own.hand_over()
 
     selection.check()
     written: List[Path] = []
     units = find_units(path, output)
     failures = Failures(len(units))
-    for target in targets(units):
+    for target in targets(units, stamp):
+        if target.merged is not None:
+            written += _export_merged(target, failures, "--export=on (timeline)", "cann_timeline.manifest", stage,
+                                      check_all)
+            continue
         for unit in target.units:
             with failures.each(unit), reading(unit, "export timeline", target) as report:
                 report.check(selection)
@@ -129,7 +149,8 @@ def cann_export(path: Path, selection: Selection = Selection(), fmt: str = "csv"
     read it — a PROF_'s devices in one time-stamped file per kind in PROF_x/mindstudio_profiler_output/ (the
     CANN layout), a JOB's files in their usual places."""
     stamp = time.strftime("%Y%m%d%H%M%S")
-    return export_summary(path, fmt, selection, stamp=stamp)
+    # (the timeline first: torch_npu reads it as soon as it sees the first csv file)
+    return export_timeline(path, selection, stamp=stamp) + export_summary(path, fmt, selection, stamp=stamp)
 
 
 def cann_analyze(path: Path, rules: Sequence[str] = ANALYZE_RULES) -> List[Path]:

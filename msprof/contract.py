@@ -338,8 +338,11 @@ class Layout(abc.ABC):
         """What export summary writes (saying what it skips and why)."""
 
     @abc.abstractmethod
-    def timelines(self, report: Report, selection: Selection) -> List[Timeline]:
-        """What export timeline writes (saying what it skips and why)."""
+    def timelines(self, report: Report, selection: Selection, cann: bool = False, host: bool = True
+                  ) -> List[Timeline]:
+        """What export timeline writes (saying what it skips and why). A layout whose targets are ``merged``
+        (the CANN layout) is asked for its ``cann`` timelines, ``host``: with the host's events (its first
+        unit of a target only); no other layout is."""
 
     @abc.abstractmethod
     def show_tables(self, report: Report, selection: Selection) -> List[Table]:

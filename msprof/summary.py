@@ -16,14 +16,11 @@ place with its own).
 """
 import contextlib
 import itertools
-import re
-import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from msprof import progress
 from msprof.contract import SummaryFile
-from msprof.errors import DataError
 from msprof.outputs import FileSet, naming_errors, output_dir, remove_stale, temporary
 from msprof.console import log, notice
 from msprof.renderers import FORMATS
@@ -48,105 +45,20 @@ def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path,
         staged.commit()
     for path in written:
         log.info("wrote %s", path)
-    _removed(staged)
+    gone = staged.removed
+    if gone:
+        notice(f"removed {len(gone)} file(s) an earlier export wrote that this one does not: {', '.join(gone[:5])}"
+               + (", …" if len(gone) > 5 else ""))
     return written
 
 
-def _removed(staged: FileSet, what: str = "file(s) an earlier export wrote that this one does not") -> None:
-    gone = staged.removed
-    if gone:
-        notice(f"removed {len(gone)} {what}: {', '.join(gone[:5])}" + (", …" if len(gone) > 5 else ""))
-
-
-class Merged:
-    """The summary files of several units appended into one file per kind (``Target.merged``: a PROF_'s devices
-    in the CANN layout): ``<kind>_<stamp>.csv``, the header once, then each unit's rows in the units' order. A
-    selection's suffix (``_model<M>_iter<I>``) is not in the name: the readers match ``<kind>_<digits>``.
-
-    ``add`` writes a unit's files as temporaries in ``directory``; ``commit`` joins them into the set that
-    replaces the earlier one whole: files of the kinds written, of any earlier stamp (the readers take every
-    file matching a kind's pattern), and the files of the previous merged export (its ``manifest``). A kind
-    without a row is not written, as the reference writes no file there. Until ``commit``, nothing earlier is
-    touched; leaving the block without it removes the temporaries."""
-
-    def __init__(self, directory: Path, stamp: str, manifest: Optional[Path]):
-        self.directory, self.stamp = Path(directory), stamp
-        self.files = FileSet(self.directory, manifest)
-        self.parts: Dict[str, List[Path]] = {}        # per kind (file name without the stamp), each unit's file
-
-    def __enter__(self) -> "Merged":
-        return self
-
-    def __exit__(self, *exc) -> bool:
-        self.discard()
-        return False
-
-    def add(self, report, files: List[SummaryFile], fmt: str) -> None:
-        """A unit's summary files, staged as temporaries for ``commit``."""
-        with FileSet(self.directory) as own:
-            if files:
-                _write(report, files, fmt, self.directory, own)
-            for tmp, name in own.hand_over():
-                self.parts.setdefault(_SELECTED.sub("", Path(name).stem) + Path(name).suffix, []).append(Path(tmp))
-
-    def commit(self) -> List[Path]:
-        """Put the merged files in place of the earlier ones; return them."""
-        kinds = []
-        for name, parts in self.parts.items():
-            kind, extension = Path(name).stem, Path(name).suffix
-            target = f"{kind}_{self.stamp}{extension}"
-            tmp = temporary(output_dir(self.directory), target)
-            try:
-                with naming_errors(self.directory / target), open(tmp, "wb") as out:
-                    rows = _append(parts, out, self.directory / target)
-            except BaseException:
-                tmp.unlink()
-                raise
-            if rows:
-                self.files.adopt([(tmp, target)])
-                kinds.append(kind)
-            else:                       # (no row: no file, as from the reference)
-                tmp.unlink()
-                log.info("%s: no row, not written", target)
-        self.parts = {}
-        # (any stamp's file of a kind written: readers take every file matching a kind's pattern)
-        self.files.replaces = re.compile(r"(?:%s)_(?:slice_\d+_)?\d{14}\.\w+" % "|".join(map(re.escape, kinds))
-                                         ) if kinds else None
-        written = self.files.commit()
-        for path in written:
-            log.info("wrote %s", path)
-        _removed(self.files, "earlier file(s) of these kinds")
-        return written
-
-    def discard(self) -> None:
-        for path in (p for parts in self.parts.values() for p in parts):
-            path.unlink(missing_ok=True)
-        self.parts = {}
-        self.files.discard()
-
-
-# a selection's suffix of a summary file's name (docs/prof.md)
-_SELECTED = re.compile(r"(?:_model\d+)?(?:_iter\d+)?$")
-
-
-def _append(parts: List[Path], out, target: Path) -> int:
-    """The units' files of one kind into ``out``: the first one's header, every one's rows (a file whose
-    header differs cannot be appended: its columns would be misread). Returns the bytes of rows written."""
-    header, rows = None, 0
-    for part in parts:
-        with open(part, "rb") as handle:
-            first = handle.readline()
-            if header is None:
-                header = first
-                out.write(first)
-            elif first != header:
-                raise DataError(f"{target}: the devices' tables have different columns (metric sets or chips differ"
-                                f"), so they cannot be one file; `msprof export summary` writes one per device")
-            before = out.tell()
-            shutil.copyfileobj(handle, out, 1 << 20)
-            rows += out.tell() - before
-        part.unlink()
-    return rows
+def stage_summary(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[Tuple[str, str]]:
+    """Write ``files`` as temporaries in ``directory`` and hand them over, (temporary, name) each, for another
+    set to put in place (msprof.merged: a PROF_'s devices in one file per kind)."""
+    with FileSet(directory) as own:
+        if files:
+            _write(report, files, fmt, directory, own)
+        return own.hand_over()
 
 
 def _write(report, files: List[SummaryFile], fmt: str, directory: Path, staged: FileSet) -> List[Path]:

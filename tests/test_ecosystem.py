@@ -18,12 +18,14 @@ torch_npu reads, where the files go, a refused ``--type=db``, ``--analyze`` with
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fixtures import indepgen  # noqa: E402
 from reference_runner import reference_available, reference_dir, reference_script  # noqa: E402
+
+from msprof.events import TASK_PID_BASE  # noqa: E402
 
 # Small runs of every shape the readers treat differently (a few seconds of the reference each)
 SCENARIOS = {
@@ -192,7 +196,6 @@ NO_TIMELINE = pytest.mark.xfail(strict=True, reason="--export=on writes no CANN 
 
 
 @pytest.mark.oracles
-@NO_TIMELINE
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_msprof_analyze_reads_our_export_as_the_reference(oracles, scenarios, name):
     """advisor, compare and cluster: the same checks pass on our export as on the reference's."""
@@ -269,7 +272,7 @@ def test_export_on_writes_one_file_per_kind_in_the_cann_place(tmp_path, msprof_c
     proc = msprof_cli("--export=on", "--output=%s" % prof)
     assert proc.returncode == 0, proc.stderr
     first = _exported(prof)
-    assert all(len(first[kind]) == 1 for kind in EXPORTED if kind != "msprof"), first
+    assert all(len(first[kind]) == 1 for kind in EXPORTED), first
     assert not (prof / "device_0" / "summary").exists()        # (the CANN layout only)
     assert msprof_cli("export", "summary", "-dir", prof).returncode == 0
     for kind in ("op_summary", "op_statistic", "api_statistic", "task_time"):
@@ -289,7 +292,7 @@ def test_export_on_writes_one_file_per_kind_in_the_cann_place(tmp_path, msprof_c
     proc = msprof_cli("--export=on", "--output=%s" % prof.parent)
     assert proc.returncode == 0, proc.stderr
     again = _exported(prof)
-    assert all(len(again[kind]) == 1 and again[kind] != first[kind] for kind in EXPORTED if kind != "msprof"), again
+    assert all(len(again[kind]) == 1 and again[kind] != first[kind] for kind in EXPORTED), again
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(EXPORTED)) == ["notes.txt"]
     assert (out / "op_summary_backup.csv").read_text() == "earlier\n"
 
@@ -353,14 +356,66 @@ def test_export_on_a_job_writes_its_usual_files(tmp_path, msprof_cli):
     assert not (job / "mindstudio_profiler_output").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="the CANN timeline (msprof_<ts>.json, a JSON array with string times, "
-                   "ecosystem-target.md §2) is not written by --export=on yet")
-def test_export_on_writes_the_timeline_as_a_json_array(tmp_path, msprof_cli):
-    prof = Path(indepgen.generate(tmp_path, SCENARIOS["two_devices"].split()))
+def _sections(intervals):
+    """Union of (start, end) Decimal intervals sorted by start: [(start, end)] merged where they touch."""
+    merged = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+
+
+def test_export_on_writes_the_timeline_the_ascend_tools_read(tmp_path, msprof_cli):
+    """msprof_<ts>.json (ecosystem-target.md §2): a JSON array, metadata first; the processes CANN (labels CPU,
+    sort index 7) and, per device, Ascend Hardware (NPU <n>, 14) and Overlap Analysis (NPU <n>, 20), pids
+    (app pid << 10) | (sort index << 5) | device (31 for the host); a task's ts is the text of its op_summary
+    start; host calls once for both devices, named by their layer; Overlap Analysis the union of the device's
+    tasks (Computing) and the gaps between them (Free), computed here from op_summary."""
+    prof = Path(indepgen.generate(tmp_path / "raw", SCENARIOS["two_devices"].split()))
     assert msprof_cli("--export=on", "--output=%s" % prof).returncode == 0
-    [name] = _exported(prof)["msprof"]
-    timeline = json.loads((prof / "mindstudio_profiler_output" / name).read_text())
-    assert isinstance(timeline, list) and timeline
+    found = _exported(prof)
+    [name] = found["msprof"]
+    events = json.loads((prof / "mindstudio_profiler_output" / name).read_text())
+    assert isinstance(events, list)
+    phases = [e["ph"] for e in events]
+    assert "M" not in phases[phases.index("X"):]
+    app = int(json.loads((prof / "host" / "info.json").read_text())["pid"])
+    labels = {(e["pid"], e["args"]["labels"]) for e in events if e["name"] == "process_labels"}
+    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    expected = {(app << 10 | 7 << 5 | 31): ("CANN", "CPU")}
+    for device in (0, 1):
+        expected[app << 10 | 14 << 5 | device] = ("Ascend Hardware", "NPU %d" % device)
+        expected[app << 10 | 20 << 5 | device] = ("Overlap Analysis", "NPU %d" % device)
+    assert {pid: (names[pid], label) for pid, label in labels} == expected
+    device_of = {pid: int(label.split()[1]) for pid, label in labels if label != "CPU"}
+    with open(prof / "mindstudio_profiler_output" / found["op_summary"][0], newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    starts = sorted((int(r["Device_id"]), int(r["Stream ID"]), int(r["Task ID"]), r["Task Start Time(us)"])
+                    for r in rows)
+    tasks = sorted((device_of[e["pid"]], e["args"]["Physic Stream Id"], e["args"]["Task Id"], e["ts"])
+                   for e in events if e["ph"] == "X" and names[e["pid"]] == "Ascend Hardware")
+    assert len(tasks) == 32 and tasks == starts
+    # host calls: once, by layer (per device, `export timeline` writes them all in each device's file)
+    calls = [e for e in events if e["ph"] == "X" and names[e["pid"]] == "CANN"]
+    assert msprof_cli("export", "timeline", "-dir", prof / "device_1").returncode == 0
+    own = json.loads((prof / "device_1" / "timeline" / "msprof.json").read_text())["traceEvents"]
+    assert len(calls) == sum(1 for e in own if e["ph"] == "X" and e["pid"] < TASK_PID_BASE) == 91
+    assert {e["name"].split("@")[0] for e in calls} == {"AscendCL", "Model", "Node", "Runtime"}
+    for device in (0, 1):
+        mine = [r for r in rows if r["Device_id"] == str(device)]
+        union = _sections((Decimal(r["Task Start Time(us)"]), Decimal(r["Task Start Time(us)"])
+                           + Decimal(r["Task Duration(us)"])) for r in mine)
+        sections = sorted((e["name"], Decimal(e["ts"]), Decimal(e["ts"]) + Decimal(repr(e["dur"])))
+                          for e in events if names[e["pid"]] == "Overlap Analysis" and e["ph"] == "X"
+                          and device_of[e["pid"]] == device)
+        free = [(a[1], b[0]) for a, b in zip(union, union[1:])]
+        assert sections == sorted([("Computing", a, b) for a, b in union] + [("Free", a, b) for a, b in free])
+        assert len(union) > 1
+    flows = [e for e in events if e["ph"] in "sf"]
+    ends = {(e["pid"], e["tid"], e["ts"]) for e in events if e["ph"] == "X"}
+    assert len(flows) == 64 and all((e["pid"], e["tid"], e["ts"]) in ends for e in flows if e["ph"] == "f")
 
 
 def test_type_db_is_refused_with_a_clear_message(tmp_path, msprof_cli):

@@ -12,6 +12,7 @@ including the order of its float operations, since outputs are compared byte for
 
 Host timestamps are ns of CLOCK_MONOTONIC_RAW, or CPU ticks when the host gives its CPU frequency.
 """
+import copy
 import math
 from decimal import Decimal
 from typing import Optional
@@ -104,6 +105,14 @@ class ProfTime:
         whole = f"CAST({ns} AS INTEGER)"
         return (f"({whole} + :offset_ns + (CASE WHEN {ns} - {whole} > 0.5 OR ({ns} - {whole} = 0.5 AND"
                 f" ({whole} + :offset_ns) % 2 = 1) THEN 1 ELSE 0 END))")
+
+    def on_the_epoch(self) -> "ProfTime":
+        """These conversions with the epoch as the timeline's origin: a time is then ns since 1970, whose µs
+        print as op_summary's (the reference's Decimal sum, but at an exact half ns, which rounds up here and
+        half to even there). The CANN layout's timeline (docs/prof.md)."""
+        other = copy.copy(self)
+        other.origin_ns = -self.params["offset_ns"]
+        return other
 
     def relative_ns_sql(self, ns: str) -> str:
         """Integer ns since the timeline's origin (``origin_ns``) of a host-monotonic ns value, rounded."""

@@ -144,8 +144,8 @@ class ProfLayout(Layout):
     def report(self, unit: Unit) -> ProfReport:
         return ProfReport(unit)
 
-    def timelines(self, report, selection: Selection) -> list:
-        return prof_timelines(report, selection)
+    def timelines(self, report, selection: Selection, cann: bool = False, host: bool = True) -> list:
+        return prof_timelines(report, selection, cann, host)
 
     def facts(self, report, idle: bool = False) -> ProfFacts:
         return ProfFacts(report, idle)
