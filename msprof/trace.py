@@ -190,11 +190,12 @@ class Writer:
         if self.bytes >= SLICE_BYTES:
             self.limit = max(1, min(self.limit, self.count))
 
-    def use(self, pid: int, tid: int, process: str, lane: Lane) -> None:
-        """Name thread (pid, tid) of ``lane`` in the file (its metadata), where the source sees it first."""
-        if (pid, tid) not in self.threads:
+    def use(self, pid: int, tid: int, process, lane: Optional[Lane]) -> None:
+        """Name thread (pid, tid) of ``lane`` in the file (its metadata), where the source sees it first (no
+        ``lane``: the process only)."""
+        if lane is not None and (pid, tid) not in self.threads:
             self.threads[(pid, tid)] = (lane.name, lane.sort)
-            self.processes.setdefault(pid, process)
+        self.processes.setdefault(pid, process)
 
     def put(self, source: EventSource, rows: list, lanes: Lanes) -> None:
         """A batch of a source's rows into the files: the source fills the file being written while it has room

@@ -131,8 +131,9 @@ class ProfTime:
         if not self.host_cpu_mhz:
             return f"({column} - {self.origin_ns})"
         hz = float(self.host_cpu_mhz) * 1e6
-        return (f"CAST(round(({column} - {self.host_cntvct}) / {hz!r} * 1e9 + {self.mono!r} - {self.origin_ns})"
-                f" AS INTEGER)")
+        # (the origin subtracted from the rounded integer: on the epoch, a float of 1.7e18 ns steps by 256 ns)
+        ticks = f"({column} - {self.host_cntvct}) / {hz!r} * 1e9 + {self.mono!r}"
+        return f"(CAST(round({ticks}) AS INTEGER) - {self.origin_ns})"
 
     def host_stamp(self, mono_ns: float) -> float:
         """The host timestamp (as recorded: ticks when the host gives its CPU frequency, else ns) of a

@@ -22,6 +22,7 @@ devices share one file: the host calls are written with the first device only.
 import functools
 import itertools
 import logging
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Dict, Iterator, List, NamedTuple, Optional
 
 from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
@@ -66,6 +67,10 @@ CANN_HOST, CANN_DEVICE, CANN_OVERLAP = ("CANN", 7), ("Ascend Hardware", 14), ("O
 CANN_LAYERS = {"acl": "AscendCL"}
 _OVERLAP = ',\n{"ph":"X","pid":<PID>,"tid":%d,"ts":%U,"dur":%U,"name":%s}'
 OVERLAP_THREADS = {0: "Computing", 3: "Free"}
+# The chips whose CANN timeline has an "AI Core Freq" process (the reference's v3.3, v4.1, v1.1.1), and the
+# step of its samples in µs
+AI_CORE_FREQ_PLATFORMS, CANN_FREQ, FREQ_STEP_US = ("4", "5", "7"), ("AI Core Freq", 15), 1000
+_FREQ = ',\n{"name":"AI Core Freq","ts":"%s","pid":<PID>,"tid":0,"args":{"MHz":%s},"ph":"C"}'
 
 
 def cann_pid(app_pid: int, process: tuple, device: Optional[int]) -> int:
@@ -134,7 +139,11 @@ class _Sources:
     def __call__(self, report) -> List[EventSource]:
         host = HostSource(report, self.selection, self.cann, self.host)
         sources = [ProfTaskSource(report, self.selection, host), host]
-        return sources + ([OverlapSource(report, self.selection)] if self.cann and report.has_tasks else [])
+        if self.cann and report.has_tasks:
+            sources.append(OverlapSource(report, self.selection))
+        if self.cann and report.platform in AI_CORE_FREQ_PLATFORMS and report.aic_mhz:
+            sources.append(FreqSource(report))
+        return sources
 
 
 def _host_pid(report) -> int:
@@ -274,6 +283,9 @@ class ProfTaskSource(EventSource):
         self.process = (cann_process(CANN_DEVICE, self.device) if cann
                         else f"Ascend Hardware (device {report.device_id})")
         self.stream_sort = 1 if cann else 256
+        # (the reference draws a flow to every execution of a task a static graph launched once: msprof's own
+        # timeline draws it to the first only, which a viewer shows less cluttered)
+        self.every_execution = int(cann)
         self.backwards = self.flows = 0
 
     def batches(self, window=None) -> Iterator[list]:
@@ -288,7 +300,8 @@ class ProfTaskSource(EventSource):
         sql = (f"SELECT stream_id, task_id, coalesce(op_name, kernel_name, CASE hw_type {types} ELSE 'task' END),"
                f" task_type, op_type, coalesce(model_id, {UNKNOWN_MODEL}), iteration,"
                f" {time.relative_ns_sql('start_ns')}, {time.relative_ns_sql('end_ns')}, thread,"
-               f" CASE WHEN launches != 1 OR exec_n = 0 THEN {time.host_ns_sql('track_ts')} END,"
+               f" CASE WHEN {self.every_execution} OR launches != 1 OR exec_n = 0 THEN {time.host_ns_sql('track_ts')}"
+               " END,"
                f" {time.host_ns_sql('call_begin')}"
                f" FROM ({tasks.task_query(report, self.FIELDS, span=span, within=self.selection)}) WHERE {conditions}")
         return batches(report.conn.execute(sql, args))
@@ -422,4 +435,46 @@ class OverlapSource(EventSource):
             d = end - start
             events.append(fmt % (tid, start // 1000, start % 1000, d // 1000, d % 1000, jstr(OVERLAP_THREADS[tid])))
         out.add("".join(events), len(events))
+        return None
+
+
+class FreqSource(EventSource):
+    """The CANN layout's "AI Core Freq" of a device (ecosystem-target.md §2.6): msprof reads no frequency log,
+    so, as the reference without one, info.json's aic_frequency from the device's sync instant, repeated every
+    FREQ_STEP_US (the reference's filling, its float texts) and once more at collectionTimeEnd (as written)."""
+
+    noun, owner = "frequency sample", "process"
+
+    def __init__(self, report):
+        device = device_number(report)
+        self.report = report
+        self.pid = cann_pid(_host_pid(report), CANN_FREQ, device)
+        self.process = cann_process(CANN_FREQ, device)
+        self.format = _FREQ.replace("<PID>", str(self.pid))
+        self.mhz = repr(float(report.aic_mhz) * 1e6 / 1e6)       # (Hz, then MHz: the reference's floats)
+
+    def batches(self, window=None) -> Iterator[list]:
+        if window is not None and window[0] == 1:     # (a handful of events: the first half has them)
+            return iter(())
+        return iter([self._samples()])
+
+    def _samples(self) -> list:
+        """(epoch ns, ts text) of each sample."""
+        time, clock = self.report.time, self.report.clock
+        ns = time.device_ns(int(clock.get("dev_cntvct") or 0))
+        first = (Decimal(repr(ns)) / 1000 + Decimal(repr(time.offset_us))).quantize(Decimal("0.001"), ROUND_HALF_EVEN)
+        texts = [str(first)]
+        end = clock.get("collection_end") or str(first + 1)
+        begin, stop = float(texts[0]), float(end)
+        if stop - begin > FREQ_STEP_US:
+            filled = min(int((stop - begin) // FREQ_STEP_US), int((stop - 1 - begin) // FREQ_STEP_US))
+            texts += [str(begin + k * FREQ_STEP_US) for k in range(1, filled + 1)]
+        return [(int(Decimal(text) * 1000), text) for text in texts + [end]]
+
+    def start(self, row) -> int:
+        return row[0]
+
+    def write(self, rows: list, out, lanes) -> Optional[list]:
+        out.use(self.pid, 0, self.process, None)        # (a handful of events: beyond the file's room, if need be)
+        out.add("".join(self.format % (text, self.mhz) for _ns, text in rows), len(rows))
         return None
