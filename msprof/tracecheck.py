@@ -148,18 +148,24 @@ def _from_array(events: list) -> dict:
     """The CANN layout's trace (docs/prof.md), a JSON array whose ``ts`` are µs since the epoch as strings
     and whose flow ids are strings, as the object the rules are about: times counted from the earliest, as
     numbers (exact: the differences are taken in decimal), ids as integers. A ``ts`` or an id that is not such
-    a text is left as it is, for the rules to name."""
+    a text is left as it is, for the rules to name. Flows sharing an id are told apart: a start pairs with
+    the next end of its id."""
     stamps = [e["ts"] for e in events if isinstance(e, dict) and isinstance(e.get("ts"), str)]
     try:
         base = min(Decimal(t) for t in stamps) if stamps else Decimal(0)
     except ArithmeticError:
         return {"traceEvents": events}
     converted = []
+    pending: dict = {}           # (cat, id) → the numbers of its starts not yet ended, oldest first
     for event in events:
         if isinstance(event, dict) and isinstance(event.get("ts"), str):
             event = dict(event, ts=float(Decimal(event["ts"]) - base))
-            if isinstance(event.get("id"), str) and event["id"].isdigit():
-                event["id"] = int(event["id"])
+            if event.get("ph") in ("s", "f") and isinstance(event.get("id"), str) and event["id"].isdigit():
+                # (an id is shared by the flows of a task's executions: each start pairs with the next end)
+                waiting = pending.setdefault((event.get("cat"), event["id"]), [])
+                if event["ph"] == "s":
+                    waiting.append(len(converted))
+                event["id"] = waiting.pop(0) if event["ph"] == "f" and waiting else len(converted)
         converted.append(event)
     return {"traceEvents": converted}
 

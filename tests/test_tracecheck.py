@@ -47,6 +47,10 @@ def test_the_cann_layout_array_with_string_times():
               {"ph": "s", "name": "f", "cat": "c", "id": "7", "pid": 1, "tid": 1, "ts": base + "728.100"},
               {"ph": "f", "name": "f", "cat": "c", "id": "7", "pid": 1, "tid": 1, "ts": base + "728.200", "bp": "e"}]
     assert check_trace(slices) == []
+    # a task's executions share its flow id: each start pairs with the next end of its id
+    again = [dict(e, ts=base + "729" + e["ts"][-4:]) for e in slices]
+    assert check_trace(slices + again) == []
+    assert "has a 's' but no 'f'" in check_trace(slices + again[:3])[0]
     crossing = slices[:1] + [dict(slices[1], dur=1.0)]
     assert any("nest" in p or "overlap" in p for p in check_trace(crossing)), check_trace(crossing)
 

@@ -70,6 +70,9 @@ OVERLAP_THREADS = {0: "Computing", 3: "Free"}
 # The chips whose CANN timeline has an "AI Core Freq" process (the reference's v3.3, v4.1, v1.1.1), and the
 # step of its samples in µs
 AI_CORE_FREQ_PLATFORMS, CANN_FREQ, FREQ_STEP_US = ("4", "5", "7"), ("AI Core Freq", 15), 1000
+# A CANN flow's id is its task's key, (device << 80) | (stream << 64) | (task << 48) | (batch << 32) | context
+# (ecosystem-target.md §2.5; batch 0, no context): the executions of a task launched once share it
+NO_CONTEXT = 0xFFFFFFFF
 _FREQ = ',\n{"name":"AI Core Freq","ts":"%s","pid":<PID>,"tid":0,"args":{"MHz":%s},"ph":"C"}'
 
 
@@ -347,7 +350,8 @@ class ProfTaskSource(EventSource):
                 events.append(fmt_any % (tid, us_text(start), us_text(d), jname, task_id, stream, jtype, jop,
                                          model_id, it))
                 continue
-            flow_id = str((self.device << 40) | next(self.flow_ids))
+            flow_id = (str((self.device << 40) | next(self.flow_ids)) if not self.every_execution else
+                       str((self.device << 80) | (stream << 64) | (task_id << 48) | NO_CONTEXT))
             if track >= 0:
                 events.append(fmt_flow % (tid, start // 1000, start % 1000, d // 1000, d % 1000, jname, task_id,
                                           stream, jtype, jop, model_id, it, flow_id, host_tid, track // 1000,
