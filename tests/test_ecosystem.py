@@ -22,9 +22,11 @@ import csv
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import time
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
@@ -197,8 +199,6 @@ TORCH_NPU_LEFT = {
                    "every call once",
     "host_ticks_platform4": "AI Core Freq on platform 4: 15 samples against the reference's 14 (its first "
                             "sample's time on this chip); flow starts in CPU ticks 0.25 µs from the reference's",
-    "static_graph": "flow ids from (device, stream, task, batch, context), shared by the executions of a task "
-                    "launched once (§2.5): msprof numbers every flow, so torch_npu keeps 32 flows, not 16",
 }
 
 
@@ -446,6 +446,21 @@ def test_export_on_ai_core_freq_of_a_stars_chip(tmp_path, msprof_cli):
     assert [e["ts"] for e in samples] == (["1700000584361682.075"] + ["17000005843%d682.0" % k for k in range(62, 72)]
                                           + ["1700000584371766"])
     assert all(e["args"] == {"MHz": 1000.0} and e["tid"] == 0 for e in samples)
+
+
+def test_export_on_host_calls_in_cpu_ticks_keep_their_durations(tmp_path, msprof_cli):
+    """A host recording CPU ticks at 100 MHz: each AscendCL call lasts its ticks / frequency. Converted on the
+    epoch, a float of 1.7e18 ns steps by 256 ns, which made 27.73 µs 27.648 until the origin was subtracted
+    after the rounding."""
+    prof = Path(indepgen.generate(tmp_path / "raw", SCENARIOS["host_ticks_platform4"].split()))
+    assert msprof_cli("--export=on", "--output=%s" % prof).returncode == 0
+    [name] = _exported(prof)["msprof"]
+    events = json.loads((prof / "mindstudio_profiler_output" / name).read_text())
+    data = b"".join(p.read_bytes() for p in sorted((prof / "host" / "data").glob("*api_event*")))
+    records = [struct.unpack_from("<HHIIIQQQ", data, k) for k in range(0, len(data), 40)]
+    expected = Counter(Decimal(end - begin) / 100 for _m, level, *_h, begin, end, _i in records if level == 20000)
+    durations = Counter(Decimal(repr(e["dur"])) for e in events if e["name"].startswith("AscendCL@"))
+    assert durations == expected and sum(expected.values()) > 10
 
 
 def test_type_db_is_refused_with_a_clear_message(tmp_path, msprof_cli):
