@@ -148,9 +148,22 @@ def cann_export(path: Path, selection: Selection = Selection(), fmt: str = "csv"
     """``msprof --export=on --output=PATH``: every collection under ``path`` exported where the Ascend tools
     read it — a PROF_'s devices in one time-stamped file per kind in PROF_x/mindstudio_profiler_output/ (the
     CANN layout), a JOB's files in their usual places."""
+    path = _whole_prof(path)
     stamp = time.strftime("%Y%m%d%H%M%S")
     # (the timeline first: torch_npu reads it as soon as it sees the first csv file)
     return export_timeline(path, selection, stamp=stamp) + export_summary(path, fmt, selection, stamp=stamp)
+
+
+def _whole_prof(path: Path) -> Path:
+    """A PROF_'s ``host`` or ``device_N`` directory as --output means the whole PROF_: its files hold every
+    device (the CANN msprof exports that device alone)."""
+    from msprof.layouts.prof import has_info_json, prof_root
+
+    root = prof_root(Path(path)) if has_info_json(Path(path)) else None
+    if root is None:
+        return path
+    notice(f"{printable(path)}: exporting the whole {printable(root.name)}, whose files hold every device")
+    return root
 
 
 def cann_analyze(path: Path, rules: Sequence[str] = ANALYZE_RULES) -> List[Path]:

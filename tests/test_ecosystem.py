@@ -294,6 +294,14 @@ def test_export_on_writes_one_file_per_kind_in_the_cann_place(tmp_path, msprof_c
     with open(prof / "mindstudio_profiler_output" / first["op_summary"][0]) as fh:
         assert [line.split(",", 1)[0] for line in list(fh)[1:]] == ["0"] * 16 + ["1"] * 16
     assert "--export=on" in (prof / "mindstudio_profiler_log" / "msprof.log").read_text()
+    # --output a device's directory: the whole PROF_ (a file of one device would replace both devices' rows)
+    time.sleep(1.1)
+    proc = msprof_cli("--export=on", "--output=%s" % (prof / "device_1"))
+    assert proc.returncode == 0 and "exporting the whole" in proc.stderr, proc.stderr
+    [name] = _exported(prof)["op_summary"]
+    with open(prof / "mindstudio_profiler_output" / name) as fh:
+        assert [line.split(",", 1)[0] for line in list(fh)[1:]] == ["0"] * 16 + ["1"] * 16
+    first = _exported(prof)
     # an earlier export's files of these kinds, whoever wrote them, are replaced; other files stay
     out = prof / "mindstudio_profiler_output"
     for name in ("op_summary_20200101000000.csv", "task_time_slice_0_20200101000000.csv", "notes.txt",
