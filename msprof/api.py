@@ -9,12 +9,13 @@ of the collection itself (which may be read-only).
 import os
 import shlex
 import shutil
+import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from msprof import progress
-from msprof.console import discard_stdout, log, notice
-from msprof.contract import Database, Selection, Unit
+from msprof.console import discard_stdout, log, notice, result_log
+from msprof.contract import Database, Selection, Target, Unit
 from msprof.errors import MsprofError, RegressionError, UsageError
 from msprof.frame import Failures, build_databases, reading
 from msprof.layouts import find_units, targets
@@ -37,16 +38,27 @@ def import_collection(path: Path, output: Optional[Path] = None) -> List[Path]:
 
 # --- exports ---------------------------------------------------------------------------------------------
 def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selection(),
-                   output: Optional[Path] = None, hint: bool = False) -> List[Path]:
+                   output: Optional[Path] = None, hint: bool = False, stamp: Optional[str] = None) -> List[Path]:
     """Write the summary files of every target (a unit's summary/) under ``path``, importing first when
-    needed. ``hint``: end by saying what to run next (the CLI's manner)."""
+    needed. ``hint``: end by saying what to run next (the CLI's manner). ``stamp``: the CANN layout, a PROF_'s
+    devices in one ``<kind>_<stamp>.csv`` per kind (docs/prof.md); other layouts keep their places."""
     from msprof.summary import write_summary
 
     selection.check()
+    if stamp is not None and fmt != "csv":
+        raise UsageError(f"--summary-format={fmt}: the CANN layout is written in csv only")
     written: List[Path] = []
     units = find_units(path, output)
     failures = Failures(len(units))
-    for target in targets(units):
+    for target in targets(units, stamp):
+        if target.merged is not None:
+            from msprof.summary import stage_summary
+
+            written += _export_merged(target, failures, "--export=on (summary)", f"cann_summary.{fmt}.manifest",
+                                      lambda k, unit, report: stage_summary(
+                                          report, unit.layout.summary_files(report, selection), fmt,
+                                          target.summary_dir))
+            continue
         for unit in target.units:
             with failures.each(unit), reading(unit, f"export summary --format {fmt}", target) as report:
                 files = unit.layout.summary_files(report, report.resolve(selection))
@@ -61,18 +73,52 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     return written
 
 
+def _export_merged(target: Target, failures: Failures, command: str, manifest: str, stage, check_all=False
+                   ) -> List[Path]:
+    """A merged target's files (msprof.merged): ``stage(k, unit, report)`` writes unit k's as temporaries, and
+    they are joined and put in place only when every unit's were written (a file short of a device would pass
+    for the whole PROF_)."""
+    from msprof.merged import Merged
+
+    failed = len(failures.failed)
+    # (the export's log where the CANN msprof puts its own: PROF_x/mindstudio_profiler_log/)
+    with result_log(target.summary_dir.parent, command, CANN_LOG), Merged(
+            target.summary_dir, target.merged, target.units[0].out / "sqlite" / manifest, check_all) as merged:
+        for k, unit in enumerate(target.units):
+            with failures.each(unit), reading(unit, command, target) as report:
+                merged.add(stage(k, unit, report))
+        if len(failures.failed) > failed:
+            log.error("%s: not written, as a device failed", target.summary_dir)
+            return []
+        return merged.commit()
+
+
 def export_timeline(path: Path, selection: Selection = Selection(), check_all: bool = False,
-                    output: Optional[Path] = None, hint: bool = False) -> List[Path]:
+                    output: Optional[Path] = None, hint: bool = False, stamp: Optional[str] = None) -> List[Path]:
     """Write the Chrome traces of every target (a unit's timeline/) under ``path``, importing first when
     needed. ``check_all``: validate every file before it is renamed into place, whatever its size. ``hint``:
-    end by saying how to look at them."""
+    end by saying how to look at them. ``stamp``: the CANN layout, a PROF_'s devices in one
+    ``msprof_<stamp>.json`` (docs/prof.md); other layouts keep their places."""
+    from msprof.outputs import FileSet
     from msprof.trace import write_timelines
+
+    def stage(k: int, unit: Unit, report) -> list:
+        report.check(selection)
+        with FileSet(target.timeline_dir) as own:
+            # (unchecked here: the joined file is; the host's calls with the first device only)
+            write_timelines(report, unit.layout.timelines(report, selection, cann=True, host=k == 0),
+                            target.timeline_dir, None, selection, files=own)
+            return own.hand_over()
 
     selection.check()
     written: List[Path] = []
     units = find_units(path, output)
     failures = Failures(len(units))
-    for target in targets(units):
+    for target in targets(units, stamp):
+        if target.merged is not None:
+            written += _export_merged(target, failures, "--export=on (timeline)", "cann_timeline.manifest", stage,
+                                      check_all)
+            continue
         for unit in target.units:
             with failures.each(unit), reading(unit, "export timeline", target) as report:
                 chosen = report.resolve(selection)
@@ -90,6 +136,55 @@ def analyse(path: Path, output: Optional[Path] = None) -> List[Path]:
     """import + export timeline + export summary (what ``collect --all`` runs on each pulled JOB)."""
     import_collection(path, output)
     return export_timeline(path, output=output) + export_summary(path, output=output)
+
+
+# --- the CANN msprof's syntax (docs/cli-reference.md "The CANN syntax") ---------------------------------------
+# the rules of the CANN msprof's --analyze (both of HCCL data)
+ANALYZE_RULES = ("communication", "communication_matrix")
+# where a PROF_'s export in the CANN layout logs (docs/prof.md "The CANN layout")
+CANN_LOG = "mindstudio_profiler_log"
+
+
+def cann_export(path: Path, selection: Selection = Selection(), fmt: str = "csv") -> List[Path]:
+    """``msprof --export=on --output=PATH``: every collection under ``path`` exported where the Ascend tools
+    read it — a PROF_'s devices in one time-stamped file per kind in PROF_x/mindstudio_profiler_output/ (the
+    CANN layout), a JOB's files in their usual places."""
+    path = _whole_prof(path)
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    # (the timeline first: torch_npu reads it as soon as it sees the first csv file)
+    return export_timeline(path, selection, stamp=stamp) + export_summary(path, fmt, selection, stamp=stamp)
+
+
+def _whole_prof(path: Path) -> Path:
+    """A PROF_'s ``host`` or ``device_N`` directory as --output means the whole PROF_: its files hold every
+    device (the CANN msprof exports that device alone)."""
+    from msprof.layouts.prof import has_info_json, prof_root
+
+    root = prof_root(Path(path)) if has_info_json(Path(path)) else None
+    if root is None:
+        return path
+    notice(f"{printable(path)}: exporting the whole {printable(root.name)}, whose files hold every device")
+    return root
+
+
+def cann_analyze(path: Path, rules: Sequence[str] = ANALYZE_RULES) -> List[Path]:
+    """``msprof --analyze=on --output=PATH``: the communication analyses of every PROF_ under ``path``, from
+    HCCL data. msprof does not analyse HCCL data yet: it says so for each PROF_ and writes nothing (without
+    HCCL data the CANN msprof writes nothing either, and succeeds)."""
+    unknown = [rule for rule in rules if rule not in ANALYZE_RULES]
+    if unknown:
+        raise UsageError(f"--rule={','.join(unknown)}: unknown rule; the rules are {', '.join(ANALYZE_RULES)}")
+    roots = {target.summary_dir.parent: None for target in targets(find_units(path), time.strftime("%Y%m%d%H%M%S"))
+             if target.merged is not None}
+    if not roots:
+        raise UsageError(f"{printable(path)}: --analyze=on analyses PROF_ directories, and there is none here")
+    for root in roots:
+        hccl = [p for p in root.glob("*/data/*hccl*") if p.is_file()]
+        if hccl:
+            log.warning("%s: msprof does not analyse communication (HCCL) data yet: nothing written", printable(root))
+        else:
+            notice(f"{printable(root)}: no communication (HCCL) data, nothing to analyse")
+    return []
 
 
 # --- terminal ----------------------------------------------------------------------------------------------

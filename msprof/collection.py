@@ -181,6 +181,8 @@ class ClockFacts:
     # host_start.log's cntvct: the host counter at the sync instant (PROF_: where the collection's beginning
     # lies on the host's task_track clock)
     host_cntvct: int = 0
+    # end_info's collectionTimeEnd as written (µs since the epoch), "" when it does not say
+    collection_end: str = ""
 
 
 @dataclass
@@ -233,11 +235,11 @@ def read_result_dir(path: Path) -> ResultDir:
     ai_core_num = number(device_info, "ai_core_num", info_path, (1, 1 << 20), integer=True)
     cpu = _first_object(info, "CPU", info_path)
     cpu_mhz = number(cpu, "Frequency", info_path, (0, 1e6)) or None     # empty or 0: host times are ns
-    begin_us, mono_ns = _collection_start(path, suffix, metadata, warnings)
+    begin_us, mono_ns, end = _collection_start(path, suffix, metadata, warnings)
     dev_cntvct, host_mono, host_diff, host_cntvct = _sync_instant(path, suffix, cpu_mhz, metadata, warnings)
     clock = ClockFacts(hwts_mhz=hwts_mhz, dev_cntvct=dev_cntvct, host_mono_ns=host_mono,
                        collection_begin_us=begin_us, clock_monotonic_raw_ns=mono_ns, cpu_mhz=cpu_mhz,
-                       host_diff_ns=host_diff, host_cntvct=host_cntvct)
+                       host_diff_ns=host_diff, host_cntvct=host_cntvct, collection_end=end)
     pid = info.get("pid")
     try:
         pid = int(str(pid).strip()) if pid is not None and not isinstance(pid, bool) else None
@@ -266,8 +268,8 @@ def _info_path(path: Path) -> Path:
 
 
 def _collection_start(path: Path, suffix: Optional[str], metadata: List[Path], warnings: List[str]):
-    """(collectionTimeBegin µs, clockMonotonicRaw ns) of start_info, (0.0, 0) without it; start_info and
-    end_info added to ``metadata``."""
+    """(collectionTimeBegin µs, clockMonotonicRaw ns) of start_info, (0.0, 0) without it, and end_info's
+    collectionTimeEnd text ("" without it); start_info and end_info added to ``metadata``."""
     start_info = _first(path, "start_info", suffix)
     begin_us, mono_ns = 0.0, 0
     if start_info is None:
@@ -278,9 +280,16 @@ def _collection_start(path: Path, suffix: Optional[str], metadata: List[Path], w
         begin_us = number(start, "collectionTimeBegin", start_info, EPOCH_US) or 0.0
         mono_ns = number(start, "clockMonotonicRaw", start_info, COUNTER, integer=True) or 0
     end_info = _first(path, "end_info", suffix)
+    end = ""
     if end_info is not None:
         metadata.append(end_info)
-    return begin_us, mono_ns
+        try:         # (read for the CANN timeline's AI Core Freq only: a bad file or value stops nothing)
+            values = _read_json(end_info)
+            if number(values, "collectionTimeEnd", end_info, EPOCH_US) is not None:
+                end = str(values["collectionTimeEnd"]).strip()[:32]
+        except DataError as exc:
+            warnings.append(f"{exc.message}: not used")
+    return begin_us, mono_ns, end
 
 
 def _sync_instant(path: Path, suffix: Optional[str], cpu_mhz: Optional[float], metadata: List[Path],

@@ -173,12 +173,12 @@ _unwritable: set = set()
 
 
 @contextlib.contextmanager
-def result_log(result_dir: Path, command: str):
-    """Append every message logged inside the block to <result_dir>/log/msprof.log."""
+def result_log(result_dir: Path, command: str, folder: str = "log"):
+    """Append every message logged inside the block to <result_dir>/<folder>/msprof.log."""
     from msprof.errors import MsprofError
     from msprof.outputs import output_dir
 
-    path = Path(result_dir) / "log" / "msprof.log"
+    path = Path(result_dir) / folder / "msprof.log"
     try:
         output_dir(path.parent)
         stream = _open_log(path)

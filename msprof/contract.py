@@ -119,12 +119,15 @@ class Unit:
 @dataclass
 class Target:
     """One set of output files — summary files in ``summary_dir``, timelines in ``timeline_dir`` — and the
-    units whose reports fill them, in order. Every layout's target is one unit today (its out/summary and
-    out/timeline); a target of several units has each unit's report fill its part of every file in turn."""
+    units whose reports fill them, in order. A target is one unit (its out/summary and out/timeline) unless
+    it is ``merged``: then the units' summary files are appended into one file per kind, named
+    ``<kind>_<merged>`` (the CANN layout of a PROF_: its devices in PROF_x/mindstudio_profiler_output/,
+    ``merged`` the export's time stamp, docs/prof.md)."""
 
     units: List[Unit]
     summary_dir: Path
     timeline_dir: Path
+    merged: Optional[str] = None
 
     @classmethod
     def of(cls, unit: Unit) -> "Target":
@@ -335,8 +338,9 @@ class Layout(abc.ABC):
         """The units of the result directories this layout claimed (``output``: --output, where their
         databases and results go instead of beside the data)."""
 
-    def targets(self, units: List[Unit]) -> List[Target]:
-        """The output sets of these units (all of this layout): one per unit unless a layout says otherwise."""
+    def targets(self, units: List[Unit], stamp: Optional[str] = None) -> List[Target]:
+        """The output sets of these units (all of this layout): one per unit unless a layout says otherwise.
+        ``stamp``: the export's time stamp when the CANN layout was asked for (a layout without one ignores it)."""
         return [Target.of(unit) for unit in units]
 
     @abc.abstractmethod
@@ -349,8 +353,11 @@ class Layout(abc.ABC):
         """What export summary writes (saying what it skips and why)."""
 
     @abc.abstractmethod
-    def timelines(self, report: Report, selection: Selection) -> List[Timeline]:
-        """What export timeline writes (saying what it skips and why)."""
+    def timelines(self, report: Report, selection: Selection, cann: bool = False, host: bool = True
+                  ) -> List[Timeline]:
+        """What export timeline writes (saying what it skips and why). A layout whose targets are ``merged``
+        (the CANN layout) is asked for its ``cann`` timelines, ``host``: with the host's events (its first
+        unit of a target only); no other layout is."""
 
     @abc.abstractmethod
     def show_tables(self, report: Report, selection: Selection) -> List[Table]:

@@ -43,11 +43,22 @@ def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path,
     with FileSet(directory, manifest, whole=whole) as staged:
         written = _write(report, files, fmt, directory, staged) if files else []
         staged.commit()
+    for path in written:
+        log.info("wrote %s", path)
     gone = staged.removed
     if gone:
         notice(f"removed {len(gone)} file(s) an earlier export wrote that this one does not: {', '.join(gone[:5])}"
                + (", …" if len(gone) > 5 else ""))
     return written
+
+
+def stage_summary(report, files: List[SummaryFile], fmt: str, directory: Path) -> List[Tuple[str, str]]:
+    """Write ``files`` as temporaries in ``directory`` and hand them over, (temporary, name) each, for another
+    set to put in place (msprof.merged: a PROF_'s devices in one file per kind)."""
+    with FileSet(directory) as own:
+        if files:
+            _write(report, files, fmt, directory, own)
+        return own.hand_over()
 
 
 def _write(report, files: List[SummaryFile], fmt: str, directory: Path, staged: FileSet) -> List[Path]:
@@ -62,8 +73,6 @@ def _write(report, files: List[SummaryFile], fmt: str, directory: Path, staged: 
                 paths, gathered[f.name] = write_file(report, f, fmt, directory, gathered.get(f.after), staged)
                 written += paths
                 shown.advance(f.weight)
-    for path in written:
-        log.info("wrote %s", path)
     return written
 
 

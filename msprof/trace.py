@@ -142,8 +142,8 @@ class Writer:
     spaces (JSON whitespace), so its body is never copied; any other slice is rewritten with its
     metadata and a copy of the body (cheap for a small one)."""
 
-    def __init__(self, directory: Path, base: str, other: dict, files: FileSet, check_all: bool = False,
-                 numbered: bool = False):
+    def __init__(self, directory: Path, base: str, other: Optional[dict], files: FileSet,
+                 check_all: Optional[bool] = False, numbered: bool = False):
         self.directory, self.base, self.other = directory, base, other
         self.files = files                   # the set its slices are staged in (its caller commits it)
         self.check_all = check_all
@@ -189,11 +189,12 @@ class Writer:
         if self.bytes >= SLICE_BYTES:
             self.limit = max(1, min(self.limit, self.count))
 
-    def use(self, pid: int, tid: int, process: str, lane: Lane) -> None:
-        """Name thread (pid, tid) of ``lane`` in the file (its metadata), where the source sees it first."""
-        if (pid, tid) not in self.threads:
+    def use(self, pid: int, tid: int, process, lane: Optional[Lane]) -> None:
+        """Name thread (pid, tid) of ``lane`` in the file (its metadata), where the source sees it first (no
+        ``lane``: the process only)."""
+        if lane is not None and (pid, tid) not in self.threads:
             self.threads[(pid, tid)] = (lane.name, lane.sort)
-            self.processes.setdefault(pid, process)
+        self.processes.setdefault(pid, process)
 
     def put(self, source: EventSource, rows: list, lanes: Lanes) -> None:
         """A batch of a source's rows into the files: the source fills the file being written while it has room
@@ -208,8 +209,13 @@ class Writer:
             rows = rest
 
     def _metadata(self) -> Iterator[str]:
-        for pid, name in sorted(self.processes.items()):
+        for pid, process in sorted(self.processes.items()):
+            # (a process is its name, or the CANN layout's (name, labels, sort index): EventSource.write)
+            name, labels, sort = process if isinstance(process, tuple) else (process, None, None)
             yield '{"ph":"M","pid":%d,"tid":0,"name":"process_name","args":{"name":%s}}' % (pid, jstr(name))
+            if labels is not None:
+                yield '{"ph":"M","pid":%d,"tid":0,"name":"process_labels","args":{"labels":%s}}' % (pid, jstr(labels))
+                yield '{"ph":"M","pid":%d,"tid":0,"name":"process_sort_index","args":{"sort_index":%d}}' % (pid, sort)
         for (pid, tid), (name, sort) in sorted(self.threads.items()):
             yield '{"ph":"M","pid":%d,"tid":%d,"name":"thread_name","args":{"name":%s}}' % (pid, tid, jstr(name))
             yield '{"ph":"M","pid":%d,"tid":%d,"name":"thread_sort_index","args":{"sort_index":%d}}' % (pid, tid, sort)
@@ -224,10 +230,10 @@ class Writer:
 
     def _write_slice(self, final: bool) -> None:
         target = self._target_name(final)
-        other = dict(self.other)
-        if target.name != f"{self.base}.json":
+        other = None if self.other is None else dict(self.other)
+        if other is not None and target.name != f"{self.base}.json":
             other["slice"] = self.slice_index
-        header = '{"traceEvents":['
+        header = '{"traceEvents":[' if other is not None else "["
         metadata = ",".join("\n" + line for line in self._metadata()).encode()
         self.body.write(_tail(other).decode())
         self.body.close()
@@ -244,7 +250,7 @@ class Writer:
                     body.seek(HEAD_ROOM)
                     shutil.copyfileobj(body, out, 1 << 20)
                 self._path.unlink()
-            if CHECK_FILES and (self.check_all or self.count <= CHECK_MAX_EVENTS):
+            if CHECK_FILES and self.check_all is not None and (self.check_all or self.count <= CHECK_MAX_EVENTS):
                 problems = check_trace(tmp)
                 if problems:
                     raise TraceError(f"internal error: {target.name} breaks the trace rules: "
@@ -276,12 +282,10 @@ class Writer:
                 self._path.unlink()
 
 
-
-
 # ---------------------------------------------------------------------------------------------------
 # The driver: a layout's timelines (msprof.contract.Timeline) written
 # ---------------------------------------------------------------------------------------------------
-def write_timeline(report, timeline: Timeline, directory: Path, check_all: bool = False, window=None,
+def write_timeline(report, timeline: Timeline, directory: Path, check_all: Optional[bool] = False, window=None,
                    base: Optional[str] = None, files: Optional[FileSet] = None) -> List[Path]:
     """Write one timeline's files (``window``: one half of a split timeline, written as numbered slices
     under ``base``); return them. ``files``: the set they are staged in, which the caller commits (without
@@ -351,18 +355,21 @@ class _Drain:
             return
 
 
-def write_timelines(report, timelines: List[Timeline], directory: Path, check_all: bool = False,
-                    selection: Selection = Selection()) -> List[Path]:
+def write_timelines(report, timelines: List[Timeline], directory: Path, check_all: Optional[bool] = False,
+                    selection: Selection = Selection(), files: Optional[FileSet] = None) -> List[Path]:
     """Write a unit's timelines (its layout's list) into ``directory``; return the files, in the order of the
     list. With a second core, a second timeline of PARALLEL_MIN_EVENTS or more is written by a child
     process; a single timeline of more than SLICE_EVENTS that can be split is written in two halves (the
-    child writes the second), its slices numbered in time order."""
+    child writes the second), its slices numbered in time order. ``files``: a set to stage them in, which
+    the caller commits (msprof.merged: a PROF_'s devices in one file, checked there: ``check_all`` None
+    checks none of the files here); else they are put in place here."""
     child, split = _second_process(report, timelines)
     written: Dict[int, List[Path]] = {}
     # (the set of every file of the unit's timelines: each replaced when all are written, or none)
-    staged = FileSet(directory, report.unit.database.path.parent / "timeline.manifest", _names_of(timelines),
-                     whole=selection.everything)
-    with staged:
+    staged = files if files is not None else FileSet(
+        directory, report.unit.database.path.parent / "timeline.manifest", _names_of(timelines),
+        whole=selection.everything)
+    with staged if files is None else contextlib.nullcontext():
         if child is None:
             for i, timeline in enumerate(timelines):
                 written[i] = write_timeline(report, timeline, directory, check_all, files=staged)
@@ -384,11 +391,12 @@ def write_timelines(report, timelines: List[Timeline], directory: Path, check_al
                 pairs = _renumber(timelines[0], pairs, len(written[0]))
                 written[0] += [directory / name for _tmp, name in pairs]
             staged.adopt(pairs)
-        staged.commit()
-    files = [path for i in range(len(timelines)) for path in written.get(i, [])]
-    for path in files:
+        if files is None:
+            staged.commit()
+    made = [path for i in range(len(timelines)) for path in written.get(i, [])]
+    for path in made if files is None else ():
         log.info("wrote %s", path)
-    return files
+    return made
 
 
 def _second_process(report, timelines: List[Timeline]) -> Tuple[Optional[int], Any]:
@@ -408,8 +416,8 @@ def _second_process(report, timelines: List[Timeline]) -> Tuple[Optional[int], A
 def _renumber(timeline: Timeline, pairs: List[Tuple[str, str]], first: int) -> List[Tuple[str, str]]:
     """The second half's slices (staged as ``<base>.part_slice_<k>.json``) named to follow the first half's,
     their otherData "slice" rewritten: only the file's last line changes."""
-    out = []
-    for k, (path, name) in enumerate(pairs):
+    # (the CANN layout's array, without otherData, says nothing of its slice)
+    for k, (path, name) in enumerate(pairs if timeline.other is not None else ()):
         old = _tail(dict(timeline.other, slice=k))
         new = _tail(dict(timeline.other, slice=first + k))
         with open(path, "r+b") as handle:
@@ -419,8 +427,7 @@ def _renumber(timeline: Timeline, pairs: List[Tuple[str, str]], first: int) -> L
             handle.seek(-len(old), os.SEEK_END)
             handle.write(new)
             handle.truncate()
-        out.append((path, f"{timeline.base}_slice_{first + k}.json"))
-    return out
+    return [(path, f"{timeline.base}_slice_{first + k}.json") for k, (path, _name) in enumerate(pairs)]
 
 
 def _names_of(timelines: List[Timeline]) -> Optional["re.Pattern"]:
@@ -431,8 +438,11 @@ def _names_of(timelines: List[Timeline]) -> Optional["re.Pattern"]:
     return re.compile("|".join(rf"{re.escape(t.base)}(?:_slice_\d+|\.part_slice_\d+)?\.json" for t in timelines))
 
 
-def _tail(other: dict) -> bytes:
-    """The last line of a timeline file (as Writer._flush writes it)."""
+def _tail(other: Optional[dict]) -> bytes:
+    """The last line of a timeline file (as Writer._flush writes it): the CANN layout's (``other`` None) ends
+    its array."""
+    if other is None:
+        return b"\n]\n"
     return ('\n],"displayTimeUnit":"ms","otherData":' + json.dumps(other, ensure_ascii=False, sort_keys=True)
             + "}\n").encode()
 

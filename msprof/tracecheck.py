@@ -3,7 +3,8 @@
 ``check_trace(path_or_obj)`` returns a list of problems (empty = valid); ``assert_valid(path)`` raises
 ``TraceError`` listing them. Rules (outputs.md §2, docs/timeline.md):
 
-* a JSON object with a ``traceEvents`` list (``displayTimeUnit``, when present, is "ms" or "ns");
+* a JSON object with a ``traceEvents`` list (``displayTimeUnit``, when present, is "ms" or "ns"), or the
+  CANN layout's JSON array of events with string times and flow ids (read whole);
 * every event is an object with a known ``ph`` and the keys that phase needs; metadata events
   (``ph: "M"``) all come before the first other event;
 * ``ts``/``dur`` are finite numbers (not strings), ``dur`` >= 0; ``pid``/``tid`` are integers;
@@ -20,6 +21,7 @@ as each thread's events are in time order). Any other JSON layout is loaded whol
 are out of time order are checked after sorting.
 """
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import List, Union
 
@@ -142,8 +144,36 @@ def _is_line_layout(path: Path) -> bool:
         return handle.readline().rstrip(b"\r\n") == _HEADER.encode()
 
 
+def _from_array(events: list) -> dict:
+    """The CANN layout's trace (docs/prof.md), a JSON array whose ``ts`` are µs since the epoch as strings
+    and whose flow ids are strings, as the object the rules are about: times counted from the earliest, as
+    numbers (exact: the differences are taken in decimal), ids as integers. A ``ts`` or an id that is not such
+    a text is left as it is, for the rules to name. Flows sharing an id are told apart: a start pairs with
+    the next end of its id."""
+    stamps = [e["ts"] for e in events if isinstance(e, dict) and isinstance(e.get("ts"), str)]
+    try:
+        base = min(Decimal(t) for t in stamps) if stamps else Decimal(0)
+    except ArithmeticError:
+        return {"traceEvents": events}
+    converted = []
+    pending: dict = {}           # (cat, id) → the numbers of its starts not yet ended, oldest first
+    for event in events:
+        if isinstance(event, dict) and isinstance(event.get("ts"), str):
+            event = dict(event, ts=float(Decimal(event["ts"]) - base))
+            if event.get("ph") in ("s", "f") and isinstance(event.get("id"), str) and event["id"].isdigit():
+                # (an id is shared by the flows of a task's executions: each start pairs with the next end)
+                waiting = pending.setdefault((event.get("cat"), event["id"]), [])
+                if event["ph"] == "s":
+                    waiting.append(len(converted))
+                event["id"] = waiting.pop(0) if event["ph"] == "f" and waiting else len(converted)
+        converted.append(event)
+    return {"traceEvents": converted}
+
+
 def check_trace(path_or_obj: Union[str, Path, dict, list]) -> List[str]:
     """Problems of a trace (a file path, or an already loaded object); an empty list means valid."""
+    if isinstance(path_or_obj, list):
+        path_or_obj = _from_array(path_or_obj)
     if not isinstance(path_or_obj, (str, Path)):
         problems = Problems()
         if not _check_top(path_or_obj, problems):

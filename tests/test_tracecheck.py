@@ -38,12 +38,29 @@ def test_good_trace_is_valid():
     assert check_trace({"traceEvents": []}) == []
 
 
+def test_the_cann_layout_array_with_string_times():
+    """The CANN layout's timeline (docs/prof.md): an array, ``ts`` µs since the epoch as strings, string flow
+    ids; its times are compared exactly (a float of 1.7e15 µs steps by 0.25 µs: 0.001 µs apart would be equal)."""
+    base = "1700000861430"
+    slices = [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": base + "728.089", "dur": 1.0},
+              {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": base + "728.090", "dur": 0.5},
+              {"ph": "s", "name": "f", "cat": "c", "id": "7", "pid": 1, "tid": 1, "ts": base + "728.100"},
+              {"ph": "f", "name": "f", "cat": "c", "id": "7", "pid": 1, "tid": 1, "ts": base + "728.200", "bp": "e"}]
+    assert check_trace(slices) == []
+    # a task's executions share its flow id: each start pairs with the next end of its id
+    again = [dict(e, ts=base + "729" + e["ts"][-4:]) for e in slices]
+    assert check_trace(slices + again) == []
+    assert "has a 's' but no 'f'" in check_trace(slices + again[:3])[0]
+    crossing = slices[:1] + [dict(slices[1], dur=1.0)]
+    assert any("nest" in p or "overlap" in p for p in check_trace(crossing)), check_trace(crossing)
+
+
 def test_equal_boundaries_and_nesting_allowed():
     assert check_trace(trace(x(0, 10), x(0, 10), x(0, 4), x(4, 6), x(10, 0), x(10.0005, 1))) == []
 
 
 @pytest.mark.parametrize("obj, fragment", [
-    ([], "not a JSON object"),
+    (5, "not a JSON object"),
     ({"events": []}, "no traceEvents"),
     ({"traceEvents": {}}, "no traceEvents"),
     ({"traceEvents": [], "displayTimeUnit": "s"}, "displayTimeUnit"),

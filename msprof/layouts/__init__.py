@@ -63,11 +63,12 @@ def _distinct(units: List[Unit], path: Path, output: Optional[Path]) -> List[Uni
             for unit in units]
 
 
-def targets(units: List[Unit]) -> List[Target]:
-    """The output sets of ``units``, as their layouts group them, in the units' order."""
+def targets(units: List[Unit], stamp: Optional[str] = None) -> List[Target]:
+    """The output sets of ``units``, as their layouts group them, in the units' order (``stamp``: the CANN
+    layout's time stamp, for the layouts that have one)."""
     by_layout = {}
     for unit in units:
         by_layout.setdefault(id(unit.layout), (unit.layout, []))[1].append(unit)
-    made = [target for layout, mine in by_layout.values() for target in layout.targets(mine)]
+    made = [target for layout, mine in by_layout.values() for target in layout.targets(mine, stamp)]
     order = {id(unit): i for i, unit in enumerate(units)}
     return sorted(made, key=lambda target: min(order[id(unit)] for unit in target.units))

@@ -12,6 +12,7 @@ including the order of its float operations, since outputs are compared byte for
 
 Host timestamps are ns of CLOCK_MONOTONIC_RAW, or CPU ticks when the host gives its CPU frequency.
 """
+import copy
 import math
 from decimal import Decimal
 from typing import Optional
@@ -66,7 +67,6 @@ class ProfTime:
     def __init__(self, clock: dict, hwts_mhz: float, host_cpu_mhz: Optional[float] = None):
         self.clock = clock
         self.host_cpu_mhz = host_cpu_mhz
-        self.mono_raw = int(clock.get("clock_monotonic_raw_ns") or 0)    # where the collection began
         # the reference converts in this order, in floats
         self.cnt = clock.get("dev_cntvct", 0) / 1e9 * 1e9
         self.hz = hwts_mhz * 1e6 or 1.0
@@ -80,6 +80,8 @@ class ProfTime:
                        "begin_ns": _begin_ns(self.begin_us),
                        "begin_mono_ns": _begin_mono_ns(self.begin_us, self.offset_us),
                        "host_begin": _host_begin(clock, self.mono)}
+        self.origin_ns = _origin_ns(self.begin_us, self.params["offset_ns"])
+        self.host_cntvct = int(clock.get("host_cntvct") or 0)
 
     @staticmethod
     def device_ns_sql(column: str) -> str:
@@ -104,17 +106,41 @@ class ProfTime:
         return (f"({whole} + :offset_ns + (CASE WHEN {ns} - {whole} > 0.5 OR ({ns} - {whole} = 0.5 AND"
                 f" ({whole} + :offset_ns) % 2 = 1) THEN 1 ELSE 0 END))")
 
+    def on_the_epoch(self) -> "ProfTime":
+        """These conversions with the epoch as the timeline's origin: a time is then ns since 1970, whose µs
+        print as op_summary's (the reference's Decimal sum, but at an exact half ns, which rounds up here and
+        half to even there). The CANN layout's timeline (docs/prof.md)."""
+        other = copy.copy(self)
+        other.origin_ns = -self.params["offset_ns"]
+        return other
+
     def relative_ns_sql(self, ns: str) -> str:
-        """Integer ns since the collection began of a host-monotonic ns value (timelines), rounded."""
-        return f"CAST(round({ns}) AS INTEGER) - {self.mono_raw}"
+        """Integer ns since the timeline's origin (``origin_ns``) of a host-monotonic ns value, rounded."""
+        return f"CAST(round({ns}) AS INTEGER) - {self.origin_ns}"
 
     def relative_ns(self, ns: float) -> int:
-        """Integer ns since the collection began of a host-monotonic ns value, truncated (where a timeline's
+        """Integer ns since the timeline's origin of a host-monotonic ns value, truncated (where a timeline's
         two halves meet)."""
-        return int(ns) - self.mono_raw
+        return int(ns) - self.origin_ns
 
     def host_ns_sql(self, column: str) -> str:
-        return host_ns_sql(column, self.host_cpu_mhz, self.mono_raw)
+        """Integer ns since the timeline's origin of a column of host timestamps. A host that gives its CPU
+        frequency records counter ticks, counted from host_start.log's cntvct at the sync instant, when its
+        monotonic clock (with the counter drift) read ``mono``: the reference's conversion, in its float
+        operations (issue 36: ticks / frequency alone put the calls seconds away from the tasks)."""
+        if not self.host_cpu_mhz:
+            return f"({column} - {self.origin_ns})"
+        hz = float(self.host_cpu_mhz) * 1e6
+        # (the origin subtracted from the rounded integer: on the epoch, a float of 1.7e18 ns steps by 256 ns)
+        ticks = f"({column} - {self.host_cntvct}) / {hz!r} * 1e9 + {self.mono!r}"
+        return f"(CAST(round({ticks}) AS INTEGER) - {self.origin_ns})"
+
+    def host_stamp(self, mono_ns: float) -> float:
+        """The host timestamp (as recorded: ticks when the host gives its CPU frequency, else ns) of a
+        host-monotonic ns value: ``host_ns_sql``'s inverse."""
+        if not self.host_cpu_mhz:
+            return mono_ns
+        return (mono_ns - self.mono) * float(self.host_cpu_mhz) / 1000 + self.host_cntvct
 
     def host_us(self, delta: int) -> float:
         """A host duration in µs, in the reference's float operations (its InfoConfReader.get_host_duration)."""
@@ -132,6 +158,14 @@ def _host_begin(clock: dict, mono: float) -> Optional[int]:
         return None
     hz = float(clock["cpu_mhz"]) * 1e6 if clock.get("cpu_mhz") else 1e9
     return int((Decimal(int(raw)) - Decimal(mono)) * Decimal(hz / 1e9) + Decimal(cnt / 1e9 * 1e9))
+
+
+def _origin_ns(begin_us: float, offset_ns: int) -> int:
+    """The host-monotonic ns that a PROF_ timeline's origin, collectionTimeBegin, stands for. The reference
+    (and op_summary) adds to a monotonic time an offset, collectionTimeBegin less clockMonotonicRaw in µs, held
+    in a float: at 1.7e15 µs its step is 0.25 µs, so this origin may be up to 0.125 µs away from
+    clockMonotonicRaw itself (issue 36: every timeline time was 0.075 µs before op_summary's on one run)."""
+    return int(Decimal(repr(begin_us)) * 1000) - offset_ns
 
 
 def _begin_mono_ns(begin_us: float, offset_us: float) -> int:

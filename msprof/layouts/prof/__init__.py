@@ -9,7 +9,7 @@ from typing import Dict, List, Optional
 
 from msprof.collection import LINK_NOT_FOLLOWED
 from msprof.console import log, notice
-from msprof.contract import Database, Layout, Selection, SummaryFile, Unit
+from msprof.contract import Database, Layout, Selection, SummaryFile, Target, Unit
 from msprof.errors import DataError
 from msprof.layouts.base import COLLECTION_KEEP, id_ranges, out_dir
 from msprof.layouts.prof.facts import ProfFacts
@@ -19,6 +19,8 @@ from msprof.tables import INT, TEXT, Column, Table
 from msprof.workers import Later, several_cores
 
 _DEVICE = re.compile(r"^device_(\d+)$")
+# where the CANN layout puts a PROF_'s exports (ecosystem.md §1)
+CANN_OUTPUT = "mindstudio_profiler_output"
 # chips whose api_event the reference does not parse (its ApiEventParser is registered for the others): no
 # api_statistic there, as from the reference (msprof still reads the calls: they name the ops)
 API_STATISTIC_NOT_WRITTEN = ("9",)
@@ -127,11 +129,23 @@ class ProfLayout(Layout):
                                   ([host_db] if host_db else []) + [own]))
         return units
 
+    def targets(self, units: List[Unit], stamp: Optional[str] = None) -> List[Target]:
+        """One target per unit; in the CANN layout (``stamp``), one per PROF_ directory: its devices' tables in
+        one file per kind in PROF_x/mindstudio_profiler_output/ (docs/prof.md "The CANN layout")."""
+        if stamp is None:
+            return super().targets(units)
+        groups: Dict[Path, List[Unit]] = {}
+        for unit in units:
+            # (a device's or the host's outputs go to <base>/device_N or <base>/host; a PROF_ that failed, to <base>)
+            in_root = unit.path.name == "host" or _DEVICE.match(unit.path.name)
+            groups.setdefault(unit.out.parent if in_root else unit.out, []).append(unit)
+        return [Target(mine, base / CANN_OUTPUT, base / CANN_OUTPUT, stamp) for base, mine in groups.items()]
+
     def report(self, unit: Unit) -> ProfReport:
         return ProfReport(unit)
 
-    def timelines(self, report, selection: Selection) -> list:
-        return prof_timelines(report, selection)
+    def timelines(self, report, selection: Selection, cann: bool = False, host: bool = True) -> list:
+        return prof_timelines(report, selection, cann, host)
 
     def facts(self, report, idle: bool = False) -> ProfFacts:
         return ProfFacts(report, idle)

@@ -95,8 +95,7 @@ def task_span(report, selection: Selection):
                                        f" WHERE {conditions}", args).fetchone()
     if lo is None:
         return _execution_span(report, selection) if report.without_devices else None
-    if report.host_cpu_mhz:           # host timestamps are ticks
-        lo, hi = lo * report.host_cpu_mhz / 1000, hi * report.host_cpu_mhz / 1000
+    lo, hi = report.time.host_stamp(lo), report.time.host_stamp(hi)    # (ticks when the host gives its frequency)
     if call is not None:
         lo = min(lo, call)
     return int(lo) - 1, int(hi) + 1
