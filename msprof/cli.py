@@ -202,7 +202,7 @@ def _cann(cann_export, cann_analyze, cann_output, cann_type, cann_rule, cann_mod
                                "--type=text (the default)")
     if (cann_count or 1) > 1:
         raise click.UsageError("--iteration-count: msprof exports one execution (--iteration-id) at a time for now")
-    path = check_path_argument(cann_output, "--output")
+    path = check_local_path(cann_output, "--output")
     if cann_export == "on":
         api.cann_export(path, selection(cann_model, cann_iteration), cann_format or "csv")
     if cann_analyze == "on":
