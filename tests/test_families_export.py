@@ -87,3 +87,21 @@ def test_import_and_query_name_the_families(tmp_path, msprof_cli):
                     ("host", "task_memory"): "memory_record, operator_memory", ("device_0", "aicpu"): "aicpu, dp",
                     ("device_0", "ffts_pmu"): "none yet", ("device_0", "l2_cache"): "l2_cache",
                     ("device_0", "memory"): "npu_mem, npu_module_mem", ("device_0", "step_trace"): "step_trace"}
+
+
+def test_a_step_trace_without_the_device_frequency_is_a_clear_error(tmp_path, msprof_cli):
+    """ts_track marks are device counter ticks: without info.json's hwts_frequency (here on a device with no
+    task log, which would need it too) the import says which file lacks what, not a traceback at export."""
+    written = generate(tmp_path, STEP_TRACE["hwts_per_launch_reduce"])
+    device = written.path / "device_0"
+    for path in (device / "data").glob("hwts.data*"):
+        path.unlink()
+    info_path = next(device.glob("info.json*"))
+    info = json.loads(info_path.read_text())
+    del info["DeviceInfo"][0]["hwts_frequency"]
+    info_path.write_text(json.dumps(info))
+    result = msprof_cli("import", "-dir", written.path)
+    assert result.returncode == 8, result.stderr
+    assert ("%s: DeviceInfo[0].hwts_frequency missing or not a positive number (needed to convert step_trace "
+            "timestamps)" % info_path) in result.stderr
+    assert "Traceback" not in result.stderr

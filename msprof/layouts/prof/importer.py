@@ -151,7 +151,8 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         DEVICE.create_indexes(db, ["task"])      # while the worker may still be busy
         # (ts_track is a kind of the shared names: the step trace family's stream, read here)
         found, claimed = families.load_families(conn, "device", unknown + _files_of(grouped.get("step_trace", [])),
-                                            result.device_id, notices, counts)
+                                                result.device_id, notices, counts,
+                                                lambda family: require_hwts_frequency(result, family))
         say_unread(unknown, claimed, result.path, notices)
         _task_keys(conn)
         workers.merge(db, "pmu", counts, notices)

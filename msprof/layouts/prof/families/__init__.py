@@ -4,7 +4,7 @@ them into the role's database (their tables are in schema.HOST / schema.DEVICE) 
 summary files are msprof.layouts.prof.family_files'.
 """
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from msprof.decode.base import StreamCount
 from msprof.decode.slices import StreamFiles
@@ -22,6 +22,9 @@ NOT_MADE_YET = {
     "msproftx": "the msproftx timeline",
     "memory": "the NPU MEM timeline counters",
 }
+
+# families whose records are timed by the device counter: their reports need info.json's hwts_frequency
+DEVICE_COUNTER_TIMED = ("step_trace", "aicpu", "ffts_pmu")
 
 
 def of_role(role: str) -> List[Family]:
@@ -43,9 +46,11 @@ def kinds_of(role: str) -> Dict[str, str]:
 
 
 def load_families(conn, role: str, files: Sequence[Path], device_id: Optional[str], notices,
-                  counts: Dict[str, StreamCount]) -> Tuple[List[str], List[Path]]:
+                  counts: Dict[str, StreamCount], need_clock: Callable[[str], object] = lambda what: None
+                  ) -> Tuple[List[str], List[Path]]:
     """Decode every family of ``role`` found among ``files`` (a device's streams: those of ``device_id`` or of
-    no device); returns the names of the families found and the files they read."""
+    no device); returns the names of the families found and the files they read. ``need_clock(family)``
+    is called first for a family timed by the device counter (it raises when the frequency is unknown)."""
     found, claimed = [], []
     for family in of_role(role):
         streams: Dict[str, List[StreamFiles]] = {}
@@ -55,6 +60,8 @@ def load_families(conn, role: str, files: Sequence[Path], device_id: Optional[st
                 streams[kind] = mine
                 claimed += [path for item in items for path in item.files]
         if streams:
+            if family.name in DEVICE_COUNTER_TIMED:
+                need_clock(family.name)
             load(conn, family, streams, notices, counts)
             found.append(family.name)
             if family.name in NOT_MADE_YET:
