@@ -87,6 +87,9 @@ def test_import_and_query_name_the_families(tmp_path, msprof_cli):
                     ("host", "task_memory"): "memory_record, operator_memory", ("device_0", "aicpu"): "aicpu, dp",
                     ("device_0", "ffts_pmu"): "none yet", ("device_0", "l2_cache"): "l2_cache",
                     ("device_0", "memory"): "npu_mem, npu_module_mem", ("device_0", "step_trace"): "step_trace"}
+    one = msprof_cli("query", "-dir", written.path, "--table", "families", "--format", "csv")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.splitlines()[0] == "Directory,Family,Records decoded,Summary files,Not made yet"
 
 
 def test_a_step_trace_without_the_device_frequency_is_a_clear_error(tmp_path, msprof_cli):
