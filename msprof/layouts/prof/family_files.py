@@ -1,7 +1,8 @@
 """The summary files of the PROF_ data families (issue 37; msprof.layouts.prof.families): one entry per file in
-``FILES`` (its name, the family it comes from, whether the unit has its data, and the family's report function
-that makes its columns and text rows as the reference analyser writes them). ``summary_files`` gives export
-summary those whose family has data: a PROF_ without the families gets none and pays a few one-row queries.
+``FILES`` (its name, the family it comes from, whether the unit has its data, the family's report function
+that makes its columns and text rows as the reference analyser writes them, and the clock it prints with).
+``summary_files`` gives export summary those whose family has data: a PROF_ without the families gets none
+and pays a few one-row queries.
 
 The report functions print texts (the reference's own rounding and time printing, docs/prof-format.md §11),
 so every column but Device_id is text here.
@@ -27,45 +28,9 @@ class Clocks:
         self.host = Context(read_result_dir(host)) if host is not None else None
 
 
-def _step_trace(report, clocks: Clocks) -> Made:
-    return step_trace.summary(report.conn, clocks.device)
-
-
 def _msprof_tx(report, clocks: Clocks) -> Made:
     # (this device's marks only: a target of several devices would hand every device's here)
     return msproftx.summary(report.conn, clocks.host, [(str(report.device_number), report.conn, clocks.device)])
-
-
-def _communication_statistic(report, clocks: Clocks) -> Made:
-    return hccl.statistic(report.conn, clocks.device)
-
-
-def _aicpu(report, clocks: Clocks) -> Made:
-    return aicpu.aicpu_rows(report.conn, clocks.device)
-
-
-def _dp(report, clocks: Clocks) -> Made:
-    return aicpu.dp_rows(report.conn, clocks.device, "main")
-
-
-def _npu_mem(report, clocks: Clocks) -> Made:
-    return memory.npu_mem_rows(report.conn, clocks.device)
-
-
-def _npu_module_mem(report, clocks: Clocks) -> Made:
-    return memory.module_rows(report.conn, clocks.device)
-
-
-def _memory_record(report, clocks: Clocks) -> Made:
-    return memory.record_rows(report.conn, clocks.host, "host")
-
-
-def _operator_memory(report, clocks: Clocks) -> Made:
-    return memory.operator_rows(report.conn, clocks.host, "host")
-
-
-def _l2_cache(report, clocks: Clocks) -> Made:
-    return l2_cache.rows(report.conn, clocks.device, "main")
 
 
 def _l2_events_known(report) -> bool:
@@ -76,23 +41,25 @@ def _l2_events_known(report) -> bool:
 class FamilyFile(NamedTuple):
     family: str
     tables: Tuple[str, ...]           # a row in one of them: the unit has this file's data
-    make: Callable[..., Made]         # make(report, clocks): columns and text rows
+    make: Callable[..., Made]         # make(conn, clock, *args): columns and text rows (clock None: (report, clocks))
+    clock: Optional[str] = "device"   # the Clocks attribute it prints with
+    args: tuple = ()
     device_first: bool = True         # a Device_id column in front (msprof_tx makes its own)
-    also_needs: Callable = None       # a further condition on the report
+    also_needs: Optional[Callable] = None     # a further condition on the report
 
 
 # file name → what makes it, in the order export summary lists them
 FILES: Dict[str, FamilyFile] = {
-    "step_trace": FamilyFile("step_trace", ("main.training_trace",), _step_trace),
-    "msprof_tx": FamilyFile("msproftx", ("host.msproftx", "host.msproftx_ex"), _msprof_tx, device_first=False),
-    "communication_statistic": FamilyFile("hccl", ("host.hccl_info",), _communication_statistic),
-    "aicpu": FamilyFile("aicpu", ("main.aicpu_task",), _aicpu),
-    "dp": FamilyFile("aicpu", ("main.aicpu_dp",), _dp),
-    "npu_mem": FamilyFile("memory", ("main.npu_mem",), _npu_mem),
-    "npu_module_mem": FamilyFile("memory", ("main.npu_module_mem",), _npu_module_mem),
-    "memory_record": FamilyFile("task_memory", ("host.task_memory",), _memory_record),
-    "operator_memory": FamilyFile("task_memory", ("host.task_memory",), _operator_memory),
-    "l2_cache": FamilyFile("l2_cache", ("main.l2_cache",), _l2_cache, also_needs=_l2_events_known),
+    "step_trace": FamilyFile("step_trace", ("main.training_trace",), step_trace.summary),
+    "msprof_tx": FamilyFile("msproftx", ("host.msproftx", "host.msproftx_ex"), _msprof_tx, None, device_first=False),
+    "communication_statistic": FamilyFile("hccl", ("host.hccl_info",), hccl.statistic),
+    "aicpu": FamilyFile("aicpu", ("main.aicpu_task",), aicpu.aicpu_rows),
+    "dp": FamilyFile("aicpu", ("main.aicpu_dp",), aicpu.dp_rows, args=("main",)),
+    "npu_mem": FamilyFile("memory", ("main.npu_mem",), memory.npu_mem_rows),
+    "npu_module_mem": FamilyFile("memory", ("main.npu_module_mem",), memory.module_rows),
+    "memory_record": FamilyFile("task_memory", ("host.task_memory",), memory.record_rows, "host", ("host",)),
+    "operator_memory": FamilyFile("task_memory", ("host.task_memory",), memory.operator_rows, "host", ("host",)),
+    "l2_cache": FamilyFile("l2_cache", ("main.l2_cache",), l2_cache.rows, args=("main",), also_needs=_l2_events_known),
 }
 
 
@@ -116,7 +83,11 @@ def summary_files(names: List[str]) -> List[SummaryFile]:
 def family_table(report, name: str) -> Table:
     """The summary file ``name`` of ``FILES`` as a table."""
     entry = FILES[name]
-    columns, rows = entry.make(report, Clocks(report))
+    clocks = Clocks(report)
+    if entry.clock is None:
+        columns, rows = entry.make(report, clocks)
+    else:
+        columns, rows = entry.make(report.conn, getattr(clocks, entry.clock), *entry.args)
     if entry.device_first:
         return Table(name, name, [report.device_column()] + [Column(c) for c in columns], [rows])
     return Table(name, name, [Column(c) for c in columns], [rows])
