@@ -270,7 +270,7 @@ class _Styles(click.Choice):
 
 # the table keys show and query print (msprof.layouts: each layout's show_tables/query_tables)
 SHOW_TABLES = ["op_summary", "op_statistic", "acl_statistic", "api_statistic", "frequency"]
-QUERY_TABLES = ["collection", "data", "notices"]
+QUERY_TABLES = ["collection", "data", "families", "notices"]
 
 
 def view_options(tables):

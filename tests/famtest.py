@@ -1,13 +1,13 @@
 """What the families' tests share: generate a family scenario (fixtures/families), run the reference analyser
-on a copy, and build msprof's standalone families database of the same directory
-(msprof.layouts.prof.families) — the reference's rows against the rows msprof's report functions print."""
+on a copy, and import the same directory with msprof (the families are in its PROF databases) — the
+reference's rows against the rows msprof's report functions print, or its exported files."""
 from __future__ import annotations
 
 import csv
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
 import pytest
 
@@ -18,7 +18,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fixtures import families as famgen  # noqa: E402
 from reference_runner import reference_available, run_reference  # noqa: E402
 
-from msprof.layouts.prof import families  # noqa: E402
 
 
 def need_reference():
@@ -47,11 +46,21 @@ def _rows(path: Path) -> List[List[str]]:
 
 
 def msprof_db(written: famgen.Written, tmp_path: Path, role: str = "device") -> Tuple[sqlite3.Connection, object]:
-    """msprof's families database of the device (or host) directory, and its clock context."""
-    sub = written.path / ("host" if role == "host" else "device_%d" % written.prof.desc["device_id"])
-    target = tmp_path / ("%s.db" % role)
-    context = families.build(sub, role, target)
-    return sqlite3.connect(str(target)), context
+    """msprof's database of the device (the host's attached as ``host``) or of the host, after ``msprof
+    import``, and that directory's clock context."""
+    from msprof import api
+    from msprof.collection import read_result_dir
+    from msprof.layouts.prof.families.base import Context
+
+    device = written.path / ("device_%d" % written.prof.desc["device_id"])
+    host = written.path / "host"
+    if not (device / "sqlite" / "msprof.db").is_file():
+        api.import_collection(written.path)
+    if role == "host":
+        return sqlite3.connect(str(host / "sqlite" / "msprof.db")), Context(read_result_dir(host))
+    conn = sqlite3.connect(str(device / "sqlite" / "msprof.db"))
+    conn.execute("ATTACH DATABASE ? AS host", (str(host / "sqlite" / "msprof.db"),))
+    return conn, Context(read_result_dir(device))
 
 
 def with_device(device: str, columns: List[str], rows: List[List[str]]) -> Tuple[List[str], List[List[str]]]:
@@ -70,21 +79,9 @@ def assert_same(ours: Tuple[List[str], List[List[str]]], ref_header: List[str], 
 
 
 def msprof_databases(written: famgen.Written, tmp_path: Path, role: str = "host") -> Tuple[sqlite3.Connection, object]:
-    """msprof's own PROF databases of the directory (import), the device's opened with the host's attached as
-    ``host`` and the families database of ``role`` (host or device) as ``fam``; and the device's clock
-    context."""
-    from msprof import api
-    from msprof.collection import read_result_dir
-    from msprof.layouts.prof.families.base import Context
-
-    api.import_collection(written.path)
-    device = written.path / ("device_%d" % written.prof.desc["device_id"])
-    conn = sqlite3.connect(str(device / "sqlite" / "msprof.db"))
-    conn.execute("ATTACH DATABASE ? AS host", (str(written.path / "host" / "sqlite" / "msprof.db"),))
-    target = tmp_path / ("%s_families.db" % role)
-    families.build(written.path / "host" if role == "host" else device, role, target)
-    conn.execute("ATTACH DATABASE ? AS fam", (str(target),))
-    return conn, Context(read_result_dir(device))
+    """msprof's device database with the host's attached (the families' tables in both), and the device's
+    clock context (``role``: kept for the callers that named the family's side)."""
+    return msprof_db(written, tmp_path, "device")
 
 
 def agree(tmp_path: Path, desc: dict, tables: List[str], ours, **reference_args) -> Tuple[famgen.Written, dict]:

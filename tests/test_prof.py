@@ -967,8 +967,8 @@ def test_a_stars_pmu_file_msprof_cannot_read_yet_is_said(tmp_path):
     assert not any("ffts_profile" in m for m in notices(prof_dir / "device_0"))
     (prof_dir / "device_0" / "data" / "ffts_profile.data.0.slice_0").write_bytes(bytes(128))
     api.import_collection(prof_dir)
-    assert ("ffts_profile.data files are not read by msprof yet (the STARS chips' AI Core PMU: op_summary has no "
-            "PMU columns)") in notices(prof_dir / "device_0")
+    assert ("ffts_pmu data decoded (msprof query counts them); not made from them yet: op_summary's STARS AI Core "
+            "PMU columns") in notices(prof_dir / "device_0")
 
 
 def test_a_metric_set_missing_an_event_is_said(tmp_path):

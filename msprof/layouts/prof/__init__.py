@@ -12,6 +12,7 @@ from msprof.console import log, notice
 from msprof.contract import Database, Layout, Selection, SummaryFile, Target, Unit
 from msprof.errors import DataError
 from msprof.layouts.base import COLLECTION_KEEP, id_ranges, out_dir
+from msprof.layouts.prof import family_files
 from msprof.layouts.prof.facts import ProfFacts
 from msprof.layouts.prof.report import ProfReport
 from msprof.layouts.prof.trace import timelines as prof_timelines
@@ -182,11 +183,14 @@ class ProfLayout(Layout):
             # (its cost: the groups the import counted, read twice)
             files.append(SummaryFile("api_statistic", ProfReport.api_statistic, (),
                                      report.conn.execute("SELECT count(*) FROM host.api_duration").fetchone()[0]))
-        if not selection.everything:
+        families = family_files.present_names(report)
+        if selection.everything:
+            files += family_files.summary_files(families)
+        else:
             # (an api_statistic named for the selection held every call of the run, as task_time would)
             whole = [name for name, written in (
                 ("api_statistic", report.has_api and report.platform not in API_STATISTIC_NOT_WRITTEN),
-                ("task_time", report.has_tasks)) if written]
+                ("task_time", report.has_tasks)) if written] + families
             if whole:
                 notice(f"{label}: {' and '.join(whole)} cover{'s' if len(whole) == 1 else ''} the whole run: an "
                        f"export without --model-id and --iteration-id writes {'it' if len(whole) == 1 else 'them'}")
@@ -242,7 +246,8 @@ class ProfLayout(Layout):
                 " GROUP BY kind ORDER BY kind")]
         table = Table("data", "Data", [Column("Directory"), Column("Data", TEXT), Column("Records", INT),
                                        Column("Bytes lost", INT)], [data])
-        return [collection, table]
+        families = family_files.families_table(report)       # (none without a family: query as before them)
+        return [collection, table] + ([families] if families is not None else [])
 
 
 def _import(path: Path, role: str, target: Path, spare_cores: bool = True) -> Path:

@@ -21,12 +21,14 @@ from msprof.decode.hwts import HwtsDecoder
 from msprof.decode.pmu import ASCEND, PmuDecoder
 from msprof.decode.slices import group_files
 from msprof.decode.stars import StarsDecoder
+from msprof.layouts.prof import families
 from msprof.layouts.prof.host_decoders import ApiCalls, TensorInfos, load_node_infos, merge_scattered_tensor_infos
 from msprof.layouts.prof.launches import load_launches, say_launches
 from msprof.layouts.prof.pairs import pair_events, pair_stars
 from msprof.layouts.prof.schema import DEVICE, HOST, HOST_LATE_INDEXES, TASK_COLUMNS, TIED_STARTS
 from msprof.layouts.prof.tensors import TensorContents
 from msprof.metrics import AscendMetrics, event_ids
+from msprof.paths import printable
 from msprof.store import Notices
 from msprof.workers import several_cores
 
@@ -40,8 +42,6 @@ PMU_NOT_IN_AICORE_DATA = ("5", "7", "8", "11", "15", "16")
 # 1–4 only: chip 0 times them from runtime data, the STARS chips from stars_soc.data): a hwts.data found there is
 # not read either, with a notice (found by a randomised comparison with the reference on chip 0 and 7–16)
 HWTS_NOT_READ = ("0", "5", "7", "8", "9", "11", "15", "16")
-# device files msprof knows of but does not read yet: what a user goes without
-NOT_READ_YET = {"ffts_profile.data": "the STARS chips' AI Core PMU: op_summary has no PMU columns"}
 
 
 def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> Path:
@@ -52,8 +52,6 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
             notices.warn(message)
     files = data_files(result.path)
     grouped, unknown = group_files(files)
-    for path in unknown:
-        log.info("ignored %s (not a known raw file)", path.name)
     counts: Dict[str, StreamCount] = {}
     # The node infos (and their index) are loaded by a worker while this process loads and indexes the API calls:
     # both must be in before the association, the host's critical path. With a second core, whether or not the
@@ -68,6 +66,8 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
                      counts)
         tensors = TensorContents()
         load_streams(conn, grouped.get("tensor_info", []), lambda item: TensorInfos(tensors), notices, counts)
+        _, claimed = families.load_families(conn, "host", unknown, None, notices, counts)
+        say_unread(unknown, claimed, result.path, notices)
         pair_events(conn, notices)
         HOST.create_indexes(db)
         merge_scattered_tensor_infos(conn, tensors)
@@ -121,11 +121,6 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         notices.warn(message)
     files = data_files(result.path, empty_ok=True)
     grouped, unknown = group_files(files)
-    for path in unknown:
-        log.info("ignored %s (not a known raw file)", path.name)
-    for prefix, cost in NOT_READ_YET.items():
-        if any(path.name.startswith(prefix + ".") for path in unknown):
-            notices.notice(f"{prefix} files are not read by msprof yet ({cost})")
     streams = {k: [s for s in v if s.device in (None, result.device_id)] for k, v in grouped.items()}
     unread_pmu = streams.get("pmu") and result.platform_version in PMU_NOT_IN_AICORE_DATA
     if unread_pmu:
@@ -154,6 +149,11 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         load_streams(conn, streams.get("stars", []), lambda item: StarsDecoder(), notices, counts)
         pair_stars(conn, notices)
         DEVICE.create_indexes(db, ["task"])      # while the worker may still be busy
+        # (ts_track is a kind of the shared names: the step trace family's stream, read here)
+        found, claimed = families.load_families(conn, "device", unknown + _files_of(grouped.get("step_trace", [])),
+                                                result.device_id, notices, counts,
+                                                lambda family: require_hwts_frequency(result, family))
+        say_unread(unknown, claimed, result.path, notices)
         _task_keys(conn)
         workers.merge(db, "pmu", counts, notices)
         if unread_hwts:
@@ -166,7 +166,7 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
             notices.notice(f"aicore.data of platform {result.platform_version} (a STARS chip, whose PMU is in "
                            "ffts_profile.data) not read, as the reference does not read it: op_summary has no PMU "
                            "columns")
-        elif not streams.get("pmu") and result.sample.get("ai_core_metrics") and has_tasks:
+        elif not streams.get("pmu") and result.sample.get("ai_core_metrics") and has_tasks and "ffts_pmu" not in found:
             notices.notice(f"no aicore.data in {result.path / 'data'}: op_summary has no PMU columns")
         DEVICE.create_indexes(db)
         store.record_sources(db, result.path, counts, notices, files + result.metadata_files,
@@ -184,6 +184,26 @@ def import_no_device(result: ResultDir, target: Path, spare_cores: bool = False)
         store.record_sources(db, result.path, {}, notices, data_files(result.path) + result.metadata_files,
                              dict(_meta(result, "device"), device_id="host"))
     return target
+
+
+def _files_of(streams) -> list:
+    return [path for item in streams for path in item.files]
+
+
+def say_unread(unknown, claimed, directory: Path, notices) -> None:
+    """Name the raw files no decoder read (by their stem: a collection's kinds of data msprof does not analyse,
+    said without -v: issue 37) and list each with -v."""
+    taken = set(claimed)
+    unread = [path for path in unknown if path not in taken]
+    for path in unread:
+        log.info("ignored %s (not a known raw file)", path.name)
+    stems: Dict[str, int] = {}
+    for path in unread:
+        stem = path.name.split(".slice_")[0].rstrip("0123456789").rstrip(".")
+        stems[stem] = stems.get(stem, 0) + 1
+    if stems:
+        named = ", ".join(f"{printable(stem)} ({n} file{'s' if n > 1 else ''})" for stem, n in sorted(stems.items()))
+        notices.notice(f"{directory / 'data'}: not analysed by msprof: {named}")
 
 
 def _load_pmu(conn, streams, counts, notices) -> None:

@@ -5,9 +5,12 @@
   type, block dim, model and iteration; docs/prof-format.md §3), done once at import.
 * ``device_N/sqlite/msprof.db``: device tasks (HWTS or STARS start/end pairs) and the aicore PMU records.
 
+Both also hold the tables of their role's data families (msprof.layouts.prof.families), empty without them.
+
 Reports open the device database and ATTACH the host one as ``host``.
 """
 from msprof.decode.pmu import ASCEND
+from msprof.layouts.prof import families
 from msprof.store import BOOKKEEPING, Schema, TableDef
 
 PMU_COLUMNS = [f"c{i}" for i in range(ASCEND.counters)]
@@ -49,7 +52,7 @@ HOST = Schema("PROF host", dict(BOOKKEEPING, **{
                  "op_state": str, "kernel_name": str, "rts_type": str, "kernel": int, "ge": int}, "op_id"),
     # launches per (device, stream, task): an id launched once (a static graph) names all its executions
     "launch_count": TableDef({"device_id": int, "stream_id": int, "task_id": int, "launches": int}),
-}), indexes=[
+}, **families.tables("host")), indexes=families.indexes("host") + [
     # the association's time lookups: node- and model-level calls per thread by begin (partial, covering)
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 10000"),
     ("api", ["thread", "begin", "end", "item_id", "seq"], "level = 15000"),
@@ -79,7 +82,7 @@ DEVICE = Schema("PROF device", dict(BOOKKEEPING, **{
     # which every export-summary process needs: made once here, where the device's import ends well before
     # the host's, instead of in each of the two processes. Empty without ties.
     "task_key": TableDef({"rank": int, "stream_id": int, "task_id": int, "first_start": int, "tied": int}, "rank"),
-}), indexes=[
+}, **families.tables("device")), indexes=families.indexes("device") + [
     ("task", ["start_syscnt"]),
     ("pmu", ["exec_n", "stream_id", "task_id"]),     # occurrence first: see HOST_LATE_INDEXES
 ])

@@ -3,7 +3,7 @@
 
 An AI CPU record names its op through the device run that contains its end (same stream and task) and that
 run's launch: the op's name when the launch is one of GE's tasks, N/A otherwise. ``aicpu_rows`` reads this
-family's table with msprof's PROF databases attached (``host``, and the device's ``task``) as ``fam``.
+family's table in the device database (``main``, beside ``task``) with the host's attached as ``host``.
 """
 from decimal import Decimal
 from typing import List, Tuple
@@ -30,7 +30,7 @@ SELECT a.stream_id, a.task_id, a.start_syscnt, a.end_syscnt, a.compute_start_us,
             JOIN host.op o ON o.op_id = l.op_id AND o.ge = 1
         WHERE t.stream_id = a.stream_id AND t.task_id = a.task_id AND t.start_syscnt <= a.end_syscnt
             AND a.end_syscnt <= t.end_syscnt ORDER BY t.start_syscnt LIMIT 1) AS op_name
-FROM fam.aicpu_task a ORDER BY a.rowid
+FROM main.aicpu_task a ORDER BY a.rowid
 """
 
 
@@ -51,7 +51,7 @@ def aicpu_rows(conn, context: Context) -> Tuple[List[str], List[List[str]]]:
     return AICPU_COLUMNS, rows
 
 
-def dp_rows(conn, context: Context, schema: str = "fam") -> Tuple[List[str], List[List[str]]]:
+def dp_rows(conn, context: Context, schema: str = "main") -> Tuple[List[str], List[List[str]]]:
     """dp's columns and rows (times without the TAB the other files have: the reference prints them so);
     ``schema``: where this family's tables are."""
     rows = [[context.ns_text(float(ts)), action, source, str(size)]

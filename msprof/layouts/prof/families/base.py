@@ -2,9 +2,10 @@
 streams, the tables they fill and what is derived from them after the load, and the reports that print its
 outputs as the reference analyser writes them (docs/families-plan.md says how they join the layout).
 
-``load(conn, family, files, context, notices, counts)`` is the one loop: the family's files grouped into
-streams (msprof.decode.slices.group_files with the family's patterns), each stream decoded by
-msprof.decode.base.load_streams, then the family's ``derive``.
+``load(conn, family, streams, notices, counts)`` is the one loop: the family's files grouped into streams
+(``Family.streams``: msprof.decode.slices.group_files with the family's patterns), each stream decoded by
+msprof.decode.base.load_streams, then the family's ``derive``; the PROF import calls it for every family
+(msprof.layouts.prof.families.load_families).
 """
 import re
 from dataclasses import asdict, dataclass, field
@@ -28,7 +29,7 @@ class Family:
     kinds: List[Tuple[re.Pattern, str]]                        # stem pattern (lower case) → stream kind
     tables: Dict[str, TableDef]
     decoders: Dict[str, Callable[[StreamFiles], Decoder]]      # stream kind → a new decoder for the stream
-    derive: Optional[Callable[["object", "Context"], None]] = None
+    derive: Optional[Callable[["object"], None]] = None      # derive(conn), after the load
     indexes: List[tuple] = field(default_factory=list)
 
     def streams(self, files: Sequence[Path]) -> Dict[str, List[StreamFiles]]:
@@ -49,18 +50,16 @@ def kinds(*pairs: Tuple[str, str]) -> List[Tuple[re.Pattern, str]]:
     return [(re.compile(pattern), kind) for pattern, kind in pairs]
 
 
-def load(conn, family: Family, files: Sequence[Path], context: "Context", notices,
-         counts: Dict[str, StreamCount]) -> Dict[str, list]:
-    """Decode the family's streams among ``files`` into ``conn`` (its tables exist), then derive; returns the
-    decoders of each kind (their state, for the caller's notices)."""
-    decoders = {}
-    for kind, streams in family.streams(files).items():
+def load(conn, family: Family, streams: Dict[str, List[StreamFiles]], notices,
+         counts: Dict[str, StreamCount]) -> None:
+    """Decode the family's ``streams`` (``Family.streams``, by kind) into ``conn`` (its tables exist), then
+    derive what it derives (only when it found a stream: a directory without the family pays nothing)."""
+    for kind, items in streams.items():
         make = family.decoders.get(kind)
         if make is not None:
-            decoders[kind] = load_streams(conn, streams, make, notices, counts)
-    if family.derive is not None:
-        family.derive(conn, context)
-    return decoders
+            load_streams(conn, items, make, notices, counts)
+    if family.derive is not None and streams:
+        family.derive(conn)
 
 
 class Context(ProfTime):

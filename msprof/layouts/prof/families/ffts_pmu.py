@@ -47,7 +47,7 @@ def columns() -> List[str]:
 class Sides:
     """The context and block records of a device, taken run by run per (stream, task, context)."""
 
-    def __init__(self, conn, schema: str = "fam"):
+    def __init__(self, conn, schema: str = "main"):
         self.contexts: Dict[tuple, List[tuple]] = {}
         for row in conn.execute(f"SELECT stream_id, task_id, subtask_id, subtask_type, ffts_type, total_cycles, c0,"
                                 f" c1, c2, c3, c4, c5, c6, c7 FROM {schema}.ffts_pmu ORDER BY stream_id, task_id,"

@@ -8,9 +8,8 @@ master or slave) of the same thread; its hccl_info is the one inside that call; 
 (level 10000) enclosing it (op name: the call's item through hash_dic, op type: its node_basic_info). The
 device run of a task is the run paired with its launch (``launch.occ`` = ``task.exec_n``).
 
-``communication_tasks`` reads msprof's PROF databases (host attached as ``host``) and this family's tables
-(attached as ``fam``): the association the PROF import will make when this family is wired
-(docs/families-plan.md).
+``communication_tasks`` reads msprof's PROF databases (the device's, the host's attached as ``host``, where
+this family's tables are).
 """
 from collections import defaultdict
 from typing import Dict, List, Tuple
@@ -39,11 +38,11 @@ TASKS_SQL = f"""
 SELECT l.seq, l.thread, l.ts, l.stream_id, l.task_id, l.batch_id, t.start_syscnt, t.end_syscnt,
        (SELECT coalesce(n.name, '') FROM host.type_name n WHERE n.level = {LEVEL_HCCL} AND n.type = h.struct_type)
            AS role,
-       (SELECT i.size FROM fam.hccl_info i WHERE i.thread = l.thread AND i.ts BETWEEN h.begin AND h.end
+       (SELECT i.size FROM host.hccl_info i WHERE i.thread = l.thread AND i.ts BETWEEN h.begin AND h.end
         ORDER BY i.ts DESC LIMIT 1) AS size,
-       (SELECT i.plane_id FROM fam.hccl_info i WHERE i.thread = l.thread AND i.ts BETWEEN h.begin AND h.end
+       (SELECT i.plane_id FROM host.hccl_info i WHERE i.thread = l.thread AND i.ts BETWEEN h.begin AND h.end
         ORDER BY i.ts DESC LIMIT 1) AS plane_id,
-       (SELECT i.group_id FROM fam.hccl_info i WHERE i.thread = l.thread AND i.ts BETWEEN h.begin AND h.end
+       (SELECT i.group_id FROM host.hccl_info i WHERE i.thread = l.thread AND i.ts BETWEEN h.begin AND h.end
         ORDER BY i.ts DESC LIMIT 1) AS group_id,
        o.begin AS op_begin, o.item_id AS op_item, o.end AS op_end,
        (SELECT ni.op_type_hash FROM host.node_info ni WHERE ni.thread = l.thread AND ni.ts BETWEEN o.begin AND o.end

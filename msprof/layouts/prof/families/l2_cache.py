@@ -53,9 +53,9 @@ def slots(context: Context) -> Optional[Dict[str, List[Tuple[int, int]]]]:
     return out
 
 
-def rows(conn, context: Context, schema: str = "fam") -> Tuple[List[str], List[List[str]]]:
+def rows(conn, context: Context, schema: str = "main") -> Tuple[List[str], List[List[str]]]:
     """l2_cache's columns (before Device_id) and rows, in file order (``conn``: msprof's device database with
-    the host's attached as ``host`` and this family's as ``schema``)."""
+    the host's attached as ``host``; this family's table in ``schema``)."""
     found = slots(context)
     if found is None:
         return HEADERS, []

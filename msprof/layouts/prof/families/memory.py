@@ -67,7 +67,7 @@ def module_rows(conn, context: Context) -> Tuple[List[str], List[List[str]]]:
     return MODULE_HEADERS, rows
 
 
-def record_rows(conn, host: Context, schema: str = "fam") -> Tuple[List[str], List[List[str]]]:
+def record_rows(conn, host: Context, schema: str = "host") -> Tuple[List[str], List[List[str]]]:
     """memory_record: every GE allocation and free of the host, in file order (``host``: the host's clock)."""
     rows = [["GE", host.host_text(ts), _kb(allocated), _kb(reserved), f"NPU:{device}"]
             for ts, allocated, reserved, device in conn.execute(
@@ -75,7 +75,7 @@ def record_rows(conn, host: Context, schema: str = "fam") -> Tuple[List[str], Li
     return RECORD_HEADERS, rows
 
 
-def operator_rows(conn, host: Context, schema: str = "fam") -> Tuple[List[str], List[List[str]]]:
+def operator_rows(conn, host: Context, schema: str = "host") -> Tuple[List[str], List[List[str]]]:
     """operator_memory: each allocation with the free of the same (op, address, device) after it, in the
     order of the frees, then the allocations never freed (release columns 0)."""
     names = dict(conn.execute(f"SELECT hash, text FROM {schema}.hash_string"))

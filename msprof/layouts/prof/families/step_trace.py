@@ -10,7 +10,7 @@ the iteration current when they arrive. The marks are few (a handful per iterati
 ordered scan.
 """
 from collections import deque
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List
 
 from msprof.decode.step_trace import StepTraceDecoder
 from msprof.layouts.prof.families.base import Context, Family, kinds
@@ -138,7 +138,7 @@ def reordered(marks: Iterable[tuple]) -> List[tuple]:
     return out + [m for entry in queue for m in entry[1]]
 
 
-def derive(conn, context: Optional[Context] = None) -> None:
+def derive(conn) -> None:
     """training_trace, all_reduce and get_next from the marks (docs/prof-format.md, "Step trace")."""
     marks = conn.execute("SELECT index_id, model_id, syscnt, tag_id, stream_id FROM step_trace"
                          " GROUP BY index_id, model_id, syscnt, tag_id, stream_id ORDER BY model_id, syscnt, min(rowid)")

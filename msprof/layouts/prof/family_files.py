@@ -1,0 +1,116 @@
+"""The summary files of the PROF_ data families (issue 37; msprof.layouts.prof.families): one entry per file in
+``FILES`` (its name, the family it comes from, whether the unit has its data, the family's report function
+that makes its columns and text rows as the reference analyser writes them, and the clock it prints with).
+``summary_files`` gives export summary those whose family has data: a PROF_ without the families gets none
+and pays a few one-row queries.
+
+The report functions print texts (the reference's own rounding and time printing, docs/prof-format.md §11),
+so every column but Device_id is text here.
+"""
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+
+from msprof.collection import read_result_dir
+from msprof.contract import SummaryFile
+from msprof.layouts.prof import families
+from msprof.layouts.prof.families import aicpu, hccl, l2_cache, memory, msproftx, step_trace
+from msprof.layouts.prof.families.base import Context
+from msprof.tables import Column, Table
+
+Made = Tuple[List[str], List[List[str]]]
+
+
+class Clocks:
+    """The time bases the families' report functions print with: the device's and the host's."""
+
+    def __init__(self, report):
+        self.device = Context(read_result_dir(report.unit.path))
+        host = report.unit.databases[0].source_dir if report.has_host else None
+        self.host = Context(read_result_dir(host)) if host is not None else None
+
+
+def _msprof_tx(report, clocks: Clocks) -> Made:
+    # (this device's marks only: a target of several devices would hand every device's here)
+    return msproftx.summary(report.conn, clocks.host, [(str(report.device_number), report.conn, clocks.device)])
+
+
+def _l2_events_known(report) -> bool:
+    """The reference writes no l2_cache file when sample.json's events are not its platform's."""
+    return l2_cache.slots(Context(read_result_dir(report.unit.path))) is not None
+
+
+class FamilyFile(NamedTuple):
+    family: str
+    tables: Tuple[str, ...]           # a row in one of them: the unit has this file's data
+    make: Callable[..., Made]         # make(conn, clock, *args): columns and text rows (clock None: (report, clocks))
+    clock: Optional[str] = "device"   # the Clocks attribute it prints with
+    args: tuple = ()
+    device_first: bool = True         # a Device_id column in front (msprof_tx makes its own)
+    also_needs: Optional[Callable] = None     # a further condition on the report
+
+
+# file name → what makes it, in the order export summary lists them
+FILES: Dict[str, FamilyFile] = {
+    "step_trace": FamilyFile("step_trace", ("main.training_trace",), step_trace.summary),
+    "msprof_tx": FamilyFile("msproftx", ("host.msproftx", "host.msproftx_ex"), _msprof_tx, None, device_first=False),
+    "communication_statistic": FamilyFile("hccl", ("host.hccl_info",), hccl.statistic),
+    "aicpu": FamilyFile("aicpu", ("main.aicpu_task",), aicpu.aicpu_rows),
+    "dp": FamilyFile("aicpu", ("main.aicpu_dp",), aicpu.dp_rows, args=("main",)),
+    "npu_mem": FamilyFile("memory", ("main.npu_mem",), memory.npu_mem_rows),
+    "npu_module_mem": FamilyFile("memory", ("main.npu_module_mem",), memory.module_rows),
+    "memory_record": FamilyFile("task_memory", ("host.task_memory",), memory.record_rows, "host", ("host",)),
+    "operator_memory": FamilyFile("task_memory", ("host.task_memory",), memory.operator_rows, "host", ("host",)),
+    "l2_cache": FamilyFile("l2_cache", ("main.l2_cache",), l2_cache.rows, args=("main",), also_needs=_l2_events_known),
+}
+
+
+def present(report, entry: FamilyFile) -> bool:
+    if report.without_devices:
+        return False
+    if not any(report.conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() for table in entry.tables):
+        return False
+    return entry.also_needs is None or entry.also_needs(report)
+
+
+def present_names(report) -> List[str]:
+    """The families' summary files this unit has data for."""
+    return [name for name, entry in FILES.items() if present(report, entry)]
+
+
+def summary_files(names: List[str]) -> List[SummaryFile]:
+    return [SummaryFile(name, family_table, (name,)) for name in names]
+
+
+def family_table(report, name: str) -> Table:
+    """The summary file ``name`` of ``FILES`` as a table."""
+    entry = FILES[name]
+    clocks = Clocks(report)
+    if entry.clock is None:
+        columns, rows = entry.make(report, clocks)
+    else:
+        columns, rows = entry.make(report.conn, getattr(clocks, entry.clock), *entry.args)
+    if entry.device_first:
+        return Table(name, name, [report.device_column()] + [Column(c) for c in columns], [rows])
+    return Table(name, name, [Column(c) for c in columns], [rows])
+
+
+def families_table(report) -> Optional[Table]:
+    """query's list of the data families present: what was decoded of each (records per stream kind, as
+    decode_count has them) and the summary files made from it (issue 37 item 3); None when none is."""
+    written = present_names(report)
+    rows = []
+    for schema, role in (("host", "host"), ("main", "device")):
+        kinds = families.kinds_of(role)
+        decoded: Dict[str, List[str]] = {}
+        for kind, records in report.conn.execute(
+                f"SELECT kind, sum(records) FROM {schema}.decode_count GROUP BY kind ORDER BY kind"):
+            if kind in kinds:
+                decoded.setdefault(kinds[kind], []).append(f"{kind} {records}")
+        directory = "host" if role == "host" else report.unit.path.name
+        for family, counts in decoded.items():
+            files = [name for name in written if FILES[name].family == family]
+            rows.append((directory, family, ", ".join(counts), ", ".join(files) or "none yet",
+                         families.NOT_MADE_YET.get(family, "")))
+    if not rows:
+        return None
+    return Table("families", "Data families", [Column(c) for c in (
+        "Directory", "Family", "Records decoded", "Summary files", "Not made yet")], [rows], cut=False)

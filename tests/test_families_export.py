@@ -1,0 +1,110 @@
+"""The families' summary files as ``msprof export summary`` writes them (msprof.layouts.prof.family_files)
+against the reference analyser's, file for file, row for row and cell for cell (marker ``reference``): the
+scenarios of tests/test_families_reference.py, each family alone and all together, on HWTS and STARS chips.
+A file the reference does not write, msprof does not write either; a PROF_ without the families gets exactly
+the files it got before them."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from famtest import _rows, generate, need_reference, reference
+from reference_runner import read_csv_header
+from test_families_reference import AICPU, HCCL, L2, MEMORY, MSTX, STEP_TRACE, TOGETHER
+
+from msprof.layouts.prof.family_files import FILES
+
+SCENARIOS = {
+    "step_trace_hwts": STEP_TRACE["hwts_per_launch_reduce"],
+    "step_trace_two_models": STEP_TRACE["loop_two_models"],
+    "step_trace_stars_static": STEP_TRACE["stars_static_graph"],
+    "mstx_segments": MSTX["segments_and_unmatched"],
+    "mstx_old_cann": MSTX["stars_static_ranges_old_cann"],
+    "hccl_hwts_static": HCCL["hwts_static_two_ops"],
+    "aicpu_sliced": AICPU["hwts_static_sliced"],
+    "aicpu_single_op": AICPU["single_op"],
+    "memory_device_3": MEMORY["hwts_device_3_static"],
+    "l2_stars": L2["stars_two_streams"],
+    "l2_hwts_random": L2["hwts_platform_2_random_static"],
+    "together_stars": TOGETHER["stars_per_launch"],
+    "together_hwts_static": TOGETHER["hwts_static_graph"],
+}
+BEFORE = {"op_summary", "op_statistic", "task_time", "api_statistic"}
+
+
+def _export(msprof_cli, written) -> dict:
+    result = msprof_cli("export", "summary", "-dir", written.path)
+    assert result.returncode == 0, result.stderr
+    summary = written.path / ("device_%d" % written.prof.desc["device_id"]) / "summary"
+    return {path.stem: path for path in summary.glob("*.csv")}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_family_files_agree_with_the_reference(tmp_path, msprof_cli, name):
+    need_reference()
+    written = generate(tmp_path, SCENARIOS[name])
+    ref = reference(written, tmp_path, list(FILES))
+    ours = _export(msprof_cli, written)
+    theirs = {t for t in FILES if t in ref["headers"]}
+    assert {t for t in ours if t in FILES} == theirs
+    matched = {}
+    for table in sorted(theirs):
+        header = read_csv_header(ours[table])
+        rows = _rows(ours[table])
+        assert header == ref["headers"][table], table
+        assert rows == ref["rows"][table], table
+        matched[table] = len(rows)
+    assert sum(matched.values()) > 0
+    print("%s: reference rows matched %s" % (name, matched))
+
+
+def test_a_prof_without_the_families_gets_the_files_it_got(tmp_path, msprof_cli):
+    written = generate(tmp_path, {"platform_version": "1", "iterations": 2, "drv_version": 0x072211})
+    assert set(_export(msprof_cli, written)) == BEFORE
+    query = msprof_cli("query", "-dir", written.path)
+    assert query.returncode == 0, query.stderr
+    assert "Data families" not in query.stdout and "step_trace" not in query.stdout
+
+
+def test_import_and_query_name_the_families(tmp_path, msprof_cli):
+    """A plain import names what it decodes but makes nothing of yet and the raw files nothing reads; query
+    lists each family present with its records and files (issue 37 item 3)."""
+    written = generate(tmp_path, TOGETHER["stars_per_launch"])
+    device = written.path / "device_0"
+    (device / "data" / "dvpp.data.0.slice_0").write_bytes(bytes(64))
+    imported = msprof_cli("import", "-dir", written.path)
+    assert imported.returncode == 0, imported.stderr
+    assert ("ffts_pmu data decoded (msprof query counts them); not made from them yet: op_summary's STARS AI "
+            "Core PMU columns") in imported.stderr
+    assert "not analysed by msprof: dvpp.data (1 file)" in imported.stderr
+    query = msprof_cli("query", "-dir", written.path, "--format", "json")
+    assert query.returncode == 0, query.stderr
+    unit = json.loads(query.stdout)["%s/device_0" % written.path.name]
+    rows = {(r["directory"], r["family"]): r["summary_files"] for r in unit["tables"]["families"]["rows"]}
+    assert rows == {("host", "hccl"): "communication_statistic", ("host", "msproftx"): "msprof_tx",
+                    ("host", "task_memory"): "memory_record, operator_memory", ("device_0", "aicpu"): "aicpu, dp",
+                    ("device_0", "ffts_pmu"): "none yet", ("device_0", "l2_cache"): "l2_cache",
+                    ("device_0", "memory"): "npu_mem, npu_module_mem", ("device_0", "step_trace"): "step_trace"}
+    one = msprof_cli("query", "-dir", written.path, "--table", "families", "--format", "csv")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.splitlines()[0] == "Directory,Family,Records decoded,Summary files,Not made yet"
+
+
+def test_a_step_trace_without_the_device_frequency_is_a_clear_error(tmp_path, msprof_cli):
+    """ts_track marks are device counter ticks: without info.json's hwts_frequency (here on a device with no
+    task log, which would need it too) the import says which file lacks what, not a traceback at export."""
+    written = generate(tmp_path, STEP_TRACE["hwts_per_launch_reduce"])
+    device = written.path / "device_0"
+    for path in (device / "data").glob("hwts.data*"):
+        path.unlink()
+    info_path = next(device.glob("info.json*"))
+    info = json.loads(info_path.read_text())
+    del info["DeviceInfo"][0]["hwts_frequency"]
+    info_path.write_text(json.dumps(info))
+    result = msprof_cli("import", "-dir", written.path)
+    assert result.returncode == 8, result.stderr
+    assert ("%s: DeviceInfo[0].hwts_frequency missing or not a positive number (needed to convert step_trace "
+            "timestamps)" % info_path) in result.stderr
+    assert "Traceback" not in result.stderr
