@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from msprof import __version__, interrupts, outputs
+from msprof import __version__, cann, interrupts, outputs
 from msprof.console import configure, discard_stdout, log
 from msprof.outputs import restrict_umask
 from msprof.verbosity import verbosity_options
@@ -125,45 +125,14 @@ class _Interrupted(Exception):
     """Ctrl-C, TERM or HUP while a command ran."""
 
 
-ON_OFF = click.Choice(["on", "off"])
-
-
-def cann_options(func):
-    """The CANN msprof's own syntax (``msprof --export=on --output=DIR``), what torch_npu, MindSpore and Ascend
-    users run: options of the program itself, never with a command (docs/cli-reference.md)."""
-    options = [
-        click.option("--export", "cann_export", type=ON_OFF, help="CANN syntax: --export=on exports every "
-                     "collection under --output (a PROF_'s into PROF_x/mindstudio_profiler_output/)"),
-        click.option("--analyze", "cann_analyze", type=ON_OFF, help="CANN syntax: --analyze=on runs the "
-                     "communication analyses (HCCL data) of every PROF_ under --output"),
-        click.option("--output", "cann_output", type=DIRECTORY, metavar="DIR",
-                     help="CANN syntax: the PROF_ directory, or a parent of several, for --export/--analyze "
-                          "(a command's own --output, after its name, means where results go)"),
-        click.option("--type", "cann_type", type=click.Choice(["text", "db"]), hidden=True),
-        click.option("--rule", "cann_rule", metavar="RULES", help="CANN syntax, with --analyze=on: "
-                     "communication,communication_matrix (the default: both)"),
-        click.option("--model-id", "cann_model", type=ID, help="CANN syntax, with --export=on: this model's "
-                     "execution only (with --iteration-id)"),
-        click.option("--iteration-id", "cann_iteration", type=ID, help="CANN syntax, with --export=on: that "
-                     "execution (with --model-id)"),
-        click.option("--iteration-count", "cann_count", type=click.IntRange(min=1), help="CANN syntax: how "
-                     "many executions from --iteration-id (1 only, for now)"),
-        click.option("--summary-format", "cann_format", type=click.Choice(["csv"]), help="CANN syntax: the "
-                     "summary files' format (csv)"),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
 @click.group(cls=_Commands, context_settings=CONTEXT, epilog=EXIT_CODE_HELP, invoke_without_command=True,
              no_args_is_help=True)
 @click.version_option(__version__, "--version", prog_name="msprof")
 @click.option("-v", "--verbose", count=True, help="more detail on stderr; -vv also shows tracebacks")
 @click.option("-q", "--quiet", is_flag=True, help="only errors on stderr")
-@cann_options
+@cann.options(DIRECTORY, ID)
 @click.pass_context
-def cli(ctx, verbose, quiet, **cann):
+def cli(ctx, verbose, quiet, **options):
     """Profile AI inference on SS928/SS927 boards (svp_acl) and analyse Ascend CANN PROF data.
 
     \b
@@ -175,39 +144,10 @@ def cli(ctx, verbose, quiet, **cann):
     """
     configure(verbose, quiet)
     ctx.obj = {"verbose": verbose}
-    given = [f"--{name}" for name, value in zip(_CANN_NAMES, cann.values()) if value is not None]
     if ctx.invoked_subcommand is not None:
-        if given:
-            raise click.UsageError(f"{given[0]}: CANN syntax, not with a command ({ctx.invoked_subcommand})")
+        cann.refuse_with_command(options, ctx.invoked_subcommand)
         return
-    _cann(**cann)
-
-
-# the CANN options' names, in cann_options' order
-_CANN_NAMES = ("export", "analyze", "output", "type", "rule", "model-id", "iteration-id", "iteration-count",
-               "summary-format")
-
-
-def _cann(cann_export, cann_analyze, cann_output, cann_type, cann_rule, cann_model, cann_iteration, cann_count,
-          cann_format):
-    """``msprof --export=on|--analyze=on --output=DIR``: export, then analyse (docs/cli-reference.md)."""
-    from msprof import api
-
-    if "on" not in (cann_export, cann_analyze):
-        raise click.UsageError("--export=on or --analyze=on, or a command (msprof --help)")
-    if cann_output is None:
-        raise click.UsageError("--output=DIR: the PROF_ directory (or a parent of several) to work on")
-    if cann_type == "db":
-        raise click.UsageError("--type=db: the unified database (msprof_<ts>.db) is not written yet; use "
-                               "--type=text (the default)")
-    if (cann_count or 1) > 1:
-        raise click.UsageError("--iteration-count: msprof exports one execution (--iteration-id) at a time for now")
-    path = check_local_path(cann_output, "--output")
-    if cann_export == "on":
-        api.cann_export(path, selection(cann_model, cann_iteration), cann_format or "csv")
-    if cann_analyze == "on":
-        rules = [r for r in (cann_rule or ",".join(api.ANALYZE_RULES)).split(",") if r]
-        api.cann_analyze(path, rules)
+    cann.run(options, selection(options["cann_model"], options["cann_iteration"]))
 
 
 @cli.command("import", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
