@@ -126,6 +126,7 @@ class _Interrupted(Exception):
 
 
 @click.group(cls=_Commands, context_settings=CONTEXT, epilog=EXIT_CODE_HELP, invoke_without_command=True,
+             subcommand_metavar="[COMMAND] [ARGS]...",
              no_args_is_help=True)
 @click.version_option(__version__, "--version", prog_name="msprof")
 @click.option("-v", "--verbose", count=True, help="more detail on stderr; -vv also shows tracebacks")
