@@ -152,6 +152,21 @@ def _export(job: Path, command: list, slice_events: int, **popen):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **popen)
 
 
+def _wait_until_caught(pid: int, sig: int, within: float = 30.0) -> None:
+    """Until the process catches ``sig`` (its /proc status SigCgt): a signal that comes while Python is still
+    starting, before msprof's first line, ends any Python program, as the kernel's default action has it."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return                                   # (it has ended: the test sees how)
+        caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+        if caught >> (sig - 1) & 1:
+            return
+        time.sleep(0.005)
+
+
 def _files(directory: Path) -> dict:
     return {p.name: p.read_text(encoding="utf-8").endswith(MARK) for p in directory.iterdir()}
 
@@ -183,8 +198,10 @@ def test_an_interrupted_export_leaves_the_earlier_files_whole_or_the_new_ones(bi
                 with open(path, "a", encoding="utf-8") as handle:
                     handle.write(MARK)
         proc = _export(big_job, command, new)
+        sig = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP][trial % 3]
+        _wait_until_caught(proc.pid, sig)
         time.sleep(rng.uniform(0.05, duration * 1.2))
-        proc.send_signal([signal.SIGINT, signal.SIGTERM, signal.SIGHUP][trial % 3])
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode in (0, 130) and "Traceback" not in err, err
         found = _files(directory)
