@@ -308,8 +308,8 @@ def _devices(units: List[Unit]) -> Optional[Dict[str, Unit]]:
 
 
 def _read_sides(units: Tuple[Unit, Unit]) -> list:
-    """The two sides' msprof.analysis.compare.Side, side by side with a second core (a PROF side of 1M tasks:
-    ~5 s)."""
+    """The two sides' msprof.analysis.compare.Side, side by side with a second core (a large side takes
+    seconds)."""
     if several_cores():
         with Pool(2) as pool:
             return pool.each("comparing", _read_side, list(units))

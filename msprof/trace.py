@@ -42,8 +42,8 @@ from msprof.workers import Pool, several_cores
 SLICE_EVENTS = 1_000_000
 SLICE_BYTES = 190_000_000
 # Check written files with tracecheck before they are renamed into place: every file, or (the default)
-# slices of at most CHECK_MAX_EVENTS events. Re-reading costs 1.4-4 µs an event (a 250k-event file of
-# host calls and flows 1.1 s, as long as writing it); the writers build each event from a fixed template
+# slices of at most CHECK_MAX_EVENTS events. Re-reading a file costs about as long as writing it; the
+# writers build each event from a fixed template
 # and put slices on lanes where they nest, and the tests check every file they export. ``export timeline
 # --check`` checks every file.
 CHECK_FILES = True

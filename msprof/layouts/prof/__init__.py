@@ -160,8 +160,8 @@ class ProfLayout(Layout):
         label = report.unit.label
         if report.has_tasks:
             tasks = report.count("task")
-            # weights ~ the cost of each file per task (op_summary with task_time 12 µs, op_summary 10, op_statistic
-            # 1-2, measured): two processes then finish together; the parts even out the end
+            # weights: the measured cost of each file per task (docs/performance.md), so that two processes finish
+            # together; the parts even out the end
             if selection.everything:
                 # op_statistic from the sums op_summary's pass gathers (its own query joins every task again)
                 files.append(SummaryFile("op_summary", ProfReport.op_summary_and_task_time, (), tasks * 12, parts=8,

@@ -37,8 +37,8 @@ from msprof.events import (FETCH_ROWS, FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, Js
 
 HOST_PROCESS = "CANN (host)"
 LEVEL_NAMES = {level: jstr(name) for level, name in LEVELS.items()}
-# Event formats, the pids written in by each source (<PID>: its own, <HOST>: the host's): a constant printed for
-# every event cost 70 ns of the ~1.4 µs an event takes
+# Event formats, the pids written in by each source (<PID>: its own, <HOST>: the host's), so that no constant is
+# printed again for every event
 _TASK = (',\n{"ph":"X","pid":<PID>,"tid":%d,"ts":%U,"dur":%U,"name":%s,"args":{"Task ID":%d,"Stream ID":%d,'
          '"Task Type":%s,"OP Type":%s,"Model ID":%d,"Iteration":%s}}')
 _API = ',\n{"ph":"X","pid":<PID>,"tid":%d,"ts":%U,"dur":%U,"name":%s,"args":{"level":%s,"item":%s}}'
@@ -85,9 +85,8 @@ def cann_process(process: tuple, device: Optional[int]) -> tuple:
     return process[0], "CPU" if device is None else f"NPU {device}", process[1]
 
 
-# The host calls' sort spills to a temporary file beyond this: a per-launch run's 1.5M calls per half (3M
-# at 1M tasks) took as long sorted in 32 MB runs as in memory (7.6 s for the timeline) at 88 MB of RSS
-# instead of 119 MB (memory stays flat with the number of tasks)
+# The host calls' sort spills to a temporary file beyond this: sorting in runs of this size is as fast as in
+# memory, and memory stays flat with the number of calls (docs/performance.md, "Sorts")
 SORT_CACHE_MB = 32
 # node-level calls remembered per host thread for the flows of tasks still to come (the oldest are dropped)
 REMEMBERED_CALLS = 1 << 16
