@@ -20,7 +20,6 @@ earlier is touched; leaving the block without a commit removes the temporaries.
 """
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -28,6 +27,7 @@ from msprof import trace
 from msprof.console import log, notice
 from msprof.errors import DataError
 from msprof.outputs import FileSet, naming_errors, output_dir, temporary
+from msprof.renderers.base import copy
 from msprof.tracecheck import TraceError, check_trace
 
 # A joined timeline is checked (msprof.tracecheck, read whole) up to this size, about trace.CHECK_MAX_EVENTS
@@ -123,9 +123,9 @@ def _append_rows(parts: List[Path], out, target: Path) -> bool:
             elif first != header:
                 raise DataError(f"{target}: the devices' tables have different columns (metric sets or chips differ"
                                 "), so they cannot be one file; `msprof export summary` writes one per device")
-            before = out.tell()
-            shutil.copyfileobj(handle, out, 1 << 20)
-            rows = rows or out.tell() > before
+            body, size = handle.tell(), os.fstat(handle.fileno()).st_size
+            copy(handle, out, body, size)
+            rows = rows or size > body
         part.unlink()
     return rows
 
@@ -155,17 +155,9 @@ def _append_array(parts: List[Path], out, target: Path) -> bool:
             with open(part, "rb") as handle:
                 handle.seek(begin)
                 out.write(b",\n" if metadata or events else b"")
-                _copy(handle, out, end - begin)
+                copy(handle, out, begin, end)
             events = True
         part.unlink()
     out.write(b"\n]\n")
     return events
 
-
-def _copy(source, out, length: int) -> None:
-    while length > 0:
-        chunk = source.read(min(length, 1 << 20))
-        if not chunk:
-            break
-        out.write(chunk)
-        length -= len(chunk)

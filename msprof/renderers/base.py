@@ -104,13 +104,14 @@ class Renderer:
             self.findings(each, out)
 
 
-def copy(source: BinaryIO, out: BinaryIO) -> None:
-    """All of ``source`` appended to ``out``: in the kernel where it can (sendfile, faster than a copy through
-    Python's buffers), the rest (all, without sendfile) in 1 MB pieces."""
+def copy(source: BinaryIO, out: BinaryIO, start: int = 0, end: Optional[int] = None) -> None:
+    """Bytes ``start`` to ``end`` of ``source`` (all of it by default) appended to ``out``: in the kernel where it
+    can (sendfile, faster than a copy through Python's buffers), the rest (all, without sendfile) in 1 MB
+    pieces."""
     out.flush()
-    offset = 0
+    offset = start
     try:
-        size = os.fstat(source.fileno()).st_size
+        size = os.fstat(source.fileno()).st_size if end is None else end
         while offset < size:
             sent = os.sendfile(out.fileno(), source.fileno(), offset, size - offset)
             if not sent:
@@ -119,7 +120,15 @@ def copy(source: BinaryIO, out: BinaryIO) -> None:
     except (AttributeError, OSError, io.UnsupportedOperation):
         pass                  # a full disk fails again below, where it is reported
     source.seek(offset)
-    shutil.copyfileobj(source, out, 1 << 20)
+    if end is None:
+        shutil.copyfileobj(source, out, 1 << 20)
+        return
+    while offset < end:
+        chunk = source.read(min(end - offset, 1 << 20))
+        if not chunk:
+            break
+        out.write(chunk)
+        offset += len(chunk)
 
 
 FORMATS: Dict[str, Type[Renderer]] = {}
