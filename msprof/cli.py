@@ -425,8 +425,11 @@ def main(argv=None):
     except (BrokenPipeError, _PipeClosed):
         _quiet_broken_pipe()
     except Exception as exc:
-        if not _caused_by_interrupt(exc):
-            _internal_error(exc, verbose)
+        try:
+            if not (_caused_by_interrupt(exc) or interrupts.signalled()):
+                _internal_error(exc, verbose)
+        except KeyboardInterrupt:       # (the signal behind ``exc``, whose handler ran only now)
+            pass
         _end_interrupted(own_line=True)
     try:
         sys.stdout.flush()

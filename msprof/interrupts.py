@@ -8,16 +8,23 @@ machine, whether a signal came — a byte that Python's C-level handler writes i
 Python code: Python's own handler then runs right after the statement, raising KeyboardInterrupt as usual
 (inside SQLite's callback, SQLite would swallow it). The handler calls ``seen`` to empty the pipe, so that
 what runs on the way out runs to its end.
+
+The KeyboardInterrupt can land where Python cannot raise it: SQLite's ``executemany`` drops the generator
+feeding it once its statement ended, and the handler then runs inside the generator's clean-up, where
+Python only reports it ("Exception ignored"). The statement's "interrupted" error is what reaches the
+command then; ``signalled`` tells it a signal came, and such a report is kept quiet.
 """
 import contextlib
 import functools
 import os
 import signal
 import sqlite3
+import sys
 
 # SQLite's virtual-machine steps between two looks at the pipe (a look is one poll(2) of it)
 STEPS = 100_000
 _watch = None            # (a poll of the pipe, the pipe's read end) once ``watch`` was called
+_signalled = False
 
 
 def connect(database: str, **kwargs) -> sqlite3.Connection:
@@ -47,11 +54,25 @@ def watch() -> None:
     except (ImportError, AttributeError, OSError, ValueError):     # (no poll, or not the main thread)
         return
     _watch = (poll, read)
+    sys.unraisablehook = functools.partial(_unraisable, sys.unraisablehook)
+
+
+def _unraisable(default, report) -> None:
+    """An interrupt Python could not raise (the module's doc) is no error to print: ``signalled`` has it."""
+    if not (_signalled and isinstance(report.exc_value, KeyboardInterrupt)):
+        default(report)
 
 
 def seen() -> None:
     """Empty the pipe: a signal's handler calls it."""
+    global _signalled
+    _signalled = True
     if _watch is not None:
         with contextlib.suppress(OSError):
             while os.read(_watch[1], 512):
                 pass
+
+
+def signalled() -> bool:
+    """Whether a signal came (its handler called ``seen``)."""
+    return _signalled
