@@ -3,20 +3,16 @@ databases made current — imported once under a per-directory lock, so that com
 import once, several databases two at a time in two processes — its report open, and the data-quality
 line said again; ``Failures``: the errors of a run over several units, said as they happen."""
 import contextlib
+import functools
 import os
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
-
-try:                        # (imported with the module: a command may drop privileges or lose its paths later)
-    import fcntl
-except ImportError:         # not POSIX: no import lock
-    fcntl = None
 
 from msprof import progress
 from msprof.console import log, notice, result_log
 from msprof.contract import Database, Target, Unit
 from msprof.errors import MsprofError, SeveralFailed
-from msprof.outputs import output_dir, remove_stale
+from msprof.outputs import directory_lock, output_dir, remove_stale
 from msprof.workers import Pool, several_cores
 
 
@@ -176,33 +172,13 @@ def _importing(databases: Sequence[Database]):
     taken (a directory that cannot be made, a file system without locks) it is done without, as before."""
     with contextlib.ExitStack() as stack:
         for directory in sorted({database.path.parent.parent for database in databases}):
-            fd = _lock(directory)
-            if fd is not None:
-                stack.callback(os.close, fd)          # (the lock goes with it)
+            try:
+                output_dir(directory)
+            except MsprofError:
+                continue
+            stack.enter_context(directory_lock(directory, functools.partial(
+                notice, f"{directory}: another msprof is importing it: waiting")))
         yield
-
-
-def _lock(directory: Path) -> Optional[int]:
-    """The open directory, locked (None: no lock could be had)."""
-    if fcntl is None:
-        return None
-    try:
-        output_dir(directory)
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except (OSError, MsprofError):
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            notice(f"{directory}: another msprof is importing it: waiting")
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            pass
-    except BaseException:           # (Ctrl-C while waiting)
-        os.close(fd)
-        raise
-    return fd
 
 
 @contextlib.contextmanager

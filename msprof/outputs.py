@@ -26,12 +26,16 @@ import sqlite3
 import stat
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 try:                        # (imported with the module: when no file can be opened, no module can be either)
     import resource
 except ImportError:         # not POSIX
     resource = None
+try:
+    import fcntl
+except ImportError:         # not POSIX: no locks
+    fcntl = None
 
 from msprof import trust
 from msprof.errors import DataError, DiskSpaceError, OutputError, ResourceError
@@ -459,3 +463,27 @@ def _signals_held():
             signal.signal(sig, handler)
         if held:
             signal.raise_signal(held[0])
+
+
+@contextlib.contextmanager
+def directory_lock(directory: Path, on_wait: Callable[[], None]):
+    """An exclusive flock on ``directory`` for the block: one msprof at a time, released by the kernel if the
+    holder dies. ``on_wait`` says that another holds it, before waiting. Where no lock can be had (no such
+    directory, a file system without locks, not POSIX) the block runs without one."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        yield
+        return
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                on_wait()
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:
+                pass
+        yield
+    finally:
+        os.close(fd)

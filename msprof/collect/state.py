@@ -9,20 +9,16 @@ into one directory never share ``.partial`` or the record: the second waits, and
 """
 import contextlib
 import datetime
+import functools
 import json
 import os
 import shlex
 from pathlib import Path
 from typing import List, Optional
 
-try:
-    import fcntl
-except ImportError:         # (not on Windows: collect runs there without the lock)
-    fcntl = None
-
 from msprof.collect.config import BoardConfig
 from msprof.console import log, notice
-from msprof.outputs import atomic_open
+from msprof.outputs import atomic_open, directory_lock
 
 PARTIAL = ".partial"
 STATE_FILE = "collect-state.json"
@@ -95,30 +91,8 @@ def resume_hint(config_path: Path, output: Path, options: Optional[dict] = None)
     return f"Finish with: {resume_command(config_path, output, options)}"
 
 
-@contextlib.contextmanager
 def exclusive(output: Path):
-    """Hold an flock on the directory ``output`` (the kernel releases it if this process dies); wait, saying
-    so, while another collect holds it. Where no lock can be had (no such directory yet, a file system
-    without locks) the block runs without one."""
-    try:
-        fd = os.open(output, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        yield
-        return
-    try:
-        if fcntl is not None:
-            _lock(fd, output)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _lock(fd: int, output: Path) -> None:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        notice("msprof: another msprof collect is pulling into %s; waiting for it to finish (Ctrl-C to stop)",
-               output)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    except OSError:
-        pass
+    """Hold a lock on the directory ``output`` while another collect pulls into it, waiting, saying so."""
+    return directory_lock(output, functools.partial(
+        notice, "msprof: another msprof collect is pulling into %s; waiting for it to finish (Ctrl-C to stop)",
+        output))
