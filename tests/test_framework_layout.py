@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from fixtures import fwkscenarios, fwkwrite
+from fixtures import fwkexpected, fwkscenarios, fwkwrite
 from msprof.layouts import find_units
 
 MSPROF = [sys.executable, "-m", "msprof"]
@@ -124,3 +124,41 @@ def test_two_ranks_under_a_parent_give_a_framework_unit_each(tmp_path):
     assert proc.returncode == 0, proc.stderr
     for fw in written:
         assert _db(fw.root).execute("SELECT count(*) FROM fw_step").fetchone()[0] == len(fw.steps)
+
+
+# ------------------------------------------------------------------------------------------- torch_npu
+def _oracle_or_skip():
+    oracle = fwkexpected.oracle_path()
+    if not oracle.is_file():
+        pytest.skip("torch_npu oracle not found at %s (set MSPROF_TORCH_NPU_ORACLE)" % oracle)
+    return oracle
+
+
+@pytest.mark.reference
+@pytest.mark.oracles
+@pytest.mark.parametrize("scenario", ["pt_l0_eager", "pt_l1_eager", "pt_l1_marks"])
+def test_kernel_details_is_torch_npus_byte_for_byte(tmp_path, scenario):
+    """torch_npu's own analysis (the oracle, the reference analyser as its CANN msprof) and msprof's export
+    summary on copies of one generated directory: kernel_details.csv the same bytes (Step Id, renamed columns,
+    the start's TAB, CR LF)."""
+    oracle = _oracle_or_skip()
+    fw = fwkscenarios.write_scenario(scenario, tmp_path / "in")[0]
+    ours = tmp_path / "ours" / fw.root.name
+    shutil.copytree(fw.root, ours)
+    proc = subprocess.run([sys.executable, str(oracle), str(fw.root), "--backend", "reference", "--out",
+                           str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=600)
+    if "reference analyser not found" in proc.stdout:
+        pytest.skip(proc.stdout.strip())
+    assert proc.returncode == 0, proc.stdout
+    expected = (tmp_path / "out" / fw.root.name / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").read_bytes()
+    done = run("export", "summary", "-dir", ours)
+    assert done.returncode == 0, done.stderr
+    got = (ours / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").read_bytes()
+    assert got == expected
+    # (and what it holds, from the generator's truth: every kernel of step N has Step Id N)
+    lines = got.decode().split("\r\n")
+    assert lines[0].startswith("Step Id,Device_id,Name,Type,Accelerator Core,Start Time(us)")
+    ids = [line.split(",")[0] for line in lines[1:] if line]
+    kernels = [(step.step, span) for step in fw.steps for op in step.walk() for span in op.spans if span.kernel]
+    assert ids == [str(step) for step, _span in kernels]

@@ -6,16 +6,19 @@ reimplements none of it), and this layout adds one unit of its own per framework
 ``<dir>/sqlite/framework.db`` (FRAMEWORK/ records, torch ops in tree order, steps). A parent of several ranks'
 directories gives each its units, in path order.
 """
+import dataclasses
 import functools
+import itertools
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from msprof.console import notice
-from msprof.contract import Database, Layout, Selection, SummaryFile, Unit
+from msprof.contract import Database, Layout, Selection, SummaryFile, Target, Unit
 from msprof.errors import DataError
 from msprof.layouts.base import id_ranges, out_dir
 from msprof.layouts.framework import where
 from msprof.layouts.framework.importer import LAYOUT, framework_sources
+from msprof.layouts.framework.kernels import kernel_details
 from msprof.layouts.framework.report import FrameworkReport
 from msprof.layouts.prof import ProfLayout, prof_root
 from msprof.store import stale
@@ -57,28 +60,53 @@ class FrameworkLayout(Layout):
         for directory, mine in by_dir.items():
             base = out_dir(directory, output)
             # (the PROF_ under --output goes inside the framework directory's place, as it lies in the data)
-            units += self.prof.units(mine, base if output is not None else None)
-            units.append(self._unit(directory, base))
+            prof_units = self.prof.units(mine, base if output is not None else None)
+            units += prof_units + [self._unit(directory, base, prof_units)]
         return units
 
-    def _unit(self, directory: Path, base: Path) -> Unit:
+    def _unit(self, directory: Path, base: Path, prof_units: List[Unit]) -> Unit:
+        """The framework unit: its database last, after those of its PROF_ devices (its reports read them)."""
         profs = where.prof_dirs(directory)
         database = FrameworkDatabase(LAYOUT, "main", directory, base / "sqlite" / DB_NAME,
                                      functools.partial(_import, directory), empty_ok=True)
+        theirs = {d.path: d for unit in prof_units if unit.problem is None for d in unit.databases}
         problem = None
         if len(profs) > 1:
             problem = DataError(f"{directory}: {len(profs)} PROF_ directories ({', '.join(p.name for p in profs)}):"
                                 " a rank's directory holds one; its framework data cannot be told which it goes with")
-        return Unit(self, directory, base, directory.name, [database], problem=problem)
+        return Unit(self, directory, base, directory.name, list(theirs.values()) + [database], problem=problem)
+
+    def targets(self, units: List[Unit], stamp: Optional[str] = None) -> List[Target]:
+        """Each unit's files go to its ASCEND_PROFILER_OUTPUT/, where torch_npu writes them (also with --export=on:
+        the CANN layout is its PROF_'s)."""
+        return [Target([unit], unit.out / where.RESULTS_DIR, unit.out / where.RESULTS_DIR) for unit in units]
 
     def report(self, unit: Unit) -> FrameworkReport:
-        return FrameworkReport(unit)
+        return FrameworkReport(unit, self.prof)
 
     # --- what the commands write and print -------------------------------------------------------------------
     def summary_files(self, report, selection: Selection) -> List[SummaryFile]:
         report.check(selection)
-        notice(f"{report.unit.label}: the framework's ASCEND_PROFILER_OUTPUT files are not written yet")
-        return []
+        label = report.unit.label
+        if not selection.everything:
+            notice(f"{label}: ASCEND_PROFILER_OUTPUT covers the whole run: an export without --iteration-id "
+                   "writes it")
+            return []
+        if not report.has_tasks:
+            notice(f"{label}: no device task data: kernel_details skipped")
+            return []
+        if report.has_marks():
+            notice(f"{label}: op marks (the task queue) recorded: steps are given their launches by host time, "
+                   "not yet through the queue as torch_npu does (Step Id may differ)")
+        return [SummaryFile("kernel_details", FrameworkLayout.kernel_details, (), report.unit.database.path.stat(
+            ).st_size)]
+
+    @staticmethod
+    def kernel_details(report) -> Table:
+        ranges = report.device_ranges()
+        tables = [kernel_details(device, ranges, report.metrics) for device in report.devices if device.has_tasks]
+        first = tables[0]
+        return dataclasses.replace(first, batches=itertools.chain.from_iterable(t.batches for t in tables))
 
     def timelines(self, report, selection: Selection, cann: bool = False, host: bool = True) -> list:
         notice(f"{report.unit.label}: the framework's trace_view.json is not written yet")
