@@ -59,12 +59,15 @@ def test_import_writes_the_framework_database_with_the_tree_and_the_steps(eager)
 
 
 def test_query_lists_the_steps_with_their_host_ranges(eager):
-    proc = run("query", "-dir", eager.root)
+    proc = run("query", "-dir", eager.root, "--wide")
     assert proc.returncode == 0, proc.stderr
     first = eager.steps[0]
     start, end = eager.local_ns(first.start), eager.local_ns(first.end)
+    # the device range: the first kernel's start, the host end (the step outlasts its kernels: target §3)
+    spans = [span for op in first.walk() for span in op.spans if span.kernel]
+    device = (eager.local_ns(spans[0].task_start), max(eager.local_ns(spans[-1].task_end), end))
     line = next(line for line in proc.stdout.splitlines() if line.startswith("5 "))
-    assert line.split()[:3] == ["5", "%d.%03d" % divmod(start, 1000), "%d.%03d" % divmod(end, 1000)]
+    assert line.split()[:5] == ["5"] + ["%d.%03d" % divmod(t, 1000) for t in (start, end) + device]
     assert "5-7" in proc.stdout
     assert "importing" not in proc.stderr          # (the import's database is current)
 
@@ -162,3 +165,16 @@ def test_kernel_details_is_torch_npus_byte_for_byte(tmp_path, scenario):
     ids = [line.split(",")[0] for line in lines[1:] if line]
     kernels = [(step.step, span) for step in fw.steps for op in step.walk() for span in op.spans if span.kernel]
     assert ids == [str(step) for step, _span in kernels]
+
+
+def test_two_prof_directories_fail_the_framework_unit_not_the_profs(tmp_path, eager):
+    root = tmp_path / eager.root.name
+    shutil.copytree(eager.root, root, ignore=shutil.ignore_patterns("sqlite", "log"))
+    other = fwkwrite.PROF_NAME.replace("000001", "000002")
+    shutil.copytree(root / fwkwrite.PROF_NAME, root / other)
+    proc = run("import", "-dir", root)
+    assert proc.returncode == 8, proc.stderr
+    assert "2 PROF_ directories" in proc.stderr and "Traceback" not in proc.stderr
+    for name in (fwkwrite.PROF_NAME, other):
+        assert (root / name / "device_0" / "sqlite" / "msprof.db").is_file()
+    assert not (root / "sqlite" / "framework.db").exists()

@@ -128,10 +128,15 @@ class FrameworkLayout(Layout):
 
     @staticmethod
     def _steps(report, selection: Selection) -> Table:
-        rows = [row for row in report.steps() if selection.iteration_id in (None, row[0])]
-        return Table("steps", "Steps (host)", [Column("Step", INT), Column("Host Start(us)", EPOCH_US),
-                                               Column("Host End(us)", EPOCH_US), Column("Framework Ops", INT)],
-                     [rows], keep=("Step", "Host Start(us)", "Host End(us)", "Framework Ops"))
+        """The steps: host range, device range (none for a step that launched nothing), framework ops."""
+        device = {step: (start, end) for step, start, end in report.device_ranges()}
+        rows = [(step, start, end, *device.get(step, (None, None)), ops) for step, start, end, ops in report.steps()
+                if selection.iteration_id in (None, step)]
+        return Table("steps", "Steps", [Column("Step", INT), Column("Host Start(us)", EPOCH_US),
+                                        Column("Host End(us)", EPOCH_US), Column("Device Start(us)", EPOCH_US),
+                                        Column("Device End(us)", EPOCH_US), Column("Framework Ops", INT)],
+                     [rows], keep=("Step", "Host Start(us)", "Host End(us)", "Device Start(us)", "Device End(us)",
+                                   "Framework Ops"))
 
     def facts(self, report, idle: bool = False):
         raise NotImplementedError("compare and advise do not read framework units yet (has_facts)")
