@@ -140,10 +140,10 @@ def _oracle_or_skip():
 @pytest.mark.reference
 @pytest.mark.oracles
 @pytest.mark.parametrize("scenario", ["pt_l0_eager", "pt_l1_eager", "pt_l1_marks"])
-def test_kernel_details_is_torch_npus_byte_for_byte(tmp_path, scenario):
+def test_kernel_details_and_step_trace_time_are_torch_npus_byte_for_byte(tmp_path, scenario):
     """torch_npu's own analysis (the oracle, the reference analyser as its CANN msprof) and msprof's export
-    summary on copies of one generated directory: kernel_details.csv the same bytes (Step Id, renamed columns,
-    the start's TAB, CR LF)."""
+    summary on copies of one generated directory: kernel_details.csv (Step Id, renamed columns, the start's TAB,
+    CR LF) and step_trace_time.csv (float sums, Stage and Preparing at 0.25 µs) the same bytes."""
     oracle = _oracle_or_skip()
     fw = fwkscenarios.write_scenario(scenario, tmp_path / "in")[0]
     ours = tmp_path / "ours" / fw.root.name
@@ -154,11 +154,12 @@ def test_kernel_details_is_torch_npus_byte_for_byte(tmp_path, scenario):
     if "reference analyser not found" in proc.stdout:
         pytest.skip(proc.stdout.strip())
     assert proc.returncode == 0, proc.stdout
-    expected = (tmp_path / "out" / fw.root.name / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").read_bytes()
+    theirs = tmp_path / "out" / fw.root.name / "ASCEND_PROFILER_OUTPUT"
     done = run("export", "summary", "-dir", ours)
     assert done.returncode == 0, done.stderr
+    for name in ("kernel_details.csv", "step_trace_time.csv"):
+        assert (ours / "ASCEND_PROFILER_OUTPUT" / name).read_bytes() == (theirs / name).read_bytes(), name
     got = (ours / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").read_bytes()
-    assert got == expected
     # (and what it holds, from the generator's truth: every kernel of step N has Step Id N)
     lines = got.decode().split("\r\n")
     assert lines[0].startswith("Step Id,Device_id,Name,Type,Accelerator Core,Start Time(us)")
@@ -178,3 +179,31 @@ def test_two_prof_directories_fail_the_framework_unit_not_the_profs(tmp_path, ea
     for name in (fwkwrite.PROF_NAME, other):
         assert (root / name / "device_0" / "sqlite" / "msprof.db").is_file()
     assert not (root / "sqlite" / "framework.db").exists()
+
+
+def _merged_ns(intervals):
+    """Total length of the union of (start, end) intervals."""
+    total, reach = 0, None
+    for start, end in sorted(intervals):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+def test_step_trace_time_sums_each_steps_busy_device_time(tmp_path):
+    fw = fwkscenarios.write_scenario("pt_l1_eager", tmp_path)[0]
+    done = run("export", "summary", "-dir", fw.root)
+    assert done.returncode == 0, done.stderr
+    lines = (fw.root / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv").read_bytes().decode().split("\r\n")
+    rows = [line.split(",") for line in lines[1:] if line]
+    assert [row[1] for row in rows] == [str(step.step) for step in fw.steps]
+    for row, step in zip(rows, fw.steps):
+        spans = [span for op in step.walk() for span in op.spans if span.kernel]
+        busy = _merged_ns((span.task_start, span.task_end) for span in spans)
+        assert float(row[2]) == pytest.approx(busy / 1000, abs=1e-6)
+        # Preparing: the first kernel's start after the step op's start (float µs of epoch times: 0.25 µs steps)
+        assert float(row[10]) == pytest.approx((spans[0].task_start - step.start) / 1000, abs=0.25)

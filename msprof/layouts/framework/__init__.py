@@ -19,7 +19,8 @@ from msprof.layouts.base import id_ranges, out_dir
 from msprof.layouts.framework import where
 from msprof.layouts.framework.importer import LAYOUT, framework_sources
 from msprof.layouts.framework.kernels import kernel_details
-from msprof.layouts.framework.report import FrameworkReport
+from msprof.layouts.framework.report import NO_LEVEL, FrameworkReport
+from msprof.layouts.framework.steptime import step_trace_time
 from msprof.layouts.prof import ProfLayout, prof_root
 from msprof.store import stale
 from msprof.tables import EPOCH_US, INT, TEXT, Column, Table
@@ -98,8 +99,12 @@ class FrameworkLayout(Layout):
         if report.has_marks():
             notice(f"{label}: op marks (the task queue) recorded: steps are given their launches by host time, "
                    "not yet through the queue as torch_npu does (Step Id may differ)")
-        return [SummaryFile("kernel_details", FrameworkLayout.kernel_details, (), report.unit.database.path.stat(
-            ).st_size)]
+        if report.level == NO_LEVEL:
+            notice(f"{label}: profiler level {NO_LEVEL}: no kernel_details nor step_trace_time, as torch_npu")
+            return []
+        weight = report.unit.database.path.stat().st_size
+        return [SummaryFile("kernel_details", FrameworkLayout.kernel_details, (), weight),
+                SummaryFile("step_trace_time", FrameworkLayout.step_trace_time, (), weight)]
 
     @staticmethod
     def kernel_details(report) -> Table:
@@ -107,6 +112,13 @@ class FrameworkLayout(Layout):
         tables = [kernel_details(device, ranges, report.metrics) for device in report.devices if device.has_tasks]
         first = tables[0]
         return dataclasses.replace(first, batches=itertools.chain.from_iterable(t.batches for t in tables))
+
+    @staticmethod
+    def step_trace_time(report) -> Table:
+        host_starts = {step: start for step, start, _end, _ops in report.steps()}
+        (first_op,) = report.conn.execute("SELECT min(start) FROM fw_op").fetchone()
+        return step_trace_time([d for d in report.devices if d.has_tasks], report.device_ranges(), host_starts,
+                               first_op)
 
     def timelines(self, report, selection: Selection, cann: bool = False, host: bool = True) -> list:
         notice(f"{report.unit.label}: the framework's trace_view.json is not written yet")

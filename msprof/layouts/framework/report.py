@@ -10,6 +10,8 @@ from msprof.layouts.prof.report import ProfReport
 # the framework's one "model" (--iteration-id N alone selects step N: README)
 STEPS_MODEL = 0
 STEPS_MODEL_NAME = "steps"
+# the profiler level that writes neither kernel_details nor step_trace_time (target §1); Level0 when not said
+NO_LEVEL = "Level_none"
 
 
 class FrameworkReport(Report):
@@ -31,6 +33,10 @@ class FrameworkReport(Report):
     @property
     def has_tasks(self) -> bool:
         return any(device.has_tasks for device in self.devices)
+
+    @property
+    def level(self) -> str:
+        return str(self.info.get("_profiler_level") or "Level0")
 
     @property
     def metrics(self) -> bool:
