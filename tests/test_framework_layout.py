@@ -137,10 +137,17 @@ def _oracle_or_skip():
     return oracle
 
 
+BOTH = ("kernel_details.csv", "step_trace_time.csv")
+
+
+# (a static graph's step_trace_time differs: the CANN Overlap Analysis msprof writes is the union of every task,
+# the reference's only of the GE task list's first run, with Free stretched to the last task: not the framework
+# layout's to mend, docs/framework-plan.md §7)
 @pytest.mark.reference
 @pytest.mark.oracles
-@pytest.mark.parametrize("scenario", ["pt_l0_eager", "pt_l1_eager", "pt_l1_marks"])
-def test_kernel_details_and_step_trace_time_are_torch_npus_byte_for_byte(tmp_path, scenario):
+@pytest.mark.parametrize("scenario, files", [("pt_l0_eager", BOTH), ("pt_l1_eager", BOTH), ("pt_l1_marks", BOTH),
+                                             ("pt_l2_pmu", BOTH), ("pt_l1_graph", BOTH[:1])])
+def test_kernel_details_and_step_trace_time_are_torch_npus_byte_for_byte(tmp_path, scenario, files):
     """torch_npu's own analysis (the oracle, the reference analyser as its CANN msprof) and msprof's export
     summary on copies of one generated directory: kernel_details.csv (Step Id, renamed columns, the start's TAB,
     CR LF) and step_trace_time.csv (float sums, Stage and Preparing at 0.25 µs) the same bytes."""
@@ -157,15 +164,18 @@ def test_kernel_details_and_step_trace_time_are_torch_npus_byte_for_byte(tmp_pat
     theirs = tmp_path / "out" / fw.root.name / "ASCEND_PROFILER_OUTPUT"
     done = run("export", "summary", "-dir", ours)
     assert done.returncode == 0, done.stderr
-    for name in ("kernel_details.csv", "step_trace_time.csv"):
+    for name in files:
         assert (ours / "ASCEND_PROFILER_OUTPUT" / name).read_bytes() == (theirs / name).read_bytes(), name
     got = (ours / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").read_bytes()
     # (and what it holds, from the generator's truth: every kernel of step N has Step Id N)
     lines = got.decode().split("\r\n")
-    assert lines[0].startswith("Step Id,Device_id,Name,Type,Accelerator Core,Start Time(us)")
+    assert lines[0].startswith("Step Id,Device_id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core"
+                               if fw.desc["aic_metrics"] != "ACL_AICORE_NONE" else
+                               "Step Id,Device_id,Name,Type,Accelerator Core,Start Time(us)")
     ids = [line.split(",")[0] for line in lines[1:] if line]
-    kernels = [(step.step, span) for step in fw.steps for op in step.walk() for span in op.spans if span.kernel]
-    assert ids == [str(step) for step, _span in kernels]
+    if not fw.desc["graph"]:
+        kernels = [(step.step, span) for step in fw.steps for op in step.walk() for span in op.spans if span.kernel]
+        assert ids == [str(step) for step, _span in kernels]
 
 
 def test_two_prof_directories_fail_the_framework_unit_not_the_profs(tmp_path, eager):

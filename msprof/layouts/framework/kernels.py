@@ -29,11 +29,14 @@ START_SUFFIX = "\t"
 
 
 def launches(prof) -> Iterator[Tuple[int, int, int]]:
-    """(launch ns, kernel start ns, kernel end ns) of a PROF device's launched tasks, on the epoch, by launch."""
+    """(launch ns, kernel start ns, kernel end ns) of a PROF device's launched tasks, on the epoch, by launch.
+    Only the first execution of a (stream, task): the CANN timeline's HostToDevice flows of one task id share
+    their id, and torch_npu keeps the first end of an id (a static graph's task links its first run only)."""
     time = prof.time.on_the_epoch()
-    query = tasks.task_query(prof, ("track_ts", "start_ns", "end_ns"), selected=False)
+    query = tasks.task_query(prof, ("track_ts", "start_ns", "end_ns", "exec_n"), selected=False)
     sql = (f"SELECT {time.host_ns_sql('track_ts')} AS launch, {time.relative_ns_sql('start_ns')},"
-           f" {time.relative_ns_sql('end_ns')} FROM ({query}) WHERE track_ts IS NOT NULL ORDER BY launch")
+           f" {time.relative_ns_sql('end_ns')} FROM ({query}) WHERE track_ts IS NOT NULL AND exec_n = 0"
+           " ORDER BY launch")
     return prof.conn.execute(sql, prof.params)
 
 
