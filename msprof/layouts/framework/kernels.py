@@ -78,7 +78,7 @@ class StepOfText:
         self.highest = list(itertools.accumulate((hi for _s, _lo, hi in self.ranges), max))
 
     def __call__(self, text: str) -> str:
-        for step, lo, hi in self.ranges[bisect.bisect_left(self.highest, text):]:
+        for step, lo, hi in itertools.islice(self.ranges, bisect.bisect_left(self.highest, text), None):
             if lo <= text <= hi:
                 return str(step)
             if lo > text:

@@ -7,6 +7,8 @@ as the integer 0, so a lane no event reached prints ``0`` and one that did a flo
 
 msprof decodes no HCCL data yet: the Communication lanes and Bubble are 0.
 """
+import bisect
+import itertools
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
@@ -50,10 +52,10 @@ def step_trace_time(devices: list, ranges: List[tuple], host_starts: Dict[int, i
     for device in devices:
         steps = [_Step(step, _us(lo), _us(hi), _us(host_starts[step])) for step, lo, hi in ranges] or [
             _Step(None, UNSET, UNSET, UNSET)]
-        sums = _Sums()
+        sums, holding = _Sums(), _Holding(steps)
         for batch in OverlapSource(device, Selection()).batches():
             for tid, start, end in batch:
-                _count(OVERLAP_THREADS[tid], _us(start), _us(end - start), steps, sums)
+                _count(OVERLAP_THREADS[tid], _us(start), _us(end - start), steps, holding, sums)
         rows += [_row(device.device_number, step, sums[step.step], first_op) for step in steps
                  if step.step in sums and (step.step is not None or not ranges)]
     rows.sort(key=lambda row: (row[0], -1 if row[1] is None else row[1]))
@@ -62,8 +64,26 @@ def step_trace_time(devices: list, ranges: List[tuple], host_starts: Dict[int, i
                  line_end="\r\n")
 
 
-def _count(name: str, start: float, duration: float, steps: List[_Step], sums: _Sums) -> None:
-    step = next((s for s in steps if s.start <= start < s.end), None)
+class _Holding:
+    """The first step (in step order) whose device range holds a time: the steps whose ranges all end by then
+    are passed over at once (a bisection over the latest end so far), then the rest in order until one starts
+    after it (steps start in order)."""
+
+    def __init__(self, steps: List[_Step]):
+        self.steps = steps
+        self.reach = list(itertools.accumulate((s.end for s in steps), max))
+
+    def __call__(self, t: float) -> Optional[_Step]:
+        for step in itertools.islice(self.steps, bisect.bisect_right(self.reach, t), None):
+            if step.start <= t < step.end:
+                return step
+            if step.start > t:
+                break
+        return None
+
+
+def _count(name: str, start: float, duration: float, steps: List[_Step], holding: _Holding, sums: _Sums) -> None:
+    step = holding(start)
     if step is None and steps[0].step is None:          # (no steps: every event is the one unnamed step's)
         step = steps[0]
     if step is not None:
