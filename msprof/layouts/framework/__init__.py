@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 from msprof.console import notice
 from msprof.contract import Database, Layout, Selection, SummaryFile, Target, Unit
 from msprof.errors import DataError
-from msprof.layouts.base import id_ranges, out_dir
+from msprof.layouts.base import data_table, id_ranges, out_dir
 from msprof.layouts.framework import where
 from msprof.layouts.framework.importer import LAYOUT, framework_sources
 from msprof.layouts.framework.kernels import kernel_details
@@ -23,7 +23,7 @@ from msprof.layouts.framework.report import NO_LEVEL, FrameworkReport
 from msprof.layouts.framework.steptime import step_trace_time
 from msprof.layouts.prof import ProfLayout, prof_root
 from msprof.store import stale
-from msprof.tables import EPOCH_US, INT, TEXT, Column, Table
+from msprof.tables import EPOCH_US, INT, Column, Table
 
 DB_NAME = "framework.db"
 
@@ -133,9 +133,7 @@ class FrameworkLayout(Layout):
         collection = Table("collection", "Collection", [Column("Framework"), Column("Steps", INT),
                                                         Column("Step Ids")],
                            [[(report.meta.get("layout"), len(steps), id_ranges(steps))]])
-        data = Table("data", "Data", [Column("Data", TEXT), Column("Records", INT), Column("Bytes lost", INT)],
-                     [list(report.conn.execute("SELECT kind, sum(records), sum(head_lost + tail_lost) FROM decode_count"
-                                               " GROUP BY kind ORDER BY kind"))])
+        data = data_table(report)
         return [collection, self._steps(report, Selection()), data]
 
     @staticmethod
