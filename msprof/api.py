@@ -251,11 +251,11 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
     # (nan compares false with every growth: a gate of nan would pass everything)
     if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
         raise UsageError(f"--fail-if-slower {fail_if_slower}: not a percentage (a finite number, 0 or more)")
-    sides = [find_units(path, output) for path in (base, new)]
+    sides = [_with_facts(find_units(path, output)) for path in (base, new)]
     if output is not None and any(_share_a_database(one, other) for one in sides[0] for other in sides[1]):
         # two collections of one name would be imported into one DIR/<name>/, the second over the first (and
         # compared with itself): each side in a directory of its own
-        sides = [find_units(path, Path(output) / side) for path, side in ((base, "base"), (new, "new"))]
+        sides = [_with_facts(find_units(path, Path(output) / side)) for path, side in ((base, "base"), (new, "new"))]
     pairs = _paired(base, new, *sides)
     documents = []
     for pair in pairs:
@@ -274,6 +274,12 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
         raise
     _gate(documents, fail_if_slower)
     return documents[0][1] if len(documents) == 1 else {"comparisons": [doc for _title, doc in documents]}
+
+
+def _with_facts(units: List[Unit]) -> List[Unit]:
+    """The units compare and advise read: those of layouts with facts (a torch_npu directory's PROF_ devices,
+    not its framework unit, whose facts are not written yet)."""
+    return [unit for unit in units if unit.layout.has_facts]
 
 
 def _paired(base: Path, new: Path, base_units: List[Unit], new_units: List[Unit]) -> List[Tuple[Unit, Unit]]:
@@ -359,7 +365,7 @@ def advise(path: Path, fmt: Optional[str] = "table", selection: Selection = Sele
     from msprof.analysis.advise import find, findings_document
 
     selection.check()
-    units = find_units(path, output)
+    units = _with_facts(find_units(path, output))
     if len(units) > 1:
         notice(f"advising on {len(units)} result directories, each on its own: "
                f"{', '.join(printable(unit.label) for unit in units)}")

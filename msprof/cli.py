@@ -71,7 +71,8 @@ ID = click.IntRange(min=0, max=(1 << 63) - 1)
 
 
 def selection_options(func):
-    func = click.option("--iteration-id", type=ID, help="restrict to this iteration (of --model-id; alone where there is one model)")(func)
+    func = click.option("--iteration-id", type=ID, help="restrict to this iteration (of --model-id; alone where there is one model; "
+                        "a torch_npu directory's framework unit: step N)")(func)
     return click.option("--model-id", type=ID, help="restrict to this model (with --iteration-id)")(func)
 
 
@@ -210,8 +211,8 @@ class _Styles(click.Choice):
 
 
 # the table keys show and query print (msprof.layouts: each layout's show_tables/query_tables)
-SHOW_TABLES = ["op_summary", "op_statistic", "acl_statistic", "api_statistic", "frequency"]
-QUERY_TABLES = ["collection", "data", "families", "notices"]
+SHOW_TABLES = ["op_summary", "op_statistic", "acl_statistic", "api_statistic", "frequency", "steps"]
+QUERY_TABLES = ["collection", "data", "families", "steps", "notices"]
 
 
 def view_options(tables):

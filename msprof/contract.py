@@ -327,11 +327,19 @@ class Layout(abc.ABC):
     """An input layout: everything the pipeline asks of one (see the module docstring)."""
 
     name = ""
+    # whether compare and advise read its units (``facts``): a layout whose facts are not written yet says so,
+    # and those commands pass its units over
+    has_facts = True
 
     # --- finding the data ---------------------------------------------------------------------------------
     @abc.abstractmethod
     def claims(self, result_dir: Path) -> bool:
         """Whether a result directory (a directory holding info.json*) is of this layout, by its content."""
+
+    def missing(self, path: Path) -> Optional[str]:
+        """When ``path`` holds no result directory but looks like this layout's data, what it lacks (said
+        instead of "no info.json*"); None otherwise."""
+        return None
 
     @abc.abstractmethod
     def units(self, result_dirs: List[Path], output: Optional[Path]) -> List[Unit]:

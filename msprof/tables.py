@@ -348,6 +348,7 @@ class Table:
     where: str = ""              # which of the source's rows are this table's (SQL; "": all)
     running: Optional[Running] = None   # columns computed in Python, in row order
     ties: Optional[Ties] = None  # the order of rows with the same source order key, when not the SQL's
+    line_end: str = "\n"         # csv's line ends (CR LF where a file copies another tool's: torch_npu's)
 
     def __post_init__(self):
         if self.source is not None and not self.batches:

@@ -9,14 +9,18 @@ from pathlib import Path
 from typing import List, Optional
 
 from msprof.collection import find_result_dirs
-from msprof.errors import OutputError, UsageError
+from msprof.errors import NoCollectionError, OutputError, UsageError
 from msprof.contract import Layout, Target, Unit
+from msprof.layouts.framework import FrameworkLayout
 from msprof.layouts.job import JobLayout
 from msprof.layouts.prof import ProfLayout
 from msprof.outputs import refuse_links_below
 
-# Checked in order: a result directory belongs to the first layout that claims it (JOB claims the rest).
-LAYOUTS: List[Layout] = [ProfLayout(), JobLayout()]
+# Checked in order: a result directory belongs to the first layout that claims it (JOB claims the rest). The
+# framework layout claims the PROF_ directories inside torch_npu/MindSpore directories, and makes their units
+# with the PROF layout it is given.
+_PROF = ProfLayout()
+LAYOUTS: List[Layout] = [FrameworkLayout(_PROF), _PROF, JobLayout()]
 
 
 def layout_of(result_dir: Path) -> Layout:
@@ -27,7 +31,13 @@ def find_units(path: Path, output: Optional[Path] = None) -> List[Unit]:
     path = Path(path)
     if path.name in ("", ".", ".."):             # "-dir ." inside a PROF_ device: its layout shows in its name
         path = Path(os.path.abspath(path))
-    result_dirs = find_result_dirs(path)
+    try:
+        result_dirs = find_result_dirs(path)
+    except NoCollectionError:
+        lacking = next((said for said in (layout.missing(path) for layout in LAYOUTS) if said), None)
+        if lacking is None:
+            raise
+        raise NoCollectionError(lacking) from None
     by_layout = {}
     for result_dir in result_dirs:
         by_layout.setdefault(id(layout_of(result_dir)), []).append(result_dir)

@@ -3,6 +3,8 @@ and the pieces of their query tables."""
 from pathlib import Path
 from typing import Optional
 
+from msprof.tables import INT, TEXT, Column, Table
+
 # query's collection table in a narrow terminal: the columns kept, most important first (the ids a selection
 # takes before the rest)
 COLLECTION_KEEP = ("Model Id", "Iteration Ids", "Model Name", "Iterations", "Device")
@@ -29,3 +31,10 @@ def id_ranges(ids) -> Optional[str]:
     if start is not None:
         parts.append(f"{start}-{prev}" if start != prev else str(start))
     return ",".join(parts) or None
+
+
+def data_table(report) -> Table:
+    """query's Data table of a unit with one database: records and bytes lost per kind of data."""
+    return Table("data", "Data", [Column("Data", TEXT), Column("Records", INT), Column("Bytes lost", INT)],
+                 [list(report.conn.execute("SELECT kind, sum(records), sum(head_lost + tail_lost) FROM decode_count"
+                                           " GROUP BY kind ORDER BY kind"))])

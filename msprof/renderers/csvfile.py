@@ -133,8 +133,9 @@ class _CsvSink(Sink):
         self.table, self.out = table, out
         columns = table.columns
         self.single = len(columns) == 1
+        self.end = table.line_end
         if header:
-            out.write(_header(columns))
+            out.write(_header(columns, self.end))
         self.constants = {i: column_texts(c, [c.constant])[0] for i, c in enumerate(columns) if not c.varies}
 
     def rows(self, batch: list) -> None:
@@ -143,24 +144,24 @@ class _CsvSink(Sink):
             values = iter(zip(*batch))
             texts = [[constants[i]] * len(batch) if i in constants else column_texts(column, next(values))
                      for i, column in enumerate(self.table.columns)]
-            self.out.write(_lines(zip(*texts), self.single))
+            self.out.write(_lines(zip(*texts), self.single, self.end))
 
     def close(self) -> None:
         total = self.table.total
         if total is not None:
             self.out.write(_lines([[column_texts(c, [v])[0] for c, v in zip(self.table.columns, total)]],
-                                  self.single))
+                                  self.single, self.end))
 
 
-def _header(columns: List[Column]) -> str:
-    return _lines([_texts([c.name for c in columns])], len(columns) == 1)
+def _header(columns: List[Column], end: str = "\n") -> str:
+    return _lines([_texts([c.name for c in columns])], len(columns) == 1, end)
 
 
-def _lines(rows, single: bool) -> str:
+def _lines(rows, single: bool, end: str = "\n") -> str:
     lines = list(map(",".join, rows))
     if single:                    # a lone empty field is written "" (an empty line would be no row)
         lines = ['""' if line == "" else line for line in lines]
-    return "\n".join(lines) + "\n"
+    return end.join(lines) + end
 
 
 def column_texts(column: Column, values) -> List[str]:

@@ -1,2 +1,158 @@
-"""The torch_npu / MindSpore result-directory layout (framework.md; docs/framework-plan.md): not wired yet.
-schema.py holds the tables the FRAMEWORK decoders (msprof.decode.framework) fill."""
+"""The torch_npu / MindSpore result-directory layout (framework.md; docs/framework-plan.md §1).
+
+A framework directory (``*_ascend_pt``, ``*_ascend_ms``, told by content: msprof.layouts.framework.where) holds
+a ``PROF_*``: the PROF layout makes that PROF_'s units as for any PROF_ directory (this layout contains it and
+reimplements none of it), and this layout adds one unit of its own per framework directory, whose database is
+``<dir>/sqlite/framework.db`` (FRAMEWORK/ records, torch ops in tree order, steps). A parent of several ranks'
+directories gives each its units, in path order.
+"""
+import dataclasses
+import functools
+import itertools
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from msprof.console import notice
+from msprof.contract import Database, Layout, Selection, SummaryFile, Target, Unit
+from msprof.errors import DataError
+from msprof.layouts.base import data_table, id_ranges, out_dir
+from msprof.layouts.framework import where
+from msprof.layouts.framework.importer import LAYOUT, framework_sources
+from msprof.layouts.framework.kernels import kernel_details
+from msprof.layouts.framework.report import NO_LEVEL, FrameworkReport
+from msprof.layouts.framework.steptime import step_trace_time
+from msprof.layouts.prof import ProfLayout, prof_root
+from msprof.store import stale
+from msprof.tables import EPOCH_US, INT, Column, Table
+
+DB_NAME = "framework.db"
+
+
+class FrameworkDatabase(Database):
+    """A framework directory's database: its sources are its FRAMEWORK files, profiler_info and the PROF_ host's
+    clock files (not a result directory's data/ and info.json)."""
+
+    def sources(self) -> List[Path]:
+        return framework_sources(self.source_dir)
+
+    def stale(self) -> Optional[str]:
+        return stale(self.path, self.source_dir, self.sources(), self.layout)
+
+
+class FrameworkLayout(Layout):
+    name = LAYOUT
+    # compare and advise per step and per framework op are not written yet (plan §5): they read the PROF_ units
+    has_facts = False
+
+    def __init__(self, prof: ProfLayout):
+        self.prof = prof
+
+    def claims(self, result_dir: Path) -> bool:
+        return where.framework_root(prof_root(result_dir)) is not None
+
+    def missing(self, path: Path) -> Optional[str]:
+        return where.without_raw_data(path)
+
+    def units(self, result_dirs: List[Path], output: Optional[Path]) -> List[Unit]:
+        by_dir: Dict[Path, List[Path]] = {}
+        for path in result_dirs:
+            by_dir.setdefault(where.framework_root(prof_root(path)), []).append(path)
+        units: List[Unit] = []
+        for directory, mine in by_dir.items():
+            base = out_dir(directory, output)
+            # (the PROF_ under --output goes inside the framework directory's place, as it lies in the data)
+            prof_units = self.prof.units(mine, base if output is not None else None)
+            units += prof_units + [self._unit(directory, base, prof_units)]
+        return units
+
+    def _unit(self, directory: Path, base: Path, prof_units: List[Unit]) -> Unit:
+        """The framework unit: its database last, after those of its PROF_ devices (its reports read them)."""
+        profs = where.prof_dirs(directory)
+        database = FrameworkDatabase(LAYOUT, "main", directory, base / "sqlite" / DB_NAME,
+                                     functools.partial(_import, directory), empty_ok=True)
+        theirs = {d.path: d for unit in prof_units if unit.problem is None for d in unit.databases}
+        problem = None
+        if len(profs) > 1:
+            problem = DataError(f"{directory}: {len(profs)} PROF_ directories ({', '.join(p.name for p in profs)}):"
+                                " a rank's directory holds one; its framework data cannot be told which it goes with")
+        return Unit(self, directory, base, directory.name, list(theirs.values()) + [database], problem=problem)
+
+    def targets(self, units: List[Unit], stamp: Optional[str] = None) -> List[Target]:
+        """Each unit's files go to its ASCEND_PROFILER_OUTPUT/, where torch_npu writes them (also with --export=on:
+        the CANN layout is its PROF_'s)."""
+        return [Target([unit], unit.out / where.RESULTS_DIR, unit.out / where.RESULTS_DIR) for unit in units]
+
+    def report(self, unit: Unit) -> FrameworkReport:
+        return FrameworkReport(unit, self.prof)
+
+    # --- what the commands write and print -------------------------------------------------------------------
+    def summary_files(self, report, selection: Selection) -> List[SummaryFile]:
+        report.check(selection)
+        label = report.unit.label
+        if not selection.everything:
+            notice(f"{label}: ASCEND_PROFILER_OUTPUT covers the whole run: an export without --iteration-id "
+                   "writes it")
+            return []
+        if not report.has_tasks:
+            notice(f"{label}: no device task data: kernel_details skipped")
+            return []
+        if report.has_marks():
+            notice(f"{label}: op marks (the task queue) recorded: steps are given their launches by host time, "
+                   "not yet through the queue as torch_npu does (Step Id may differ)")
+        if report.level == NO_LEVEL:
+            notice(f"{label}: profiler level {NO_LEVEL}: no kernel_details nor step_trace_time, as torch_npu")
+            return []
+        weight = report.unit.database.path.stat().st_size
+        return [SummaryFile("kernel_details", FrameworkLayout.kernel_details, (), weight),
+                SummaryFile("step_trace_time", FrameworkLayout.step_trace_time, (), weight)]
+
+    @staticmethod
+    def kernel_details(report) -> Table:
+        ranges = report.device_ranges()
+        tables = [kernel_details(device, ranges, report.metrics) for device in report.devices if device.has_tasks]
+        first = tables[0]
+        return dataclasses.replace(first, batches=itertools.chain.from_iterable(t.batches for t in tables))
+
+    @staticmethod
+    def step_trace_time(report) -> Table:
+        host_starts = {step: start for step, start, _end, _ops in report.steps()}
+        (first_op,) = report.conn.execute("SELECT min(start) FROM fw_op").fetchone()
+        return step_trace_time([d for d in report.devices if d.has_tasks], report.device_ranges(), host_starts,
+                               first_op)
+
+    def timelines(self, report, selection: Selection, cann: bool = False, host: bool = True) -> list:
+        notice(f"{report.unit.label}: the framework's trace_view.json is not written yet")
+        return []
+
+    def show_tables(self, report, selection: Selection) -> list:
+        report.check(selection)
+        return [self._steps(report, selection)]
+
+    def query_tables(self, report) -> list:
+        steps = [step for step, *_rest in report.steps()]
+        collection = Table("collection", "Collection", [Column("Framework"), Column("Steps", INT),
+                                                        Column("Step Ids")],
+                           [[(report.meta.get("layout"), len(steps), id_ranges(steps))]])
+        data = data_table(report)
+        return [collection, self._steps(report, Selection()), data]
+
+    @staticmethod
+    def _steps(report, selection: Selection) -> Table:
+        """The steps: host range, device range (none for a step that launched nothing), framework ops."""
+        device = {step: (start, end) for step, start, end in report.device_ranges()}
+        rows = [(step, start, end, *device.get(step, (None, None)), ops) for step, start, end, ops in report.steps()
+                if selection.iteration_id in (None, step)]
+        return Table("steps", "Steps", [Column("Step", INT), Column("Host Start(us)", EPOCH_US),
+                                        Column("Host End(us)", EPOCH_US), Column("Device Start(us)", EPOCH_US),
+                                        Column("Device End(us)", EPOCH_US), Column("Framework Ops", INT)],
+                     [rows], keep=("Step", "Host Start(us)", "Host End(us)", "Device Start(us)", "Device End(us)",
+                                   "Framework Ops"))
+
+    def facts(self, report, idle: bool = False):
+        raise NotImplementedError("compare and advise do not read framework units yet (has_facts)")
+
+
+def _import(directory: Path, target: Path, spare_cores: bool = True) -> Path:
+    from msprof.layouts.framework.importer import import_framework
+
+    return import_framework(directory, target, spare_cores)

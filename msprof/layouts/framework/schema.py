@@ -1,6 +1,7 @@
 """The tables FRAMEWORK decoders fill (msprof.decode.framework), as data: one database per framework
 directory (per rank). Raw records as written: times in the framework's own base (ns of CLOCK_MONOTONIC_RAW or
 counter values; framework.md §1), strings as ids of ``fw_string``; ``seq`` is a record's place in its file.
+The derived tables (``fw_op``, ``fw_step``) hold local epoch ns (docs/framework-target.md §2).
 """
 from msprof.store import BOOKKEEPING, Schema, TableDef
 
@@ -31,4 +32,8 @@ FRAMEWORK = Schema("framework", dict(BOOKKEEPING, **{
                        "is_stage": int, "is_stack": int, "name": int, "full_name": int, "module_graph": int,
                        "event_graph": int, "custom_info": int}, "seq"),
     "ms_memory": TableDef({"seq": int, "time": int, "allocated": int, "reserved": int, "active": int}, "seq"),
-}))
+    # derived at import (msprof.layouts.framework.ops): torch ops in tree order, local epoch ns; the steps
+    "fw_op": TableDef({"dfs": int, "seq": int, "start": int, "end": int, "tid": int, "depth": int, "parent": int,
+                       "dfs_end": int, "step": int, "name": int}, "dfs"),
+    "fw_step": TableDef({"step": int, "dfs": int, "start": int, "end": int}, "dfs"),
+}), indexes=[("torch_op", ["start", "seq"])])

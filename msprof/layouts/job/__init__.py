@@ -5,12 +5,12 @@ from typing import List, Optional
 
 from msprof.console import notice
 from msprof.contract import Database, Layout, Selection, SummaryFile, Unit
-from msprof.layouts.base import COLLECTION_KEEP, id_ranges, out_dir
+from msprof.layouts.base import COLLECTION_KEEP, data_table, id_ranges, out_dir
 from msprof.layouts.job.facts import JobFacts
 from msprof.layouts.job.report import JobReport
 from msprof.layouts.job.trace import timelines as job_timelines
 from msprof.paths import safe_name
-from msprof.tables import INT, TEXT, Column, Table
+from msprof.tables import INT, Column, Table
 
 
 class JobLayout(Layout):
@@ -90,9 +90,7 @@ class JobLayout(Layout):
                                                         Column("Model Name"), Column("Iterations", INT),
                                                         Column("Iteration Ids")], [rows],
                            keep=COLLECTION_KEEP)
-        data = Table("data", "Data", [Column("Data", TEXT), Column("Records", INT), Column("Bytes lost", INT)],
-                     [list(report.conn.execute("SELECT kind, sum(records), sum(head_lost + tail_lost) FROM decode_count"
-                                               " GROUP BY kind ORDER BY kind"))])
+        data = data_table(report)
         return [collection, data]
 
     def timelines(self, report, selection: Selection) -> list:

@@ -1,0 +1,68 @@
+"""The report of a framework unit: its framework database (steps, ops), read-only, and the reports of the PROF_
+devices it contains (their databases are among the unit's: imported with it)."""
+import heapq
+from typing import List
+
+from msprof.contract import Iteration, Report, Selection, Unit
+from msprof.layouts.framework.kernels import NO_METRICS, device_ranges, launches
+from msprof.layouts.prof.report import ProfReport
+
+# the framework's one "model" (--iteration-id N alone selects step N: README)
+STEPS_MODEL = 0
+STEPS_MODEL_NAME = "steps"
+# the profiler level that writes neither kernel_details nor step_trace_time (target §1); Level0 when not said
+NO_LEVEL = "Level_none"
+
+
+class FrameworkReport(Report):
+    """Read-only view of one framework directory's database and of its PROF_ devices' reports."""
+
+    def __init__(self, unit: Unit, prof_layout):
+        super().__init__(unit)
+        self.info = self.meta_json("profiler_info") or {}
+        self.devices: List[ProfReport] = []
+        host = next((d for d in unit.databases if d.role == "host"), None)
+        for database in unit.databases[:-1]:
+            if database.role == "main" and database.path.is_file():
+                device = Unit(prof_layout, database.source_dir, database.path.parent.parent,
+                              database.source_dir.name, ([host] if host is not None else []) + [database])
+                report = ProfReport(device)
+                self.devices.append(report)
+                self.on_close(report.close)
+
+    @property
+    def has_tasks(self) -> bool:
+        return any(device.has_tasks for device in self.devices)
+
+    @property
+    def level(self) -> str:
+        return str(self.info.get("_profiler_level") or "Level0")
+
+    @property
+    def metrics(self) -> bool:
+        """Whether the run had AI Core metrics (kernel_details then keeps every op_summary column)."""
+        return self.info.get("_aic_metrics") not in (None, NO_METRICS)
+
+    def steps(self) -> List[tuple]:
+        """(step, host start ns, host end ns, ops) of every step, in tree order."""
+        return list(self.conn.execute(
+            "SELECT s.step, s.start, s.end, (SELECT count(*) FROM fw_op o WHERE o.dfs BETWEEN s.dfs AND"
+            " (SELECT dfs_end FROM fw_op WHERE dfs = s.dfs)) FROM fw_step s ORDER BY s.dfs"))
+
+    def device_ranges(self) -> List[tuple]:
+        """(step, device start ns, device end ns) of the steps that launched something (target §3)."""
+        steps = [row[:3] for row in self.steps()]
+        if not steps:
+            return []
+        merged = heapq.merge(*(launches(device) for device in self.devices if device.has_tasks),
+                             key=lambda row: row[0])
+        return device_ranges(steps, merged)
+
+    def has_marks(self) -> bool:
+        return self.count("op_mark") > 0
+
+    def iterations(self, selection: Selection = Selection()) -> List[Iteration]:
+        if selection.model_id not in (None, STEPS_MODEL):
+            return []
+        return [Iteration(STEPS_MODEL, STEPS_MODEL_NAME, step) for step, *_rest in self.steps()
+                if selection.iteration_id in (None, step)]
