@@ -229,8 +229,7 @@ class Report:
 
     def notice_table(self) -> Table:
         """The import's notices as a table (query prints it)."""
-        return Table("notices", "Import notices", [Column("Level"), Column("Message")], [self.notices()],
-                     keep=("Message", "Level"), cut=False)
+        return Table("notices", "Import notices", [Column("Level"), Column("Message")], [self.notices()], cut=False)
 
     def quality(self) -> Optional[str]:
         """One line on what the import lost or skipped (its warnings: lost bytes, skipped records, unpaired

@@ -30,11 +30,6 @@ SECTIONS = {
     "apis": (["name", "base_count", "new_count", "base_avg_us", "new_avg_us", "delta_avg_us", "base_total_us",
               "new_total_us"], "ACL/API calls: count, average and total (µs)"),
 }
-# the columns a narrow terminal keeps, most important first (the name and the change first)
-KEEP = {"models": ("model_name", "delta_pct", "base_us", "new_us", "delta_us"),
-        "op_types": ("op_type", "delta_us", "base_us", "new_us", "base_count", "new_count"),
-        "ops": ("op_name", "delta_us", "base_us", "new_us"),
-        "apis": ("name", "delta_avg_us", "base_avg_us", "new_avg_us", "base_count", "new_count")}
 _NAME_COLUMNS = {"model_name", "op_type", "op_name", "name"}
 DEFAULT_TOP = 20
 
@@ -219,5 +214,5 @@ def comparison(document: dict, top: Optional[int] = DEFAULT_TOP) -> Comparison:
             rows = rows[:top]
         columns = [Column(name, TEXT if name in _NAME_COLUMNS else NUMBER) for name in names]
         # (a model's label is wrapped, not cut: "yolov3_tin…h → yolov3_tiny_leaky" hid what tells them apart)
-        out.append(Table(key, title, columns, [rows], keep=KEEP[key], cut=key != "models"))
+        out.append(Table(key, title, columns, [rows], cut=key != "models"))
     return Comparison(document, verdict(document), out, cut)

@@ -3,11 +3,6 @@ and the pieces of their query tables."""
 from pathlib import Path
 from typing import Optional
 
-# query's collection table in a narrow terminal: the columns kept, most important first (the ids a selection
-# takes before the rest)
-COLLECTION_KEEP = ("Model Id", "Iteration Ids", "Model Name", "Iterations", "Device")
-
-
 def out_dir(path: Path, output: Optional[Path], *relative: str) -> Path:
     """Where a result directory's outputs go: itself, or OUTPUT/<name>[/<relative>] with --output."""
     if output is None:

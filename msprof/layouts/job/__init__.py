@@ -5,7 +5,7 @@ from typing import List, Optional
 
 from msprof.console import notice
 from msprof.contract import Database, Layout, Selection, SummaryFile, Unit
-from msprof.layouts.base import COLLECTION_KEEP, id_ranges, out_dir
+from msprof.layouts.base import id_ranges, out_dir
 from msprof.layouts.job.facts import JobFacts
 from msprof.layouts.job.report import JobReport
 from msprof.layouts.job.trace import timelines as job_timelines
@@ -88,8 +88,7 @@ class JobLayout(Layout):
             rows.append((report.device_number, model["model_id"], model["model_name"], len(ids), id_ranges(ids)))
         collection = Table("collection", "Collection", [Column("Device"), Column("Model Id", INT),
                                                         Column("Model Name"), Column("Iterations", INT),
-                                                        Column("Iteration Ids")], [rows],
-                           keep=COLLECTION_KEEP)
+                                                        Column("Iteration Ids")], [rows])
         data = Table("data", "Data", [Column("Data", TEXT), Column("Records", INT), Column("Bytes lost", INT)],
                      [list(report.conn.execute("SELECT kind, sum(records), sum(head_lost + tail_lost) FROM decode_count"
                                                " GROUP BY kind ORDER BY kind"))])

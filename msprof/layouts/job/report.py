@@ -12,8 +12,6 @@ from msprof.metrics import MetricSet
 from msprof.tables import INT, NUMBER, Column, Table, batches
 
 # what a narrow terminal keeps of a statistic, most important first (msprof.renderers.terminal)
-STATISTIC_KEEP = ("OP Name", "Total Time(us)", "Total Time Ratio(%)", "Count", "Avg(us)", "Task Type", "Type",
-                  "Max(us)", "Min(us)")
 AA_CORE = next(k for k, v in TASK_TYPES.items() if v == "AA_CORE")
 # A task's layer.info row: the one its (stream, task) found at import (raw-format.md §5.2). Not the layer id
 # alone: one layer split into several tasks has a row per task under one id, and joining on the id gave each
@@ -84,8 +82,7 @@ class JobReport(Report):
         return Table("op_summary", title, columns, batches(cursor), tuple(total_row),
                      context={"model_id": iteration.model_id, "model_name": iteration.model_name,
                               "iteration_id": iteration.index_id},
-                     sort="Time(us)", keep=("Layer Name", "Time(us)", "Time Ratio", "Layer Type", "Memory Bound",
-                                            "Layer Id", "Mac Busy Ratio", "Vec Busy Ratio", "DDR Total(byte)"))
+                     sort="Time(us)")
 
     # --- op_statistic (outputs.md §3.2) ---------------------------------------------------------------
     def op_statistic(self, model_id: int, index_id: Optional[int] = None) -> Table:
@@ -107,7 +104,7 @@ class JobReport(Report):
         name = next((m["model_name"] for m in self.models() if m["model_id"] == model_id), f"model{model_id}")
         return Table("op_statistic", f"Op statistic: {name} (model {model_id})", columns, batches(cursor),
                      context={"model_id": model_id, "model_name": name, "iteration_id": index_id},
-                     sort="Total Time(us)", keep=STATISTIC_KEEP)
+                     sort="Total Time(us)")
 
     # --- acl_statistic (outputs.md §3.3) --------------------------------------------------------------
     def acl_statistic(self) -> Table:
@@ -123,8 +120,7 @@ class JobReport(Report):
             " round(max([end] - start) * :scale, 3), round(min([end] - start) * :scale, 3)"
             " FROM acl_api GROUP BY pid, tid, api_type, name"
             " ORDER BY sum([end] - start) DESC, pid, tid, api_type, name", {"scale": scale})
-        return Table("acl_statistic", "ACL statistic", columns, batches(cursor), sort="Total Time(us)",
-                     keep=("Name",) + STATISTIC_KEEP[1:])
+        return Table("acl_statistic", "ACL statistic", columns, batches(cursor), sort="Total Time(us)")
 
     # --- frequency (outputs.md §4) --------------------------------------------------------------------
     def frequency(self) -> Table:

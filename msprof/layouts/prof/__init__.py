@@ -11,7 +11,7 @@ from msprof.collection import LINK_NOT_FOLLOWED
 from msprof.console import log, notice
 from msprof.contract import Database, Layout, Selection, SummaryFile, Target, Unit
 from msprof.errors import DataError
-from msprof.layouts.base import COLLECTION_KEEP, id_ranges, out_dir
+from msprof.layouts.base import id_ranges, out_dir
 from msprof.layouts.prof import family_files
 from msprof.layouts.prof.facts import ProfFacts
 from msprof.layouts.prof.report import ProfReport
@@ -209,22 +209,17 @@ class ProfLayout(Layout):
                 later = Later(report, ProfReport.op_statistic_rows, (selection,))       # (started by show: api.show)
             statistic = dataclasses.replace(
                 report.op_statistic(selection, later), title=f"Op statistic (device {report.device_id})",
-                context=context, sort="Total Time(us)",
-                keep=("OP Type", "Total Time(us)", "Ratio(%)", "Count", "Avg Time(us)", "Core Type", "Max Time(us)",
-                      "Min Time(us)"))
+                context=context, sort="Total Time(us)")
             # the task columns of op_summary: its PMU columns belong in the summary files
             summary = dataclasses.replace(
                 report.op_summary(selection, pmu=False).select(0, 12), title=f"Op summary (device {report.device_id})",
-                context=context, sort="Task Duration(us)",
-                keep=("Op Name", "Task Duration(us)", "OP Type", "Task Wait Time(us)", "Task Type",
-                      "Task Start Time(us)", "Stream ID", "Task ID"))
+                context=context, sort="Task Duration(us)")
             tables += [summary, statistic]
         else:
             notice(f"{report.unit.label}: no device task data: op tables skipped")
         if report.has_api:
             tables.append(dataclasses.replace(
-                report.api_statistic(), title="API statistic (host)", sort="Time(us)",
-                keep=("API Name", "Time(us)", "Count", "Avg(us)", "Level", "Max(us)", "Min(us)")))
+                report.api_statistic(), title="API statistic (host)", sort="Time(us)"))
         return tables
 
     def query_tables(self, report) -> list:
@@ -235,9 +230,9 @@ class ProfLayout(Layout):
             ids = list(range(1, (m["iterations"] or 0) + 1))
             rows.append((report.device_number, report.platform, m["model_id"], m["model_name"], m["iterations"],
                          id_ranges(ids)))
-        collection = Table("collection", "Collection", [Column("Device", INT)] + [
-            Column(n) for n in ("Platform", "Model Id", "Model Name", "Iterations", "Iteration Ids")], [rows],
-            keep=COLLECTION_KEEP)
+        collection = Table("collection", "Collection", [
+            Column("Device", INT), Column("Platform"), Column("Model Id", INT), Column("Model Name"),
+            Column("Iterations", INT), Column("Iteration Ids")], [rows])
         data = []
         for schema in ("host", "main"):
             directory = "host" if schema == "host" else report.unit.path.name
