@@ -359,8 +359,9 @@ class Layout(abc.ABC):
         unit of a target only); no other layout is."""
 
     @abc.abstractmethod
-    def show_tables(self, report: Report, selection: Selection) -> List[Table]:
-        """What show prints."""
+    def show_tables(self, report: Report, selection: Selection, spread: bool = False) -> List[Table]:
+        """What show prints; ``spread``: its statistics with the median and std dev of their durations
+        (msprof.spread: a second pass over the tasks)."""
 
     @abc.abstractmethod
     def query_tables(self, report: Report) -> List[Table]:

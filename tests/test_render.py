@@ -291,11 +291,14 @@ def test_every_format_prints_a_comparison(name):
     document = {"base": "b", "new": "n", "models": [{"model_name": "m", "delta_us": 1.5}]}
     tables = [Table("models", "Models (µs)", [Column("model_name"), Column("delta_us", NUMBER)], [[("m", 1.5)]]),
               Table("ops", "Ops, the 1 largest changes of 2", [Column("op_name")], [[("x",)]])]
+    scripts = [Table("models", "Models (µs)", [Column("base_model_name"), Column("new_model_name"),
+                                               Column("delta_us", NUMBER)], [[("m", "m", 1.5)]])]
     out = io.StringIO()
-    FORMATS[name](width=None).comparison(Comparison(document, "m: 1.0 → 2.5 µs", tables, {"ops": (1, 2)}), out)
+    FORMATS[name](width=None).comparison(Comparison(document, "m: 1.0 → 2.5 µs", tables, {"ops": (1, 2)}, scripts),
+                                         out)
     text = out.getvalue()
-    if name == "csv":
-        assert text == "# models\nmodel_name,delta_us\nm,1.5\n\n# ops\nop_name\nx\n\n"
+    if name == "csv":       # one table: the first of the document's
+        assert text == "base_model_name,new_model_name,delta_us\nm,m,1.5\n"
     elif name == "json":
         import json
 
