@@ -142,42 +142,12 @@ class _EpochNs(Kind):
         return Printf("%d.%03d", [f"{x} / 1000", f"{x} % 1000"], f"{x} >= 0")
 
 
-class _IdList(Kind):
-    """A list of ids (query's iteration ids): ranges in csv and the terminal ("1-3,5"; N/A for none), a list
-    of ints in JSON."""
-
-    name = "id_list"
-
-    def text(self, value) -> str:
-        return id_ranges(value) or NA if value is not None else NA
-
-    def json(self, value):
-        return None if value is None else list(value)
-
-
-def id_ranges(ids) -> Optional[str]:
-    """[1,2,3,5] → '1-3,5'."""
-    parts, start, prev = [], None, None
-    for i in sorted(ids):
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:
-            prev = i
-        else:
-            parts.append(f"{start}-{prev}" if start != prev else str(start))
-            start = prev = i
-    if start is not None:
-        parts.append(f"{start}-{prev}" if start != prev else str(start))
-    return ",".join(parts) or None
-
-
 TEXT = _Plain("text", False, "%s", words=True)
 INT = _Plain("int", True, "%d")
 NUMBER = _Plain("number", True)       # rounded in SQL: times 3 decimals, ratios 4 (outputs.md)
 ROUND3 = _PythonRound(3)
 SQLITE_ROUND3 = _SqliteRound(3)
 EPOCH_US = _EpochNs()
-ID_LIST = _IdList()
 
 
 _VARIES = object()

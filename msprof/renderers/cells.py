@@ -1,6 +1,6 @@
 """How the terminal prints a table's numbers, and which columns it keeps on a narrow terminal: two data
-tables, ``DECIMALS`` and ``PRIORITY``, read by msprof.renderers.terminal (docs/user-guide.md "Reading the
-tables" says the same in words). Only the terminal reads them: csv, json and the summary files print every
+tables, ``DECIMALS`` and ``PRIORITY``, read by msprof.renderers.terminal (docs/user-guide.md, "numbers in the
+terminal" and "narrow terminal", says the same in words). Only the terminal reads them: csv, json and the summary files print every
 value as the reference tools do.
 
 Numbers are right-aligned with the same number of decimals in every row of a column: the decimals its key

@@ -6,13 +6,13 @@ from typing import List, Optional
 
 from msprof.console import notice
 from msprof.contract import Database, Layout, Selection, SummaryFile, Unit
-from msprof.layouts.base import out_dir
+from msprof.layouts.base import ID_LIST, out_dir
 from msprof.layouts.job.facts import JobFacts
 from msprof.layouts.job.report import JobReport
 from msprof.layouts.job.trace import timelines as job_timelines
 from msprof.paths import safe_name
 from msprof.spread import spread_of, with_spread
-from msprof.tables import ID_LIST, INT, TEXT, Column, Table
+from msprof.tables import INT, TEXT, Column, Table
 
 
 class JobLayout(Layout):

@@ -12,13 +12,13 @@ from msprof.collection import LINK_NOT_FOLLOWED
 from msprof.console import log, notice
 from msprof.contract import Database, Layout, Selection, SummaryFile, Target, Unit
 from msprof.errors import DataError
-from msprof.layouts.base import out_dir
+from msprof.layouts.base import ID_LIST, out_dir
 from msprof.layouts.prof import family_files
 from msprof.layouts.prof.facts import ProfFacts
 from msprof.layouts.prof.report import ProfReport
 from msprof.layouts.prof.trace import timelines as prof_timelines
 from msprof.spread import spread_of, with_spread
-from msprof.tables import ID_LIST, INT, TEXT, Column, Table
+from msprof.tables import INT, TEXT, Column, Table
 from msprof.workers import Later, several_cores
 
 _DEVICE = re.compile(r"^device_(\d+)$")
