@@ -22,7 +22,7 @@ DECIMALS = (
 # The columns a narrow terminal keeps, longest first, by key: the ids a selection takes (query's), what names
 # a row, what a profiling engineer reads first (the time, the count, the average, the share, the spread), then
 # what tells rows of one name apart, then the rest. A column not listed ranks after all of these, the
-# rightmost first to go.
+# rightmost first to go; those of LEFT_OUT_FIRST go before it.
 PRIORITY = (
     # the ids --model-id and --iteration-id take
     "model_id", "iteration_ids",
@@ -32,13 +32,15 @@ PRIORITY = (
     "task_duration_us", "time_us", "total_time_us", "delta_us", "delta_pct", "delta_avg_us",
     # how often, on average, its share
     "count", "base_us", "new_us", "avg_us", "avg_time_us", "base_avg_us", "new_avg_us", "base_count",
-    "new_count", "ratio_pct", "total_time_ratio_pct", "time_ratio",
+    "new_count", "ratio_pct", "total_time_ratio_pct", "time_ratio", "memory_bound",
     # its spread
     "median_us", "median_time_us", "stddev_us", "stddev_time_us", "min_us", "max_us", "min_time_us", "max_time_us",
     # what tells rows of one name apart
     "task_id", "layer_id", "iteration_id", "iterations", "stream_id", "device", "device_id", "level",
     "task_type", "core_type", "records", "lost", "kind", "directory", "family", "platform",
 )
+# Wide columns of little value in a terminal: they go first of all (after those that tell no row apart).
+LEFT_OUT_FIRST = ("ori_layer_name", "task_start_time_us", "op_state", "block_num", "variance")
 # Columns whose text is the same in every row shown tell no row apart: one of these, or one not listed,
 # goes before any other.
 IDS = {"model_id", "iteration_ids", "task_id", "layer_id", "iteration_id", "stream_id", "device", "device_id",
@@ -84,8 +86,10 @@ def least_important_first(columns: List[Column], ranked: Optional[int], varies: 
     def rank(i: int) -> int:
         key = columns[i].key
         place = _RANK.get(key, len(PRIORITY) + i)
+        if key in LEFT_OUT_FIRST:
+            place += len(PRIORITY) + len(columns)
         same = not varies[i] and (key in IDS or key not in _RANK)
-        return place + len(PRIORITY) + len(columns) if same else place
+        return place + 2 * (len(PRIORITY) + len(columns)) if same else place
 
     order = sorted(range(len(columns)), key=rank)
     if ranked is not None and order and order[0] != ranked:
