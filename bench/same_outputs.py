@@ -119,7 +119,8 @@ def _first_iteration(query: Path) -> list:
     for section in document.values() if isinstance(document, dict) else []:
         for row in (section.get("tables", {}).get("collection", {}).get("rows") or []):
             if row.get("model_id") is not None and row.get("iteration_ids"):
-                first = str(row["iteration_ids"]).split("-")[0].split(",")[0]
+                ids = row["iteration_ids"]       # a list of ints; "1-3,5" before issue 38
+                first = str(ids[0]) if isinstance(ids, list) else str(ids).split("-")[0].split(",")[0]
                 return ["--model-id", str(row["model_id"]), "--iteration-id", first]
     return []
 

@@ -22,7 +22,7 @@ from msprof.layouts import find_units, targets
 from msprof.outputs import naming_errors, output_dir
 from msprof.paths import printable
 from msprof.renderers.documents import Section, Stdout, View
-from msprof.workers import Later, Pool, several_cores
+from msprof.workers import Pool, several_cores
 
 
 def import_collection(path: Path, output: Optional[Path] = None) -> List[Path]:
@@ -201,9 +201,9 @@ def show(path: Path, selection: Selection = Selection(), view: Optional[View] = 
     def sections(unit: Unit, report):
         chosen = report.resolve(selection)
         report.check(chosen)
-        tables = selected(unit.layout.show_tables(report, chosen), view, unit.label, len(units) > 1)
+        tables = selected(unit.layout.show_tables(report, chosen, view.spread), view, unit.label, len(units) > 1)
         for table in tables:      # a table a worker makes (workers.Later) starts now, beside the others' rows
-            if isinstance(table.batches, Later):
+            if hasattr(table.batches, "start"):
                 table.batches.start()
         return tables
 
@@ -239,13 +239,16 @@ def _sections(units: List[Unit], command: str, tables, failures: Failures):
 
 
 # --- answers (msprof.analysis) ------------------------------------------------------------------------------
-def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[int] = 20,
-            fail_if_slower: Optional[float] = None, output: Optional[Path] = None, wide: bool = False) -> dict:
+def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[int] = None,
+            fail_if_slower: Optional[float] = None, output: Optional[Path] = None, wide: bool = False,
+            tables: Sequence[str] = ()) -> dict:
     """Compare two collections per model, op type, op and API: each one result directory (or a parent holding
     exactly one), or two PROF_ directories of several devices, compared device by device. Print the comparison
-    (``fmt`` None: not) and return its document (what ``--format json`` prints: with several devices,
-    {"comparisons": [one document per device]}). ``fail_if_slower``: raise RegressionError (exit 9) when a
-    model both have grew by more than that %."""
+    (``fmt`` None: not; ``top``: the ops with the N largest changes, None: the format's default, 20 in the
+    terminal and all for scripts, 0: all; ``tables``: only these sections) and return its whole document
+    (what ``--format json`` prints without --top or --table: with several devices, {"comparisons": [one
+    document per device]}). ``fail_if_slower``: raise RegressionError (exit 9) when a model both have grew by
+    more than that %."""
     from msprof.analysis.compare import compare_sides, comparison
 
     # (nan compares false with every growth: a gate of nan would pass everything)
@@ -266,7 +269,9 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
         documents.append((title, compare_sides(*_read_sides(pair))))
     try:
         if fmt is not None:
-            _renderer(fmt, wide).comparisons([(title, comparison(doc, top)) for title, doc in documents], Stdout())
+            renderer = _renderer(fmt, wide)
+            limit = renderer.default_top if top is None else (top or None)
+            renderer.comparisons([(title, comparison(doc, limit, tables)) for title, doc in documents], Stdout())
     except BrokenPipeError:
         # the reader had enough (``| head``), but a CI job's gate must still say and exit 9
         discard_stdout()

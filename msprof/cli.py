@@ -213,6 +213,7 @@ class _Styles(click.Choice):
 # the table keys show and query print (msprof.layouts: each layout's show_tables/query_tables)
 SHOW_TABLES = ["op_summary", "op_statistic", "acl_statistic", "api_statistic", "frequency", "steps"]
 QUERY_TABLES = ["collection", "data", "families", "steps", "notices"]
+COMPARE_TABLES = ["models", "op_types", "ops", "apis"]      # (msprof.analysis.compare.SECTIONS)
 
 
 def view_options(tables):
@@ -240,13 +241,15 @@ def view_options(tables):
               "time_us): numbers largest first, start times earliest first, text A to Z (default: each "
               "table's time)")
 @click.option("-r", "--reverse", is_flag=True, help="the other way round")
+@click.option("--spread", is_flag=True, help="statistics: the median and sample std dev of each row's durations "
+              "too (a second pass over the tasks)")
 @view_options(SHOW_TABLES)
-def show_cmd(collection_dir, output, model_id, iteration_id, top, sort, reverse, fmt, tables, wide, style):
+def show_cmd(collection_dir, output, model_id, iteration_id, top, sort, reverse, spread, fmt, tables, wide, style):
     """Print AA Core metrics (op summary), op statistic, ACL/API statistic and frequency tables."""
     from msprof import api
     from msprof.show import View
 
-    view = View(fmt=fmt, style=style, top=top, sort=sort, reverse=reverse, wide=wide, tables=tables)
+    view = View(fmt=fmt, style=style, top=top, sort=sort, reverse=reverse, wide=wide, tables=tables, spread=spread)
     api.show(resolve_dir(collection_dir), selection(model_id, iteration_id), view, output=output)
 
 
@@ -266,15 +269,19 @@ def query_cmd(collection_dir, output, fmt, tables, wide, style):
 @click.argument("new", type=DIRECTORY, callback=_path_arg)
 @output_options
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
-              help="table (verdict first) for people; csv or json (the whole comparison) for scripts")
-@click.option("--top", type=click.IntRange(min=0), default=20, show_default=True,
-              help="ops: only the N largest changes in the table and csv views (0: all; json has all)")
+              help="table (verdict first) for people; csv (one table) or json (one document) for scripts "
+              "(docs/user-guide.md: output for scripts)")
+@click.option("--top", type=click.IntRange(min=0), metavar="N",
+              help="ops: only the N largest changes (table format: 20 unless given; csv and json: all unless "
+                   "given; 0: all)")
+@click.option("--table", "tables", type=click.Choice(list(COMPARE_TABLES)), multiple=True,
+              help="only this section (repeatable); csv prints one table, models by default")
 @click.option("--wide", is_flag=True, help="table view: every column, however wide (default: fit the terminal, "
               "leaving out the columns of least value and naming them)")
 @click.option("--fail-if-slower", type=click.FloatRange(min=0), metavar="PCT",
               help="exit 9 when a model's time per iteration grew by more than PCT %, or when no model is timed "
               "on both sides (nothing could be checked)")
-def compare_cmd(base, new, output, fmt, top, wide, fail_if_slower):
+def compare_cmd(base, new, output, fmt, top, tables, wide, fail_if_slower):
     """Compare two collections: time per iteration per model, per op type, per op, per ACL/API call.
 
     BASE and NEW are each a JOB or PROF_ directory (or a directory holding exactly one); two PROF_ directories
@@ -288,7 +295,7 @@ def compare_cmd(base, new, output, fmt, top, wide, fail_if_slower):
     """
     from msprof import api
 
-    api.compare(base, new, fmt=fmt, top=top or None, fail_if_slower=fail_if_slower, output=output, wide=wide)
+    api.compare(base, new, fmt=fmt, top=top, fail_if_slower=fail_if_slower, output=output, wide=wide, tables=tables)
 
 
 @cli.command("advise", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)

@@ -229,8 +229,7 @@ class Report:
 
     def notice_table(self) -> Table:
         """The import's notices as a table (query prints it)."""
-        return Table("notices", "Import notices", [Column("Level"), Column("Message")], [self.notices()],
-                     keep=("Message", "Level"), cut=False)
+        return Table("notices", "Import notices", [Column("Level"), Column("Message")], [self.notices()], cut=False)
 
     def quality(self) -> Optional[str]:
         """One line on what the import lost or skipped (its warnings: lost bytes, skipped records, unpaired
@@ -368,8 +367,9 @@ class Layout(abc.ABC):
         unit of a target only); no other layout is."""
 
     @abc.abstractmethod
-    def show_tables(self, report: Report, selection: Selection) -> List[Table]:
-        """What show prints."""
+    def show_tables(self, report: Report, selection: Selection, spread: bool = False) -> List[Table]:
+        """What show prints; ``spread``: its statistics with the median and std dev of their durations
+        (msprof.spread: a second pass over the tasks)."""
 
     @abc.abstractmethod
     def query_tables(self, report: Report) -> List[Table]:

@@ -342,7 +342,6 @@ class Table:
     facts: bool = False          # a few facts (the frequency table): --top does not cut it
     context: dict = field(default_factory=dict)   # what the title says in words: model_id, iteration_id, ...
     sort: Optional[str] = None   # the column show ranks rows by (--top, --sort): the table's time
-    keep: Sequence[str] = ()     # the columns a narrow terminal keeps, most important first
     cut: bool = True             # a narrow terminal may cut long texts (names); False: wrap them (messages)
     source: Optional[RowSource] = None     # the SQL rows the columns' ``sql`` reads (batches made from it)
     where: str = ""              # which of the source's rows are this table's (SQL; "": all)

@@ -3,6 +3,8 @@ pair (the Mish network and its LeakyReLU version) and a PROF pair, one-sided mod
 
 Expected numbers come from the generators' truth (exact per-task durations and ACL call times), computed
 here with Fractions, independently of msprof."""
+import csv
+import io
 import json
 import logging
 import shutil
@@ -26,9 +28,9 @@ from msprof.analysis.compare import SECTIONS  # noqa: E402
 from msprof.errors import RegressionError, UsageError  # noqa: E402
 
 KEYS = {
-    "models": ["model_name", "base_us", "new_us", "delta_us", "delta_pct"],
+    "models": ["base_model_name", "new_model_name", "base_us", "new_us", "delta_us", "delta_pct"],
     "op_types": ["op_type", "base_us", "new_us", "delta_us", "base_count", "new_count"],
-    "ops": ["op_name", "op_type", "base_us", "new_us", "delta_us"],
+    "ops": ["op_name", "base_op_type", "new_op_type", "base_us", "new_us", "delta_us"],
     "apis": ["name", "base_count", "new_count", "base_avg_us", "new_avg_us", "delta_avg_us", "base_total_us",
              "new_total_us"],
 }
@@ -124,7 +126,8 @@ def test_job_pair_json_document_field_by_field(job_pair, msprof_cli):
     # models: 23145 µs of tasks per Mish execute (23.3 ms minus launch, return, pads and 54 gaps of 2 µs)
     assert r3(base["model"]) == 23145.0 and r3(new["model"]) == 14111.0
     delta = r3(r3(new["model"]) - r3(base["model"]))
-    assert document["models"] == [{"model_name": "yolov3_tiny", "base_us": r3(base["model"]),
+    assert document["models"] == [{"base_model_name": "yolov3_tiny", "new_model_name": "yolov3_tiny",
+                                   "base_us": r3(base["model"]),
                                    "new_us": r3(new["model"]), "delta_us": delta,
                                    "delta_pct": r3(delta / r3(base["model"]) * 100)}]
     assert document["models"][0]["delta_pct"] == -39.032
@@ -146,11 +149,11 @@ def test_job_pair_json_document_field_by_field(job_pair, msprof_cli):
     # ops: every layer name of either side (json is not cut by --top); conv1 on both, the Mish layers base only
     assert len(document["ops"]) == len(set(base["ops"]) | set(new["ops"])) == 55
     conv1 = field_rows(document, "ops", "conv1")
-    assert conv1 == {"op_name": "conv1", "op_type": "Convolution", "base_us": r3(base["ops"]["conv1"][1]),
+    assert conv1 == {"op_name": "conv1", "base_op_type": "Convolution", "new_op_type": "Convolution", "base_us": r3(base["ops"]["conv1"][1]),
                      "new_us": r3(new["ops"]["conv1"][1]),
                      "delta_us": r3(r3(new["ops"]["conv1"][1]) - r3(base["ops"]["conv1"][1]))}
     softplus1 = field_rows(document, "ops", "conv1_mish_softplus")
-    assert softplus1 == {"op_name": "conv1_mish_softplus", "op_type": "Softplus",
+    assert softplus1 == {"op_name": "conv1_mish_softplus", "base_op_type": "Softplus", "new_op_type": None,
                          "base_us": r3(base["ops"]["conv1_mish_softplus"][1]), "new_us": None, "delta_us": None}
     assert document["ops"][0]["op_name"] == "conv1_mish_softplus"      # the largest change first
 
@@ -201,15 +204,21 @@ def test_table_view_verdict_first_and_top(job_pair, msprof_cli):
 
 
 def test_csv_view(job_pair, msprof_cli):
+    """One table that csv.reader loads: models by default (the other sections named on stderr), --table for
+    another; every row unless --top."""
     (_, mish_dir), (_, leaky_dir) = job_pair["mish"], job_pair["leakyrelu"]
-    result = msprof_cli("compare", mish_dir, leaky_dir, "--format", "csv", "--top", "2")
+    result = msprof_cli("compare", mish_dir, leaky_dir, "--format", "csv")
     assert result.returncode == 0, result.stderr
-    sections = result.stdout.split("\n\n")
-    assert [s.splitlines()[0] for s in sections if s.strip()] == ["# models", "# op_types", "# ops", "# apis"]
-    models, ops = sections[0].splitlines(), sections[2].splitlines()
-    assert models[1:] == ["model_name,base_us,new_us,delta_us,delta_pct", "yolov3_tiny,23145.0,14111.0,-9034.0,-39.032"]
-    assert ops[1] == ",".join(KEYS["ops"]) and len(ops) == 4          # the 2 largest changes
-    assert ops[2] == "conv1_mish_softplus,Softplus,1836.21,N/A,N/A"
+    assert list(csv.reader(io.StringIO(result.stdout))) == [
+        KEYS["models"], ["yolov3_tiny", "yolov3_tiny", "23145.0", "14111.0", "-9034.0", "-39.032"]]
+    assert "csv holds one table: models printed; --table {op_types, ops, apis} for another" in result.stderr
+    ops = list(csv.DictReader(io.StringIO(msprof_cli("compare", mish_dir, leaky_dir, "--format", "csv", "--table",
+                                                     "ops").stdout)))
+    assert len(ops) == 55 and list(ops[0]) == KEYS["ops"]            # all of them, as json has
+    assert ops[0] == {"op_name": "conv1_mish_softplus", "base_op_type": "Softplus", "new_op_type": "N/A",
+                      "base_us": "1836.21", "new_us": "N/A", "delta_us": "N/A"}
+    two = msprof_cli("compare", mish_dir, leaky_dir, "--format", "csv", "--table", "ops", "--top", "2").stdout
+    assert [row["op_name"] for row in csv.DictReader(io.StringIO(two))] == ["conv1_mish_softplus", "conv1_mish_tanh"]
 
 
 def model_means(job):
@@ -238,8 +247,10 @@ def test_models_on_one_side_only(tmp_path, msprof_cli):
     assert f"warning: --fail-if-slower 1.4: not checked, no time per iteration in {one_dir}: tiny_b" in result.stderr
     document = json.loads(result.stdout)
     assert document["models"] == [
-        {"model_name": "tiny", "base_us": 355.0, "new_us": 360.0, "delta_us": 5.0, "delta_pct": 1.408},
-        {"model_name": "tiny_b", "base_us": 155.0, "new_us": None, "delta_us": None, "delta_pct": None}]
+        {"base_model_name": "tiny", "new_model_name": "tiny", "base_us": 355.0, "new_us": 360.0, "delta_us": 5.0,
+         "delta_pct": 1.408},
+        {"base_model_name": "tiny_b", "new_model_name": None, "base_us": 155.0, "new_us": None, "delta_us": None,
+         "delta_pct": None}]
     assert msprof_cli("compare", two_dir, one_dir, "--fail-if-slower", "1.41").returncode == 0
     table = msprof_cli("compare", two_dir, one_dir)
     # the verdict names the model the new side lost (it said nothing of it: a newcomer's trial)
@@ -270,13 +281,14 @@ def test_ops_of_one_name_in_two_models_are_two_ops(tmp_path, msprof_cli):
 
     base, new = job("base", 100, 500, third="netB"), job("new", 400, 200, "Pooling", third="netC")
     document = json.loads(msprof_cli("compare", base, new, "--format", "json").stdout)
-    assert [m["model_name"] for m in document["models"]] == ["cls", "det", "netB", "netC"]
-    assert sorted((o["op_name"], o["op_type"], o["base_us"], o["new_us"], o["delta_us"]) for o in document["ops"]) == [
-        ("cls: conv1", "Convolution → Pooling", 500.0, 200.0, -300.0),
-        ("det: conv1", "Convolution", 100.0, 400.0, 300.0),
-        ("head", "Convolution", 30.0, 30.0, 0.0),         # (a name of one model: as it is, issue 12's op name)
-        ("netB: b1", "Convolution", 50.0, None, None),
-        ("netC: b1", "Convolution", None, 50.0, None)]
+    assert [(m["base_model_name"], m["new_model_name"]) for m in document["models"]] == [
+        ("cls", "cls"), ("det", "det"), ("netB", None), (None, "netC")]
+    assert sorted(tuple(o.values()) for o in document["ops"]) == [
+        ("cls: conv1", "Convolution", "Pooling", 500.0, 200.0, -300.0),
+        ("det: conv1", "Convolution", "Convolution", 100.0, 400.0, 300.0),
+        ("head", "Convolution", "Convolution", 30.0, 30.0, 0.0),     # (a name of one model: issue 12's op name)
+        ("netB: b1", "Convolution", None, 50.0, None, None),
+        ("netC: b1", None, "Convolution", None, 50.0, None)]
     assert all(list(row) == KEYS["ops"] for row in document["ops"])
     # one model each side: names as they are (issue 12's document)
     one = json.loads(msprof_cli("compare", jobgen.write_job(tmp_path / "one", small_job()),
@@ -293,9 +305,10 @@ def test_a_gate_of_nan_is_refused_and_a_cut_csv_says_so(job_pair, msprof_cli):
         assert result.returncode == 2 and f"--fail-if-slower {pct}: not a percentage" in result.stderr
     assert msprof_cli("compare", leaky_dir, mish_dir, "--fail-if-slower", "5").returncode == 9
     whole = json.loads(msprof_cli("compare", leaky_dir, mish_dir, "--format", "json").stdout)["ops"]
-    cut = msprof_cli("compare", leaky_dir, mish_dir, "--format", "csv", "--top", "3")
+    cut = msprof_cli("compare", leaky_dir, mish_dir, "--format", "csv", "--table", "ops", "--top", "3")
     assert len(whole) > 3 and f"ops: the 3 largest changes of {len(whole)} in the csv (--top 0: all)" in cut.stderr
-    assert "largest changes" not in msprof_cli("compare", leaky_dir, mish_dir, "--format", "csv", "--top", "0").stderr
+    assert "largest changes" not in msprof_cli("compare", leaky_dir, mish_dir, "--format", "csv", "--table", "ops",
+                                               "--top", "0").stderr
 
 
 def test_the_verdict_wraps_on_a_terminal_and_is_one_line_in_a_pipe(tmp_path, msprof_cli, monkeypatch):
@@ -348,10 +361,14 @@ def test_the_table_view_fits_the_terminal_and_top_0_shows_every_op(tmp_path, msp
     acl = wide.stdout.splitlines()[wide.stdout.splitlines().index("ACL/API calls: count, average and total (µs)") + 1]
     assert acl.split() == list(SECTIONS["apis"][0]) and "more columns" not in wide.stdout
     every = json.loads(msprof_cli("compare", two_dir, one_dir, "--format", "json").stdout)["ops"]
-    csv_ops = msprof_cli("compare", two_dir, one_dir, "--format", "csv", "--top", "0").stdout.split("# ops\n")[1]
-    assert len(csv_ops.split("\n\n")[0].splitlines()) == 1 + len(every)
-    one = msprof_cli("compare", two_dir, one_dir, "--format", "csv", "--top", "1").stdout.split("# ops\n")[1]
-    assert len(one.split("\n\n")[0].splitlines()) == 2 < 1 + len(every)
+    for top in ("0", None):          # csv: every op, unless --top
+        csv_ops = msprof_cli("compare", two_dir, one_dir, "--format", "csv", "--table", "ops",
+                             *(("--top", top) if top else ())).stdout
+        assert len(list(csv.reader(io.StringIO(csv_ops)))) == 1 + len(every)
+    one = msprof_cli("compare", two_dir, one_dir, "--format", "csv", "--table", "ops", "--top", "1").stdout
+    assert len(list(csv.reader(io.StringIO(one)))) == 2 < 1 + len(every)
+    # the terminal: the 20 largest changes unless --top
+    assert len(every) < 20 or "the 20 largest changes" in msprof_cli("compare", two_dir, one_dir).stdout
     # a model's label is wrapped, not cut in the middle ("yolov3_tin…h → yolov3_tiny_leaky" hid "mish")
     renamed = jobgen.write_job(tmp_path / "renamed", small_job(models=[dict(
         small_job()["models"][0], name="tiny_with_a_rather_long_model_name_v2")]))
@@ -384,9 +401,11 @@ def test_one_model_each_with_no_op_in_common_is_not_paired(tmp_path, msprof_cli)
                         "--fail-if-slower", "0")
     assert result.returncode == 9, result.stderr
     models = json.loads(result.stdout)["models"]
-    sides = {m["model_name"].split("_")[1]: (m["base_us"] is None, m["new_us"] is None) for m in models}
+    sides = {(m["base_model_name"] or m["new_model_name"]).split("_")[1]: (m["base_us"] is None, m["new_us"] is None)
+             for m in models}
     assert sides == {"1": (True, False), "2": (False, True)}            # graph_1_* new only, graph_2_* base only
-    new_name, base_name = (m["model_name"] for m in models)
+    new_name, base_name = (m["base_model_name"] or m["new_model_name"] for m in models)
+    assert [(m["base_model_name"], m["new_model_name"]) for m in models] == [(None, new_name), (base_name, None)]
     assert (f"models not matched: {base_name} (base) and {new_name} (new) have other names and no op name in "
             "common") in result.stderr and "no model could be checked" in result.stderr
 
@@ -400,7 +419,8 @@ def test_one_model_each_under_two_names_is_compared(job_pair, msprof_cli):
     assert ("models matched as the only one of each side: yolov3_tiny_mish (base) and yolov3_tiny_leaky (new)"
             in result.stderr)
     assert json.loads(result.stdout)["models"] == [
-        {"model_name": "yolov3_tiny_mish → yolov3_tiny_leaky", "base_us": 23145.0, "new_us": 14111.0,
+        {"base_model_name": "yolov3_tiny_mish", "new_model_name": "yolov3_tiny_leaky", "base_us": 23145.0,
+         "new_us": 14111.0,
          "delta_us": -9034.0, "delta_pct": -39.032}]
     slower = msprof_cli("compare", leaky_dir, mish_dir, "--fail-if-slower", "10")
     assert slower.returncode == 9
@@ -468,14 +488,15 @@ def test_prof_pair(tmp_path, capsys):
     assert document["base"] == str(base_dir / "device_0") and document["new"] == str(new_dir / "device_0")
     # (20 + 5 + 3 + 40 + 22 + 5 + 3 + 40) / 2 = 69 µs; (30.5 + 4.02 + 3 + 25 + 33 + 4.02 + 3 + 25) / 2 = 63.77
     assert r3(base["model"]) == 69.0 and r3(new["model"]) == 63.77
-    assert document["models"] == [{"model_name": "resnet50", "base_us": 69.0, "new_us": 63.77,
+    assert document["models"] == [{"base_model_name": "resnet50", "new_model_name": "resnet50", "base_us": 69.0, "new_us": 63.77,
                                    "delta_us": -5.23, "delta_pct": r3(-5.23 / 69 * 100)}]
     conv = field_rows(document, "op_types", "Conv2D")
     assert conv == {"op_type": "Conv2D", "base_us": r3(base["types"]["Conv2D"][0]),
                     "new_us": r3(new["types"]["Conv2D"][0]), "delta_us": r3(31.75 - 21), "base_count": 1,
                     "new_count": 1}
     assert [row["op_name"] for row in document["ops"]] == ["nms", "conv1", "sig1", "mul1"]
-    assert field_rows(document, "ops", "sig1") == {"op_name": "sig1", "op_type": "Sigmoid", "base_us": 5.0,
+    assert field_rows(document, "ops", "sig1") == {"op_name": "sig1", "base_op_type": "Sigmoid",
+                                                   "new_op_type": "Sigmoid", "base_us": 5.0,
                                                    "new_us": 4.02, "delta_us": -0.98}
     execute = field_rows(document, "apis", "aclmdlExecute")
     count, total = base["apis"]["aclmdlExecute"]
@@ -538,7 +559,7 @@ def test_prof_without_model_executions_is_single_op(tmp_path, notices):
     for prof_dir in (base_dir, new_dir):
         shutil.rmtree(prof_dir / "host")
     document = api.compare(base_dir, new_dir, fmt="json")
-    assert document["models"] == [{"model_name": "single-op", "base_us": 138.0, "new_us": 127.54,
+    assert document["models"] == [{"base_model_name": "single-op", "new_model_name": "single-op", "base_us": 138.0, "new_us": 127.54,
                                    "delta_us": -10.46, "delta_pct": r3(-10.46 / 138 * 100)}]
     assert document["apis"] == []
     # without the host no op is known: tasks are named by their HWTS task type

@@ -765,7 +765,7 @@ def test_query_lists_the_models_each_device_ran(tmp_path, msprof_cli):
     doc = json.loads(res.stdout)
     listed = {label.split("/")[-1]: [(r["device"], r["model_id"], r["iterations"], r["iteration_ids"])
                                      for r in unit["tables"]["collection"]["rows"]] for label, unit in doc.items()}
-    assert listed == {"device_0": [(0, 1, 3, "1-3")], "device_1": [(1, 2, 3, "1-3")]}
+    assert listed == {"device_0": [(0, 1, 3, [1, 2, 3])], "device_1": [(1, 2, 3, [1, 2, 3])]}   # ids: a list
 
 
 @pytest.mark.parametrize("shape", [

@@ -91,6 +91,10 @@ KINDS_TABLE = Table("k", "Kinds", [Column("Name", TEXT), Column("Device", consta
 EXPECTED = [["conv,1", "0", "3", "1.5", "0.062", "1700000000000012.800", "N/A"],
             ["relu", "0", "N/A", "N/A", "2.0", "0.005", "N/A"],
             ["-", "0", "3", "1.5", "0.123", "N/A", "N/A"]]
+# the terminal's: µs with 3 decimals in every row (0.0625 → 0.062: half to even, as Python formats it)
+EXPECTED_TABLE = [["conv,1", "0", "3", "1.500", "0.062", "1700000000000012.800", "N/A"],
+                  ["relu", "0", "N/A", "N/A", "2.000", "0.005", "N/A"],
+                  ["-", "0", "3", "1.500", "0.123", "N/A", "N/A"]]
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))
@@ -113,7 +117,7 @@ def test_every_renderer_writes_every_row_and_the_total_last(name):
         lines = text.splitlines()
         assert lines[0].split() == ["Name", "Device", "Count", "Time(us)", "Wait(us)", "Start(us)", "Shape"]
         body = [line.split() for line in lines[2:]]
-        assert body == EXPECTED
+        assert body == EXPECTED_TABLE
 
 
 @pytest.mark.parametrize("constant_at", [[], [0], [2], [0, 3], [1, 2], [0, 1, 2, 3]])
@@ -271,8 +275,8 @@ def test_every_format_prints_a_listing(name):
     else:                   # the terminal: the 20 longest rows of each, the total last
         lines = text.splitlines()
         assert lines[0] == "== one (JOB) ==" and "== two (PROF) ==" in lines and lines.count("Ops") == 2
-        assert [line.split() for line in lines[3:8]] == [["Name", "Time(us)"], ["------", "----------"], ["a", "2.5"],
-                                                       ["b,c", "1.0"], ["total", "3.5"]]
+        assert [line.split() for line in lines[3:8]] == [["Name", "Time(us)"], ["------", "----------"], ["a", "2.500"],
+                                                       ["b,c", "1.000"], ["total", "3.500"]]
 
 
 def test_a_listing_without_sections_is_an_empty_document():
@@ -287,11 +291,14 @@ def test_every_format_prints_a_comparison(name):
     document = {"base": "b", "new": "n", "models": [{"model_name": "m", "delta_us": 1.5}]}
     tables = [Table("models", "Models (µs)", [Column("model_name"), Column("delta_us", NUMBER)], [[("m", 1.5)]]),
               Table("ops", "Ops, the 1 largest changes of 2", [Column("op_name")], [[("x",)]])]
+    scripts = [Table("models", "Models (µs)", [Column("base_model_name"), Column("new_model_name"),
+                                               Column("delta_us", NUMBER)], [[("m", "m", 1.5)]])]
     out = io.StringIO()
-    FORMATS[name](width=None).comparison(Comparison(document, "m: 1.0 → 2.5 µs", tables, {"ops": (1, 2)}), out)
+    FORMATS[name](width=None).comparison(Comparison(document, "m: 1.0 → 2.5 µs", tables, {"ops": (1, 2)}, scripts),
+                                         out)
     text = out.getvalue()
-    if name == "csv":
-        assert text == "# models\nmodel_name,delta_us\nm,1.5\n\n# ops\nop_name\nx\n\n"
+    if name == "csv":       # one table: the first of the document's
+        assert text == "base_model_name,new_model_name,delta_us\nm,m,1.5\n"
     elif name == "json":
         import json
 
@@ -299,7 +306,7 @@ def test_every_format_prints_a_comparison(name):
     else:
         lines = text.splitlines()
         assert lines[:3] == ["m: 1.0 → 2.5 µs", "", "Models (µs)"]
-        assert ["m", "1.5"] in [line.split() for line in lines] and "Ops, the 1 largest changes of 2" in lines
+        assert ["m", "1.500"] in [line.split() for line in lines] and "Ops, the 1 largest changes of 2" in lines
 
 
 FINDING = {"id": "idle", "severity": "high", "message": "The device waits: 40.5 % of the time.",

@@ -66,10 +66,10 @@ def test_top_cuts_every_table_ranked_by_time_and_keeps_the_total(job, msprof_cli
     blocks = table_blocks(proc.stdout)
     header, rows, note = blocks["AA Core metrics: tiny (model 1), iteration 3"]
     # iteration 3: nms 200, conv1 120, pool 50 µs → the longest, then the total row of all three
-    assert [(r["Layer Name"], r["Time(us)"]) for r in rows] == [("nms", "200.0"), ("-", "370.0")]
+    assert [(r["Layer Name"], r["Time(us)"]) for r in rows] == [("nms", "200.000"), ("-", "370.000")]
     assert note == "(1 of 3 rows by Time(us): --top N)"
     _, rows, note = blocks["Op statistic: tiny (model 1)"]
-    assert [(r["OP Name"], r["Total Time(us)"]) for r in rows] == [("nms", "600.0")]
+    assert [(r["OP Name"], r["Total Time(us)"]) for r in rows] == [("nms", "600.000")]
     _, rows, _ = blocks["ACL statistic"]
     assert len(rows) == 1
     _, rows, note = blocks["Frequency"]
@@ -140,10 +140,10 @@ def test_a_very_narrow_terminal_keeps_the_name_and_the_ranking_column(job, mspro
     blocks = table_blocks(proc.stdout)
     header, rows, _note = blocks["AA Core metrics: tiny (model 1), iteration 3"]
     assert header[:2] == ["Layer Name", "Time(us)"]
-    assert [r["Time(us)"] for r in rows if r["Time(us)"]] == ["200.0", "120.0", "50.0", "370.0"]
+    assert [r["Time(us)"] for r in rows if r["Time(us)"]] == ["200.000", "120.000", "50.000", "370.000"]
     header, rows, _note = blocks["ACL statistic"]
     assert header[:2] == ["Name", "Total Time(us)"]
-    assert [r["Total Time(us)"] for r in rows if r["Total Time(us)"]][:2] == ["5000.0", "1290.0"]
+    assert [r["Total Time(us)"] for r in rows if r["Total Time(us)"]][:2] == ["5000.000", "1290.000"]
 
 
 def test_control_characters_in_names_are_escaped_in_the_table(tmp_path, msprof_cli):
@@ -156,7 +156,7 @@ def test_control_characters_in_names_are_escaped_in_the_table(tmp_path, msprof_c
     assert "\t" not in proc.stdout and "\x1b" not in proc.stdout
     header, rows, _note = table_blocks(proc.stdout)["AA Core metrics: tiny (model 1), iteration 3"]
     assert [(r["Layer Name"], r["Time(us)"]) for r in rows] == [
-        ("conv\\t1", "100.0"), ("re\\x1b[31mlu", "100.0"), ("two\\nlines", "100.0"), ("-", "300.0")]
+        ("conv\\t1", "100.000"), ("re\\x1b[31mlu", "100.000"), ("two\\nlines", "100.000"), ("-", "300.000")]
     assert {r["Layer Type"] for r in rows} == {"Convolution", "-"}      # (read at the columns' places: aligned)
 
 
@@ -238,7 +238,7 @@ def test_the_table_fits_the_terminal_and_wide_shows_all(job, msprof_cli):
     header, rows, note = table_blocks(proc.stdout)["AA Core metrics: tiny (model 1), iteration 3"]
     assert header[0] == "Layer Name" and "Time(us)" in header and "more columns: --wide" in note
     proc = msprof_cli("show", "-dir", job, "--wide", env={"COLUMNS": "60"})
-    header_line = [l for l in proc.stdout.splitlines() if l.startswith("Layer Id")][0]
+    header_line = [l for l in proc.stdout.splitlines() if l.lstrip().startswith("Layer Id")][0]
     for name in ("Ori Layer Name", "Mac Busy Ratio", "Memory Bound", "DDR Total(byte)"):
         assert name in header_line
 
@@ -326,7 +326,7 @@ def test_query_in_a_narrow_terminal_keeps_the_ids_a_selection_takes(job, msprof_
     """The collection table loses Device, Iterations first: Model Id and Iteration Ids are why query is run."""
     proc = msprof_cli("query", "-dir", job, "--table", "collection", env={"COLUMNS": "40"})
     assert proc.returncode == 0, proc.stderr
-    header = next(line for line in proc.stdout.splitlines() if line.startswith("Model Id"))
+    header = next(line for line in proc.stdout.splitlines() if line.lstrip().startswith("Model Id"))
     assert header.split() == ["Model", "Id", "Iteration", "Ids"]
     assert "(3 more columns: --wide)" in proc.stdout
 

@@ -31,10 +31,10 @@ def test_show_selected_iteration_and_style(job, msprof_cli):
     proc = msprof_cli("show", "-dir", job, "--model-id", "1", "--iteration-id", "1", "--style", "github", "--wide",
                       "--sort", "layer_id", "--reverse")
     assert proc.returncode == 0
-    assert "AA Core metrics: tiny (model 1), iteration 1" in proc.stdout and "| Layer Id" in proc.stdout
+    assert "AA Core metrics: tiny (model 1), iteration 1" in proc.stdout and "|   Layer Id" in proc.stdout
     conv = [[c.strip() for c in l.split("|")[1:-1]] for l in proc.stdout.splitlines() if "| conv1 " in l][0]
     # the first execution of conv1 takes 100 µs of 100 + 50 + 200
-    assert conv[:6] == ["0", "conv1;bn1;relu1", "conv1", "Convolution", "100.0", "28.5714"]
+    assert conv[:6] == ["0", "conv1;bn1;relu1", "conv1", "Convolution", "100.000", "28.57"]
 
 
 def test_show_unknown_iteration_is_usage_error(job, msprof_cli):
@@ -150,7 +150,7 @@ def test_demo_runs_the_bundled_sample(tmp_path, msprof_cli):
     assert any((job / "timeline").glob("task_time_*.json")) and any((job / "summary").glob("op_summary_*"))
     execute = [l.split() for l in proc.stdout.splitlines() if "svp_acl_mdl_execute" in l][0]
     # the bundled Mish network: every inference takes 23.3 ms (SS928 guide's worked example)
-    assert execute[5:10] == ["69900.0", "3", "23300.0", "23300.0", "23300.0"]
+    assert execute[5:10] == ["69900.000", "3", "23300.000", "23300.000", "23300.000"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs")

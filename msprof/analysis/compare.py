@@ -11,32 +11,29 @@ without devices: nothing was timed). An op type one side lacks otherwise is 0 on
 Everything is matched by name (models: see ``matched_models``).
 """
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from msprof.analysis.facts import ApiTime, OpAverage, TypeTime
 from msprof.console import log, notice
 from msprof.errors import RegressionError
 from msprof.paths import printable
-from msprof.renderers.documents import Comparison
+from msprof.renderers.documents import DEFAULT_TOP, Comparison
 from msprof.tables import NUMBER, TEXT, Column, Table
 
-# the document's sections: key → (columns, title of the table view)
+# the document's sections: key → (its rows' keys, title of the table view)
 SECTIONS = {
-    "models": (["model_name", "base_us", "new_us", "delta_us", "delta_pct"],
+    "models": (["base_model_name", "new_model_name", "base_us", "new_us", "delta_us", "delta_pct"],
                "Models: device time per iteration (µs)"),
     "op_types": (["op_type", "base_us", "new_us", "delta_us", "base_count", "new_count"],
                  "Op types: time (µs) and count per iteration"),
-    "ops": (["op_name", "op_type", "base_us", "new_us", "delta_us"], "Ops: average duration (µs)"),
+    "ops": (["op_name", "base_op_type", "new_op_type", "base_us", "new_us", "delta_us"],
+            "Ops: average duration (µs)"),
     "apis": (["name", "base_count", "new_count", "base_avg_us", "new_avg_us", "delta_avg_us", "base_total_us",
               "new_total_us"], "ACL/API calls: count, average and total (µs)"),
 }
-# the columns a narrow terminal keeps, most important first (the name and the change first)
-KEEP = {"models": ("model_name", "delta_pct", "base_us", "new_us", "delta_us"),
-        "op_types": ("op_type", "delta_us", "base_us", "new_us", "base_count", "new_count"),
-        "ops": ("op_name", "delta_us", "base_us", "new_us"),
-        "apis": ("name", "delta_avg_us", "base_avg_us", "new_avg_us", "base_count", "new_count")}
-_NAME_COLUMNS = {"model_name", "op_type", "op_name", "name"}
-DEFAULT_TOP = 20
+# the terminal's columns that show a pair of the document's in one ("base → new" where they differ)
+JOINED = {"model_name": ("base_model_name", "new_model_name"), "op_type": ("base_op_type", "new_op_type")}
+_NAME_COLUMNS = {"model_name", "op_type", "op_name", "name", *JOINED["model_name"], *JOINED["op_type"]}
 
 
 @dataclass
@@ -48,6 +45,10 @@ class Side:
     op_types: Optional[Dict[str, TypeTime]]   # None: no device task data (nothing timed)
     ops: Dict[Tuple[str, str], OpAverage]      # (model name, op name) → the op
     apis: Optional[Dict[str, ApiTime]]         # None: no ACL/API data collected
+
+    def has_model(self, name: str) -> bool:
+        """Whether this side ran the model: timed iterations or ops of it."""
+        return name in self.models or any(model == name for model, _op in self.ops)
 
     @classmethod
     def read(cls, facts) -> "Side":
@@ -106,10 +107,12 @@ def compare_sides(base: Side, new: Side) -> dict:
     """The document of ``--format json`` (issue 12, keys in this order)."""
     models = []
     matched = matched_models(base, new)
-    for label, base_name, new_name in matched:
+    for _label, base_name, new_name in matched:
         b, n = _mean(base.models.get(base_name)), _mean(new.models.get(new_name))
         delta = _minus(n, b)
-        models.append({"model_name": label, "base_us": b, "new_us": n, "delta_us": delta,
+        models.append({"base_model_name": base_name if base.has_model(base_name) else None,
+                       "new_model_name": new_name if new.has_model(new_name) else None,
+                       "base_us": b, "new_us": n, "delta_us": delta,
                        "delta_pct": r3(delta / b * 100) if delta is not None and b else None})
 
     op_types = []
@@ -137,9 +140,8 @@ def compare_sides(base: Side, new: Side) -> dict:
         for name in mine.keys() | theirs.keys():
             b, n = mine.get(name), theirs.get(name)
             b_us, n_us = (r3(b.avg_us) if b else None), (r3(n.avg_us) if n else None)
-            op_type = n.type if b is None or (n is not None and n.type == b.type) else \
-                b.type if n is None else f"{b.type} → {n.type}"
-            ops.append({"op_name": f"{label}: {name}" if labels[name] > 1 else name, "op_type": op_type,
+            ops.append({"op_name": f"{label}: {name}" if labels[name] > 1 else name,
+                        "base_op_type": b.type if b else None, "new_op_type": n.type if n else None,
                         "base_us": b_us, "new_us": n_us, "delta_us": _minus(n_us, b_us)})
     # the largest changes first; an op on one side only changed by its whole time
     ops.sort(key=lambda r: (-abs((r["new_us"] or 0.0) - (r["base_us"] or 0.0)), r["op_name"]))
@@ -173,9 +175,10 @@ def verdict(document: dict) -> str:
     for row in document["models"]:
         if row["base_us"] is not None and row["new_us"] is not None:
             change = "" if row["delta_pct"] is None else ", " + _signed_pct(row["delta_pct"])
-            parts.append(f"{row['model_name']}: {row['base_us']:.1f} → {row['new_us']:.1f} µs per iteration{change}")
+            parts.append(f"{joined(row, 'model_name')}: {row['base_us']:.1f} → {row['new_us']:.1f} µs per "
+                         f"iteration{change}")
         else:       # (a model may be on both sides with recorded iterations on one only: a device log lost)
-            only.append(f"{row['model_name']} (timed in {'base' if row['new_us'] is None else 'new'} only)")
+            only.append(f"{joined(row, 'model_name')} (timed in {'base' if row['new_us'] is None else 'new'} only)")
     if parts:       # a model that vanished or appeared is part of the answer too
         return "; ".join(parts + only)
     return ("no model timed in both collections (models are matched by name): " + ", ".join(only)) if only else \
@@ -195,29 +198,51 @@ def check_gate(document: dict, pct: Optional[float]) -> None:
         return
     if not any(r["delta_pct"] is not None for r in document["models"]):
         raise RegressionError(f"--fail-if-slower {pct:g}: no model could be checked: {verdict(document)}")
-    unchecked = [r["model_name"] for r in document["models"] if r["base_us"] is not None and r["new_us"] is None]
+    unchecked = [joined(r, "model_name") for r in document["models"]
+                 if r["base_us"] is not None and r["new_us"] is None]
     if unchecked:
         log.warning("--fail-if-slower %g: not checked, no time per iteration in %s: %s", pct, document["new"],
                     ", ".join(unchecked))
     slower = regressions(document, pct)
     if slower:
         raise RegressionError("performance regression: " + "; ".join(
-            f"{r['model_name']}: {r['base_us']:.1f} → {r['new_us']:.1f} µs per iteration "
+            f"{joined(r, 'model_name')}: {r['base_us']:.1f} → {r['new_us']:.1f} µs per iteration "
             f"({_signed_pct(r['delta_pct'])}, more than {pct:g} %)" for r in slower))
 
 
 # --- views ---------------------------------------------------------------------------------------------------
-def comparison(document: dict, top: Optional[int] = DEFAULT_TOP) -> Comparison:
-    """What compare prints in every format (msprof.renderers): the document, its verdict, and its four
-    sections as tables (ops cut to the ``top`` largest changes)."""
-    out, cut = [], {}
+def joined(row: dict, column: str) -> Optional[str]:
+    """A terminal column of ``JOINED`` in one row: the base's and the new side's value, one when they are the
+    same or one side has none, "base → new" when they differ."""
+    base, new = (row[key] for key in JOINED[column])
+    return new if base is None or base == new else base if new is None else f"{base} → {new}"
+
+
+def comparison(document: dict, top: Optional[int] = DEFAULT_TOP, sections: Sequence[str] = ()) -> Comparison:
+    """What compare prints in every format (msprof.renderers): the document, its verdict, and its sections
+    (``sections``: only those; every one by default) as tables, ops cut to the ``top`` largest changes (None:
+    all) — in the table view ("base → new" in one column) and in the document's (each value in its field)."""
+    out, script, cut = [], [], {}
+    shown = dict(document)
     for key, (names, title) in SECTIONS.items():
-        rows = [tuple(row[name] for name in names) for row in document[key]]
+        if sections and key not in sections:
+            del shown[key]
+            continue
+        rows = document[key]
         if key == "ops" and top is not None and len(rows) > top:
             title += f", the {top} largest changes of {len(rows)}"
             cut[key] = (top, len(rows))
-            rows = rows[:top]
-        columns = [Column(name, TEXT if name in _NAME_COLUMNS else NUMBER) for name in names]
+            rows = shown[key] = rows[:top]
+        pairs = {pair[0]: column for column, pair in JOINED.items() if pair[0] in names}
+        seconds = {JOINED[column][1] for column in pairs.values()}
+        view = [pairs.get(name, name) for name in names if name not in seconds]
+        table_rows = [tuple(joined(row, pairs[name]) if name in pairs else row[name]
+                            for name in names if name not in seconds) for row in rows]
         # (a model's label is wrapped, not cut: "yolov3_tin…h → yolov3_tiny_leaky" hid what tells them apart)
-        out.append(Table(key, title, columns, [rows], keep=KEEP[key], cut=key != "models"))
-    return Comparison(document, verdict(document), out, cut)
+        out.append(Table(key, title, _columns(view), [table_rows], cut=key != "models"))
+        script.append(Table(key, title, _columns(names), [[tuple(row[name] for name in names) for row in rows]]))
+    return Comparison(shown, verdict(document), out, cut, script)
+
+
+def _columns(names: List[str]) -> List[Column]:
+    return [Column(name, TEXT if name in _NAME_COLUMNS else NUMBER) for name in names]

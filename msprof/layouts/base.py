@@ -1,13 +1,9 @@
-"""What the layouts share beside the contract (msprof.contract): where a result directory's outputs go,
-and the pieces of their query tables."""
+"""What the layouts share beside the contract (msprof.contract): where a result directory's outputs go, and
+the kind of query's iteration ids."""
 from pathlib import Path
 from typing import Optional
 
-from msprof.tables import INT, TEXT, Column, Table
-
-# query's collection table in a narrow terminal: the columns kept, most important first (the ids a selection
-# takes before the rest)
-COLLECTION_KEEP = ("Model Id", "Iteration Ids", "Model Name", "Iterations", "Device")
+from msprof.tables import INT, NA, TEXT, Column, Kind, Table
 
 
 def out_dir(path: Path, output: Optional[Path], *relative: str) -> Path:
@@ -17,20 +13,31 @@ def out_dir(path: Path, output: Optional[Path], *relative: str) -> Path:
     return Path(output).joinpath(*relative) if relative else Path(output) / Path(path).name
 
 
+class _IdList(Kind):
+    """A list of ids (query's iteration ids): ranges in csv and the terminal ("1-3,5"; N/A for none), a list
+    of ints in JSON."""
+
+    name = "id_list"
+
+    def text(self, value) -> str:
+        return id_ranges(value) or NA if value is not None else NA
+
+    def json(self, value):
+        return None if value is None else list(value)
+
+
 def id_ranges(ids) -> Optional[str]:
     """[1,2,3,5] → '1-3,5'."""
-    parts, start, prev = [], None, None
+    runs: list = []
     for i in sorted(ids):
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:
-            prev = i
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
         else:
-            parts.append(f"{start}-{prev}" if start != prev else str(start))
-            start = prev = i
-    if start is not None:
-        parts.append(f"{start}-{prev}" if start != prev else str(start))
-    return ",".join(parts) or None
+            runs.append([i, i])
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs) or None
+
+
+ID_LIST = _IdList()
 
 
 def data_table(report) -> Table:

@@ -2,7 +2,7 @@
 is quoted too (RFC 4180). Built column by column with C-level map/join instead of csv.writer's per-field
 work: half the cost on a million-row table, where formatting floats was the largest part.
 
-Summary files; show and query's one table (``listing``); compare's tables, each under a "# key" line.
+Summary files; show and query's one table (``listing``); compare's one table (``comparisons``).
 
 A text that a spreadsheet would take for a formula (it begins with "=", "+", "-", "@", a tab or a carriage
 return, and is more than a number: "=HYPERLINK(…)", "-cmd|…") is written with a single quote before it, as
@@ -10,7 +10,7 @@ OWASP advises against CSV injection: names come from the data. Numbers, and text
 punctuation only ("-1.5", "-1,3,224,224", a lone "-"), are written as they are."""
 import itertools
 from dataclasses import replace
-from typing import List, Optional, Sequence, TextIO
+from typing import List, Optional, Sequence, TextIO, Tuple
 
 from msprof.console import notice
 from msprof.renderers import insql
@@ -80,11 +80,27 @@ class CsvRenderer(Renderer):
         return f"# == {title} ==\n"
 
     def comparison(self, comparison: Comparison, out: TextIO) -> None:
-        for table in comparison.tables:
-            if table.key in comparison.cut:
-                shown, total = comparison.cut[table.key]
-                notice(f"{table.key}: the {shown} largest changes of {total} in the csv (--top 0: all)")
-            out.write(f"# {table.key}\n{self.render(table)}\n")
+        self.comparisons([("", comparison)], out)
+
+    def comparisons(self, comparisons: List[Tuple[str, Comparison]], out: TextIO) -> None:
+        """One table of the comparison (the first section asked for: models by default), every row, as the
+        document's fields; of several pairs (the devices of two PROF_ directories), each pair's rows under
+        one header, after a ``comparison`` column that names the pair."""
+        first = comparisons[0][1].scripts
+        if not first:
+            return
+        key = first[0].key
+        if len(first) > 1:
+            notice(f"csv holds one table: {key} printed; --table {{{', '.join(t.key for t in first[1:])}}} for "
+                   "another")
+        for n, (title, comparison) in enumerate(comparisons):
+            table = next(t for t in comparison.scripts if t.key == key)
+            if key in comparison.cut:
+                shown, total = comparison.cut[key]
+                notice(f"{key}: the {shown} largest changes of {total} in the csv (--top 0: all)")
+            if len(comparisons) > 1:
+                table = replace(table, columns=[Column("comparison", TEXT, constant=title)] + table.columns)
+            self.write(table, out, part=n or None)
 
 
 class _ListingState:

@@ -21,6 +21,7 @@ class View:
     sort: Optional[str] = None           # a column (name or key); None: each table's own time column
     reverse: bool = False
     wide: bool = False
+    spread: bool = False                 # show: the statistics' median and std dev columns too
     tables: Sequence[str] = ()           # table keys to print; () all
     # the table keys the result dirs have (filled in as they are read): named when --table found none
     available: Dict[str, None] = field(default_factory=dict)
@@ -92,13 +93,14 @@ class Listing(NamedTuple):
 @dataclass
 class Comparison:
     """What compare prints: its ``document`` (what --format json prints), the ``verdict`` line, the document's
-    sections as ``tables`` and, per table key, (rows shown, rows in all) where a table holds only the top
-    rows of its section."""
+    sections as ``tables`` for people and as ``scripts`` for csv (a column per field of the document's rows)
+    and, per table key, (rows shown, rows in all) where a table holds only the top rows of its section."""
 
     document: dict
     verdict: str
     tables: List[Table]
     cut: Dict[str, Tuple[int, int]] = field(default_factory=dict)
+    scripts: List[Table] = field(default_factory=list)    # the same sections with the document's columns
 
 
 @dataclass

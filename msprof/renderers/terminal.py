@@ -1,10 +1,11 @@
-"""The terminal's format ("table"): show and query's tables (tabulate; the rows as the csv files print them),
-compare's verdict and tables, advise's findings in short paragraphs.
+"""The terminal's format ("table"): show and query's tables (tabulate), compare's verdict and tables, advise's
+findings in short paragraphs. Numbers are right-aligned, each column's with the same decimals
+(msprof.renderers.cells: ``DECIMALS``).
 
 Given a ``width`` (the terminal's), a table is made to fit it: long names lose their middle ("Default/net…
-/Conv2D-op12"; a table of messages says ``cut=False``), then columns are left out — first those the table
-does not list in ``keep``, from the right, then the kept ones from the least important but the first two —
-until the lines fit; when even those are too wide, the wider is wrapped. ``hidden`` says which
+/Conv2D-op12"; a table of messages says ``cut=False``), then columns are left out, the least important
+first (msprof.renderers.cells: ``PRIORITY``), never the two most important (the name and what the rows are
+ranked by), until the lines fit; when even those are too wide, the wider is wrapped. ``hidden`` says which
 columns went, so that the caller can tell the user (``--wide`` shows them all).
 
 Memory stays flat however long the table: the widths come from a first pass over the rows, which keeps their
@@ -18,6 +19,7 @@ from dataclasses import replace
 from typing import IO, Iterable, Iterator, List, Optional, TextIO
 
 from msprof.paths import one_line
+from msprof.renderers import cells
 from msprof.renderers.base import Renderer, register
 from msprof.renderers.csvfile import column_texts
 from msprof.renderers.documents import DEFAULT_TOP, Comparison, Findings, Listing, View
@@ -71,14 +73,18 @@ class TextRenderer(Renderer):
             cut = False
             wrap = None
 
+            widths = spool.widths
+
             def width(i: int) -> int:      # of column i's widest text (a cut text is at most LONGEST_CELL)
-                return min(spool.widths[i], LONGEST_CELL) if cut else spool.widths[i]
+                return min(widths[i], LONGEST_CELL) if cut and not spool.numeric[i] else widths[i]
 
             if self.width is not None:
                 def fits() -> bool:
                     return self._line_width([max(len(headers[i]), width(i)) for i in shown]) <= self.width
 
-                order = [None] + _least_important_first(table) if table.cut else []     # messages: wrapped
+                ranked = table.column_index(table.sort)
+                order = [None] + cells.least_important_first(table.columns, ranked, spool.distinct) \
+                    if table.cut else []     # messages: wrapped
                 for index in order:
                     if index is None:       # names: the middle goes, the ends tell them apart
                         cut = True
@@ -95,13 +101,14 @@ class TextRenderer(Renderer):
                 return ([_cut(row[i]) if cut else row[i] for i in shown] for row in spool.texts())
 
             heads = [headers[i] for i in shown]
+            align = ["right" if spool.numeric[i] else "left" for i in shown]
             if spool.spilled and wrap is None and spool.plain:
-                if _draw_chunked(self.style, heads, [width(i) for i in shown], rows(), out):
+                if _draw_chunked(self.style, heads, align, [width(i) for i in shown], rows(), out):
                     return spool.rows
             from tabulate import tabulate      # (imported here: only show and query draw tables)
 
             out.write(tabulate(list(rows()), headers=heads, tablefmt=self.style, disable_numparse=True,
-                               maxcolwidths=wrap) + "\n")
+                               maxcolwidths=wrap, colalign=align) + "\n")
             return spool.rows
 
     # --- documents ---------------------------------------------------------------------------------------
@@ -189,32 +196,18 @@ class TextRenderer(Renderer):
 
 
 def _with_rows(table: Table, rows: Iterable[tuple], sort: Optional[str] = None) -> Table:
-    """The table of these rows (complete: the columns no longer hold constants). A column the user sorted by
-    is kept on a narrow terminal, right after the most important one: rows ranked by a hidden value would
-    look unordered."""
-    keep = list(table.keep)
-    index = table.column_index(sort)
-    if index is not None:
-        name = table.columns[index].name
-        keep = keep[:1] + [name] + [k for k in keep[1:] if k != name]
+    """The table of these rows (complete: the columns no longer hold constants), ranked by ``sort`` when it
+    names one of its columns: a narrow terminal keeps that column right after the name (rows ranked by a
+    hidden value would look unordered)."""
+    ranked = table.columns[table.column_index(sort)].name if table.column_index(sort) is not None else table.sort
     return replace(table, columns=[Column(c.name, c.kind) for c in table.columns], batches=chunks(iter(rows), 1024),
-                   keep=keep)
+                   sort=ranked)
 
 
 def _recorded_for(context: dict) -> str:
     ids = [f"{name} {context[key]}" for key, name in (("model_id", "model"), ("iteration_id", "iteration"))
            if context.get(key) is not None]
     return f": nothing recorded for {', '.join(ids)}" if ids else ""
-
-
-def _least_important_first(table: Table) -> List[int]:
-    """The columns a narrow terminal may leave out, in the order it does. The two most important kept ones (the
-    name and the value the rows are ranked by) never go: a table of names alone answers nothing, so when those
-    two do not fit, the wider is wrapped."""
-    names = [c.name for c in table.columns]
-    kept = [names.index(name) for name in table.keep if name in names]
-    others = [i for i in reversed(range(len(names))) if i not in kept]
-    return others + list(reversed(kept))[:-2] if kept else others[:-1]
 
 
 def _cut(text: str) -> str:
@@ -236,7 +229,10 @@ class _Spool:
     def __init__(self, table: Table):
         self.table = table
         self.rows = 0
-        self.widths = [0] * len(table.columns)
+        n = len(table.columns)
+        self.numeric = [c.kind.numeric for c in table.columns]
+        self.others, self.integers, self.decimals = [0] * n, [0] * n, [0] * n
+        self.varies, self.first = [False] * n, [None] * n
         self.plain = True
         self.held: List[List[str]] = []
         self.file: Optional[IO[str]] = None
@@ -262,10 +258,15 @@ class _Spool:
             return
         # (a tab, an escape sequence or a line break in a name from the data would break the table's lines:
         # escaped, as every line msprof prints)
-        columns = [[_unquoted(t) if t.isprintable() else one_line(_unquoted(t)) for t in column_texts(c, values)]
-                   for c, values in zip(self.table.columns, zip(*rows))]
+        columns = [self._texts(c, values) for c, values in zip(self.table.columns, zip(*rows))]
         for i, texts in enumerate(columns):
-            self.widths[i] = max(self.widths[i], *map(len, texts))
+            if self.numeric[i]:
+                self._measure(i, texts)
+            else:
+                self.others[i] = max(self.others[i], *map(len, texts))
+            if counted and not self.varies[i]:
+                self.first[i] = texts[0] if self.first[i] is None else self.first[i]
+                self.varies[i] = any(t != self.first[i] for t in texts)
             if self.plain and not all(t.isascii() and "\n" not in t for t in texts):
                 self.plain = False
         texts = list(map(list, zip(*columns)))
@@ -280,21 +281,54 @@ class _Spool:
         else:
             self._spill(texts)
 
+    def _texts(self, column: Column, values: tuple) -> List[str]:
+        texts = [_unquoted(t) if t.isprintable() else one_line(_unquoted(t)) for t in column_texts(column, values)]
+        digits = cells.decimals(column)
+        return texts if digits is None else cells.fixed_texts(digits, values, texts)
+
+    def _measure(self, i: int, texts: List[str]) -> None:
+        """A numeric column's widths: of its integer parts, its decimals, and its other texts (N/A, "-")."""
+        for text in texts:
+            have = cells.decimals_of(text)
+            if have is None:
+                self.others[i] = max(self.others[i], len(text))
+            else:
+                self.decimals[i] = max(self.decimals[i], have)
+                self.integers[i] = max(self.integers[i], len(text) - have - (1 if have else 0))
+
+    @property
+    def widths(self) -> List[int]:
+        """The length of each column's widest text, its numbers given the column's decimals."""
+        return [max(other, whole + (places + 1 if places else 0) if whole else 0)
+                for other, whole, places in zip(self.others, self.integers, self.decimals)]
+
+    @property
+    def distinct(self) -> List[bool]:
+        """Whether each column's text differs between the rows (every column does in a table of one row)."""
+        return self.varies if self.rows > 1 else [True] * len(self.varies)
+
     def _spill(self, texts: List[List[str]]) -> None:
         self.file.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in texts))
 
     def texts(self) -> Iterator[List[str]]:
         """The rows' texts, in order (the total row last)."""
-        if self.file is None:
-            yield from self.held
+        rows = self.held if self.file is None else map(json.loads, self._lines())
+        pads = [(i, places) for i, places in enumerate(self.decimals) if places]
+        if not pads:
+            yield from rows
             return
+        for row in rows:
+            for i, places in pads:
+                row[i] = cells.padded(row[i], places)
+            yield row
+
+    def _lines(self) -> Iterator[str]:
         self.file.seek(0)
-        for line in self.file:
-            yield json.loads(line)
+        yield from self.file
 
 
-def _draw_chunked(style: str, headers: List[str], widths: List[int], rows: Iterator[List[str]],
-                  out: TextIO) -> bool:
+def _draw_chunked(style: str, headers: List[str], align: List[str], widths: List[int],
+                  rows: Iterator[List[str]], out: TextIO) -> bool:
     """Draw a table a chunk of rows at a time, each chunk led by a row of the columns' widths (so that
     tabulate draws every chunk's columns as wide as the whole table's), whose own line is then dropped. The
     style's parts come from probes: its head (down to the first row), what parts two rows, and its tail.
@@ -304,7 +338,7 @@ def _draw_chunked(style: str, headers: List[str], widths: List[int], rows: Itera
     sizer = ["x" * max(w, 1) for w in widths]
 
     def lines(body: List[List[str]]) -> List[str]:
-        return tabulate(body, headers=headers, tablefmt=style, disable_numparse=True).split("\n")
+        return tabulate(body, headers=headers, tablefmt=style, disable_numparse=True, colalign=align).split("\n")
 
     one, two = lines([sizer]), lines([sizer, sizer])
     ys, zs = ["y" * len(x) for x in sizer], ["z" * len(x) for x in sizer]

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 from msprof.console import notice
 from msprof.contract import Database, Layout, Selection, SummaryFile, Target, Unit
 from msprof.errors import DataError
-from msprof.layouts.base import data_table, id_ranges, out_dir
+from msprof.layouts.base import ID_LIST, data_table, out_dir
 from msprof.layouts.framework import where
 from msprof.layouts.framework.importer import LAYOUT, framework_sources
 from msprof.layouts.framework.kernels import kernel_details
@@ -131,8 +131,8 @@ class FrameworkLayout(Layout):
     def query_tables(self, report) -> list:
         steps = [step for step, *_rest in report.steps()]
         collection = Table("collection", "Collection", [Column("Framework"), Column("Steps", INT),
-                                                        Column("Step Ids")],
-                           [[(report.meta.get("layout"), len(steps), id_ranges(steps))]])
+                                                        Column("Step Ids", ID_LIST)],
+                           [[(report.meta.get("layout"), len(steps), tuple(steps))]])
         data = data_table(report)
         return [collection, self._steps(report, Selection()), data]
 
@@ -145,8 +145,7 @@ class FrameworkLayout(Layout):
         return Table("steps", "Steps", [Column("Step", INT), Column("Host Start(us)", EPOCH_US),
                                         Column("Host End(us)", EPOCH_US), Column("Device Start(us)", EPOCH_US),
                                         Column("Device End(us)", EPOCH_US), Column("Framework Ops", INT)],
-                     [rows], keep=("Step", "Host Start(us)", "Host End(us)", "Device Start(us)", "Device End(us)",
-                                   "Framework Ops"))
+                     [rows])
 
     def facts(self, report, idle: bool = False):
         raise NotImplementedError("compare and advise do not read framework units yet (has_facts)")

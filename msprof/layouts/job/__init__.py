@@ -1,15 +1,17 @@
 """The SS928 JOB layout (raw-format.md §5): one result directory per device collection, analysed alone."""
 import functools
+from operator import itemgetter
 from pathlib import Path
 from typing import List, Optional
 
 from msprof.console import notice
 from msprof.contract import Database, Layout, Selection, SummaryFile, Unit
-from msprof.layouts.base import COLLECTION_KEEP, data_table, id_ranges, out_dir
+from msprof.layouts.base import ID_LIST, data_table, out_dir
 from msprof.layouts.job.facts import JobFacts
 from msprof.layouts.job.report import JobReport
 from msprof.layouts.job.trace import timelines as job_timelines
 from msprof.paths import safe_name
+from msprof.spread import spread_of, with_spread
 from msprof.tables import INT, Column, Table
 
 
@@ -59,13 +61,18 @@ class JobLayout(Layout):
         return files
 
     # --- show and query (outputs.md §4) ---------------------------------------------------------------------
-    def show_tables(self, report, selection: Selection) -> list:
+    def show_tables(self, report, selection: Selection, spread: bool = False) -> list:
         """AA Core metrics (op_summary of the last selected iteration), op statistic, ACL statistic, frequency."""
         iterations = report.check(selection)
         tables = []
         if iterations and report.has_tasks:
             last = iterations[-1]
-            tables += [report.op_summary(last), report.op_statistic(last.model_id, selection.iteration_id)]
+            statistic = report.op_statistic(last.model_id, selection.iteration_id)
+            if spread:
+                statistic = with_spread(statistic, spread_of(report, JobReport.op_spread,
+                                                             (last.model_id, selection.iteration_id)),
+                                        itemgetter(0, 1, 3), after="Avg(us)")
+            tables += [report.op_summary(last), statistic]
             others = sorted({it.model_id for it in iterations} - {last.model_id})
             if others:          # (outputs.md §4: the last recorded iteration; the other models are a flag away)
                 notice(f"{report.unit.label}: AA Core metrics and op statistic of model {last.model_id}, the last "
@@ -74,7 +81,8 @@ class JobLayout(Layout):
         else:
             notice(f"{report.unit.label}: no task iterations recorded: AA Core metrics and op statistic skipped")
         if report.has_acl:
-            tables.append(report.acl_statistic())
+            acl = report.acl_statistic()
+            tables.append(with_spread(acl, report.acl_spread, itemgetter(0, 1, 3), after="Avg(us)") if spread else acl)
         else:
             notice(f"{report.unit.label}: no ACL API data: ACL statistic skipped")
         tables.append(report.frequency())
@@ -85,11 +93,10 @@ class JobLayout(Layout):
         for model in report.models() or [{"model_id": None, "model_name": None}]:
             ids = ([it.index_id for it in report.iterations(Selection(model["model_id"]))]
                    if model["model_id"] is not None else [])
-            rows.append((report.device_number, model["model_id"], model["model_name"], len(ids), id_ranges(ids)))
+            rows.append((report.device_number, model["model_id"], model["model_name"], len(ids), tuple(ids)))
         collection = Table("collection", "Collection", [Column("Device"), Column("Model Id", INT),
                                                         Column("Model Name"), Column("Iterations", INT),
-                                                        Column("Iteration Ids")], [rows],
-                           keep=COLLECTION_KEEP)
+                                                        Column("Iteration Ids", ID_LIST)], [rows])
         data = data_table(report)
         return [collection, data]
 

@@ -9,12 +9,18 @@ from msprof.contract import Iteration, Report, Selection
 from msprof.layouts.timebase import JobTime
 from msprof.layouts.where import selection_sql
 from msprof.metrics import MetricSet
+from msprof.spread import group_spread
 from msprof.tables import INT, NUMBER, Column, Table, batches
 
 # what a narrow terminal keeps of a statistic, most important first (msprof.renderers.terminal)
-STATISTIC_KEEP = ("OP Name", "Total Time(us)", "Total Time Ratio(%)", "Count", "Avg(us)", "Task Type", "Type",
-                  "Max(us)", "Min(us)")
 AA_CORE = next(k for k, v in TASK_TYPES.items() if v == "AA_CORE")
+_TYPE_NAMES = " ".join(f"WHEN {k} THEN '{v}'" for k, v in TASK_TYPES.items())
+
+
+def _statistic_where(index_id: Optional[int]) -> str:
+    """op_statistic's tasks: a model's timed tasks of its recorded iterations (of one, given ``index_id``)."""
+    where = "t.model_id = :model AND t.index_id IS NOT NULL AND t.dur_us IS NOT NULL"
+    return where + (" AND t.index_id = :index" if index_id is not None else "")
 # A task's layer.info row: the one its (stream, task) found at import (raw-format.md §5.2). Not the layer id
 # alone: one layer split into several tasks has a row per task under one id, and joining on the id gave each
 # task every row of its layer (found by a randomised truth sweep).
@@ -84,21 +90,17 @@ class JobReport(Report):
         return Table("op_summary", title, columns, batches(cursor), tuple(total_row),
                      context={"model_id": iteration.model_id, "model_name": iteration.model_name,
                               "iteration_id": iteration.index_id},
-                     sort="Time(us)", keep=("Layer Name", "Time(us)", "Time Ratio", "Layer Type", "Memory Bound",
-                                            "Layer Id", "Mac Busy Ratio", "Vec Busy Ratio", "DDR Total(byte)"))
+                     sort="Time(us)")
 
     # --- op_statistic (outputs.md §3.2) ---------------------------------------------------------------
     def op_statistic(self, model_id: int, index_id: Optional[int] = None) -> Table:
         columns = [Column("Task ID", INT), Column("Stream ID", INT), Column("OP Name"), Column("Task Type")] + [
             Column(name, INT if name == "Count" else NUMBER)
             for name in ("Total Time Ratio(%)", "Total Time(us)", "Count", "Avg(us)", "Max(us)", "Min(us)")]
-        where = "t.model_id = :model AND t.index_id IS NOT NULL AND t.dur_us IS NOT NULL"
-        if index_id is not None:
-            where += " AND t.index_id = :index"
-        type_names = " ".join(f"WHEN {k} THEN '{v}'" for k, v in TASK_TYPES.items())
+        where = _statistic_where(index_id)
         cursor = self.conn.execute(
             "SELECT t.task_id, t.stream_id, max(l.layer_name),"
-            f" CASE t.task_type {type_names} ELSE t.task_type END,"
+            f" CASE t.task_type {_TYPE_NAMES} ELSE t.task_type END,"
             " round(sum(t.dur_us) * 100.0 / sum(sum(t.dur_us)) OVER (), 4), round(sum(t.dur_us), 3), count(*),"
             " round(avg(t.dur_us), 3), round(max(t.dur_us), 3), round(min(t.dur_us), 3) FROM task t"
             f" LEFT JOIN layer l ON {LAYER_OF_TASK}"
@@ -107,7 +109,18 @@ class JobReport(Report):
         name = next((m["model_name"] for m in self.models() if m["model_id"] == model_id), f"model{model_id}")
         return Table("op_statistic", f"Op statistic: {name} (model {model_id})", columns, batches(cursor),
                      context={"model_id": model_id, "model_name": name, "iteration_id": index_id},
-                     sort="Total Time(us)", keep=STATISTIC_KEEP)
+                     sort="Total Time(us)")
+
+    def op_spread(self, model_id: int, index_id: Optional[int] = None) -> dict:
+        """(task id, stream id, task type) → (median, sample std dev) of the µs of op_statistic's row (show)."""
+        source = (f"SELECT t.task_id AS k0, t.stream_id AS k1, CASE t.task_type {_TYPE_NAMES} ELSE t.task_type END"
+                  f" AS k2, t.dur_us AS d FROM task t WHERE {_statistic_where(index_id)}")
+        return group_spread(self.conn, source, {"model": model_id, "index": index_id}, 3)
+
+    def acl_spread(self) -> dict:
+        """(pid, tid, name) → (median, sample std dev) of the µs of acl_statistic's row (show)."""
+        return group_spread(self.conn, "SELECT pid AS k0, tid AS k1, name AS k2, [end] - start AS d FROM acl_api", {},
+                            3, self.time.host_us_per_unit)
 
     # --- acl_statistic (outputs.md §3.3) --------------------------------------------------------------
     def acl_statistic(self) -> Table:
@@ -123,8 +136,7 @@ class JobReport(Report):
             " round(max([end] - start) * :scale, 3), round(min([end] - start) * :scale, 3)"
             " FROM acl_api GROUP BY pid, tid, api_type, name"
             " ORDER BY sum([end] - start) DESC, pid, tid, api_type, name", {"scale": scale})
-        return Table("acl_statistic", "ACL statistic", columns, batches(cursor), sort="Total Time(us)",
-                     keep=("Name",) + STATISTIC_KEEP[1:])
+        return Table("acl_statistic", "ACL statistic", columns, batches(cursor), sort="Total Time(us)")
 
     # --- frequency (outputs.md §4) --------------------------------------------------------------------
     def frequency(self) -> Table:

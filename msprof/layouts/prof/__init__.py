@@ -4,6 +4,7 @@ import dataclasses
 import functools
 import os
 import re
+from operator import itemgetter
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -11,11 +12,12 @@ from msprof.collection import LINK_NOT_FOLLOWED
 from msprof.console import log, notice
 from msprof.contract import Database, Layout, Selection, SummaryFile, Target, Unit
 from msprof.errors import DataError
-from msprof.layouts.base import COLLECTION_KEEP, id_ranges, out_dir
+from msprof.layouts.base import ID_LIST, out_dir
 from msprof.layouts.prof import family_files
 from msprof.layouts.prof.facts import ProfFacts
 from msprof.layouts.prof.report import ProfReport
 from msprof.layouts.prof.trace import timelines as prof_timelines
+from msprof.spread import spread_of, with_spread
 from msprof.tables import INT, TEXT, Column, Table
 from msprof.workers import Later, several_cores
 
@@ -198,7 +200,7 @@ class ProfLayout(Layout):
 
 
     # --- show and query (outputs.md §4) ---------------------------------------------------------------------
-    def show_tables(self, report, selection: Selection) -> list:
+    def show_tables(self, report, selection: Selection, spread: bool = False) -> list:
         report.check(selection)
         tables = []
         if report.has_tasks:
@@ -207,24 +209,25 @@ class ProfLayout(Layout):
             later = None
             if report.count("task") >= SHOW_PARALLEL_MIN_TASKS and several_cores():
                 later = Later(report, ProfReport.op_statistic_rows, (selection,))       # (started by show: api.show)
-            statistic = dataclasses.replace(
-                report.op_statistic(selection, later), title=f"Op statistic (device {report.device_id})",
-                context=context, sort="Total Time(us)",
-                keep=("OP Type", "Total Time(us)", "Ratio(%)", "Count", "Avg Time(us)", "Core Type", "Max Time(us)",
-                      "Min Time(us)"))
+            statistic = report.op_statistic(selection, later)
+            if spread:
+                statistic = with_spread(statistic, spread_of(report, ProfReport.op_spread, (selection,)),
+                                        itemgetter(1, 2), after="Avg Time(us)",
+                                        names=("Median Time(us)", "StdDev Time(us)"))
+            statistic = dataclasses.replace(statistic, title=f"Op statistic (device {report.device_id})",
+                                            context=context, sort="Total Time(us)")
             # the task columns of op_summary: its PMU columns belong in the summary files
             summary = dataclasses.replace(
                 report.op_summary(selection, pmu=False).select(0, 12), title=f"Op summary (device {report.device_id})",
-                context=context, sort="Task Duration(us)",
-                keep=("Op Name", "Task Duration(us)", "OP Type", "Task Wait Time(us)", "Task Type",
-                      "Task Start Time(us)", "Stream ID", "Task ID"))
+                context=context, sort="Task Duration(us)")
             tables += [summary, statistic]
         else:
             notice(f"{report.unit.label}: no device task data: op tables skipped")
         if report.has_api:
-            tables.append(dataclasses.replace(
-                report.api_statistic(), title="API statistic (host)", sort="Time(us)",
-                keep=("API Name", "Time(us)", "Count", "Avg(us)", "Level", "Max(us)", "Min(us)")))
+            api = report.api_statistic()
+            if spread:
+                api = with_spread(api, report.api_spread, itemgetter(2, 1), after="Avg(us)")
+            tables.append(dataclasses.replace(api, title="API statistic (host)", sort="Time(us)"))
         return tables
 
     def query_tables(self, report) -> list:
@@ -234,10 +237,10 @@ class ProfLayout(Layout):
         for m in models or [{"model_id": None, "model_name": None, "iterations": 0}]:
             ids = list(range(1, (m["iterations"] or 0) + 1))
             rows.append((report.device_number, report.platform, m["model_id"], m["model_name"], m["iterations"],
-                         id_ranges(ids)))
-        collection = Table("collection", "Collection", [Column("Device", INT)] + [
-            Column(n) for n in ("Platform", "Model Id", "Model Name", "Iterations", "Iteration Ids")], [rows],
-            keep=COLLECTION_KEEP)
+                         tuple(ids)))
+        collection = Table("collection", "Collection", [
+            Column("Device", INT), Column("Platform"), Column("Model Id", INT), Column("Model Name"),
+            Column("Iterations", INT), Column("Iteration Ids", ID_LIST)], [rows])
         data = []
         for schema in ("host", "main"):
             directory = "host" if schema == "host" else report.unit.path.name

@@ -157,6 +157,12 @@ class ProfReport(Report):
     def op_statistic_rows(self, selection: Selection = Selection(), gathered=None) -> List[tuple]:
         return statistics.op_statistic_rows(self, selection, gathered)
 
+    def op_spread(self, selection: Selection = Selection()) -> dict:
+        return statistics.op_spread(self, selection)
+
+    def api_spread(self) -> dict:
+        return statistics.api_spread(self)
+
     def api_statistic(self) -> Table:
         return statistics.api_statistic(self)
 

@@ -7,6 +7,7 @@ from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
 from msprof.contract import Selection
 from msprof.layouts.prof.tasks import task_query, where
 from msprof.layouts.timebase import ProfTime
+from msprof.spread import counted_spread, group_spread
 from msprof.tables import INT, NA, NUMBER, Column, Table, Tap
 
 NOT_IN_OP_SUMMARY = ("WRITE_BACK", "INVALID")
@@ -50,6 +51,16 @@ def op_statistic_rows(report, selection: Selection = Selection(), gathered=None)
                f" (SELECT op_id, op_type, task_type, end_ns - start_ns AS d, start_ns FROM ({tasks})"
                f" WHERE {conditions} AND {_COUNTED} AND {STARTED}) GROUP BY op_id")
     return _op_statistic_of(report, report.conn.execute(sql, args))
+
+
+def op_spread(report, selection: Selection = Selection()) -> dict:
+    """(op type, core type) → (median, sample std dev) of the µs of op_statistic's row (show): the tasks it
+    counts."""
+    conditions, args = where(report, selection)
+    tasks = task_query(report, ("op_id", "ge", "op_type", "task_type", "start_ns", "end_ns"), within=selection)
+    return group_spread(report.conn, f"SELECT op_type AS k0, coalesce(task_type, 'UNKNOWN') AS k1,"
+                        f" end_ns - start_ns AS d FROM ({tasks}) WHERE {conditions} AND {_COUNTED} AND {STARTED}",
+                        args, 2, 0.001)
 
 
 def _per_task_id_sql() -> str:
@@ -200,6 +211,14 @@ def api_rows(report) -> list:
         rows.append((report.device_number, LEVELS.get(level, str(level)), name, total, count, average,
                      round(to_us(low), 3), round(to_us(high), 3), variance))
     return rows
+
+
+def api_spread(report) -> dict:
+    """(name, level name) → (median, sample std dev) of the µs of api_statistic's row (show), from the import's
+    groups of calls of one duration."""
+    to_us = report.time.host_us
+    return counted_spread(((name, LEVELS.get(level, str(level))), to_us(delta), n)
+                          for name, level, _k, delta, n in report.conn.execute(_API_GROUPS))
 
 
 # The import's groups of calls (level, key, duration in ticks, count), each named. The levels named by their
