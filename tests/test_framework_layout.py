@@ -66,7 +66,7 @@ def test_query_lists_the_steps_with_their_host_ranges(eager):
     # the device range: the first kernel's start, the host end (the step outlasts its kernels: target §3)
     spans = [span for op in first.walk() for span in op.spans if span.kernel]
     device = (eager.local_ns(spans[0].task_start), max(eager.local_ns(spans[-1].task_end), end))
-    line = next(line for line in proc.stdout.splitlines() if line.startswith("5 "))
+    line = next(line for line in proc.stdout.splitlines() if line.split()[:1] == ["5"])   # (right-aligned)
     assert line.split()[:5] == ["5"] + ["%d.%03d" % divmod(t, 1000) for t in (start, end) + device]
     assert "5-7" in proc.stdout
     assert "importing" not in proc.stderr          # (the import's database is current)
@@ -76,7 +76,7 @@ def test_iteration_id_selects_a_step_on_the_framework_unit(eager):
     proc = run("show", "-dir", eager.root, "--iteration-id", 6)
     # (the PROF_ device of eager data records no model execution: --iteration-id names none there, said)
     assert proc.returncode == 2 and "--iteration-id 6 alone needs one model, and 0 are recorded" in proc.stderr
-    rows = [line.split()[0] for line in proc.stdout.splitlines() if line[:1].isdigit()]
+    rows = [line.split()[0] for line in proc.stdout.splitlines() if line.lstrip()[:1].isdigit()]
     assert rows == ["6"]
 
 

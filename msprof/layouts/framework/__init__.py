@@ -124,8 +124,8 @@ class FrameworkLayout(Layout):
         notice(f"{report.unit.label}: the framework's trace_view.json is not written yet")
         return []
 
-    def show_tables(self, report, selection: Selection) -> list:
-        report.check(selection)
+    def show_tables(self, report, selection: Selection, spread: bool = False) -> list:
+        report.check(selection)      # (steps have no durations of their own to spread)
         return [self._steps(report, selection)]
 
     def query_tables(self, report) -> list:
