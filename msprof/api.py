@@ -152,7 +152,13 @@ def cann_export(path: Path, selection: Selection = Selection(), fmt: str = "csv"
     path = _whole_prof(path)
     stamp = time.strftime("%Y%m%d%H%M%S")
     # (the timeline first: torch_npu reads it as soon as it sees the first csv file)
-    return export_timeline(path, selection, stamp=stamp) + export_summary(path, fmt, selection, stamp=stamp)
+    written = export_timeline(path, selection, stamp=stamp) + export_summary(path, fmt, selection, stamp=stamp)
+    from msprof.layouts.prof import CANN_OUTPUT
+    from msprof.merged import write_readme
+
+    for directory in dict.fromkeys(p.parent for p in written if p.parent.name == CANN_OUTPUT):
+        write_readme(directory)      # (what the files are, as the reference writes beside its own)
+    return written
 
 
 def _whole_prof(path: Path) -> Path:

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Tuple
 from msprof import trace
 from msprof.console import log, notice
 from msprof.errors import DataError
-from msprof.outputs import FileSet, naming_errors, output_dir, temporary
+from msprof.outputs import FileSet, atomic_path, naming_errors, output_dir, temporary
 from msprof.renderers.base import copy
 from msprof.tracecheck import TraceError, check_trace
 
@@ -161,3 +161,44 @@ def _append_array(parts: List[Path], out, target: Path) -> bool:
     out.write(b"\n]\n")
     return events
 
+
+
+# README.txt of the CANN layout's directory (the reference writes one beside its files, no reader reads it): the
+# kinds found there, the timeline's then the tables', numbered as the reference numbers them; msprof's own words
+README = "README.txt"
+_KIND_OF_FILE = re.compile(r"^(?P<kind>[a-z_]+?)(?:_slice_\d+)?_\d{14}\.(?P<ext>json|csv)$")
+DESCRIPTIONS = {
+    "msprof": "The timeline, a JSON array of trace events (chrome://tracing, ui.perfetto.dev, MindStudio Insight): "
+              "the host's API calls (CANN), each device's tasks (Ascend Hardware), the union of its tasks and the "
+              "gaps between them (Overlap Analysis), AI Core frequency samples (AI Core Freq), and a HostToDevice "
+              "flow from each launch to its task.",
+    "op_summary": "One row per device task an op launched: its op, type, task type, start (µs since the epoch), "
+                  "duration and wait in µs, block count, tensors and the AI Core PMU metrics.",
+    "op_statistic": "Per op type and core type: count and total, minimum, average and maximum time in µs, and the "
+                    "share of the total time.",
+    "api_statistic": "Per API level and name: the host's calls, their total, average, minimum and maximum time "
+                     "in µs, and variance.",
+    "task_time": "One row per device task: its kernel, task type, stream, task id, start, stop and duration.",
+}
+_SECTIONS = (("json", "Timeline file description:\n"), ("csv", "Summary file description:\n"))
+
+
+def write_readme(directory: Path) -> Optional[Path]:
+    """README.txt describing the kinds of file in ``directory`` (replaced whole); None when there is none."""
+    found: Dict[str, List[str]] = {}
+    for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else ():
+        match = _KIND_OF_FILE.match(name)
+        if match and match["kind"] not in found.get(match["ext"], []):
+            found.setdefault(match["ext"], []).append(match["kind"])
+    if not found:
+        return None
+    order = list(DESCRIPTIONS)
+    text = ""
+    for extension, title in _SECTIONS:
+        kinds = sorted(found.get(extension, []), key=lambda k: (order.index(k) if k in order else len(order), k))
+        text += title + "".join(f"{k}.{kind}.{extension}:{DESCRIPTIONS.get(kind, 'Written by msprof.')}\n"
+                                for k, kind in enumerate(kinds, 1)) + "\n"
+    target = Path(directory) / README
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return target

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fixtures import indepgen  # noqa: E402
-from reference_runner import reference_available, run_reference  # noqa: E402
+from reference_runner import read_csv, reference_available, run_reference  # noqa: E402
 
 pytestmark = pytest.mark.reference
 
@@ -165,3 +165,45 @@ def test_late_start_keeps_what_the_reference_keeps(exported):
     assert count[("X", "Computing")] == 1 and count[("s", "HostToDevice")] == 48 and count[("f", "HostToDevice")] == 0
     tasks = [e for e in ours if e["ph"] == "X" and "Task Id" in e.get("args", {})]
     assert len(tasks) == 1 and sum(n for (ph, name), n in count.items() if ph == "X" and "@" in name) == 36
+
+
+# ------------------------------------------------------------------------------------------ the files around it
+ELEVEN_DEVICES = "--seed 5 --ops 2 --iters 1 --devices 11"
+
+
+def _readme_kinds(path: Path) -> list:
+    """(section title, [file kinds]) of a README.txt: the lines "<n>.<kind>.<ext>:…" under each title."""
+    sections = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.endswith("file description:"):
+            sections.append((line, []))
+        elif line[:1].isdigit() and ":" in line:
+            sections[-1][1].append(line.split(":", 1)[0].split(".", 1)[1])
+    return sections
+
+
+def test_devices_in_text_order_and_readme_as_the_reference(tmp_path):
+    """Eleven devices: the reference merges their tables in the order of the names as text (device_10 after
+    device_1), every cell the same as msprof's (its trailing TAB aside); both write README.txt naming the same
+    files in the same sections (each in its own words; the reference lists them in a set's order)."""
+    need_reference()
+    raw = Path(indepgen.generate(tmp_path / "raw", ELEVEN_DEVICES.split()))
+    ref = run_reference(raw, tmp_path / "ref", timeline=True)
+    ours = tmp_path / "ours" / raw.name
+    shutil.copytree(raw, ours)
+    from msprof import api
+
+    api.cann_export(ours)
+    out = ours / "mindstudio_profiler_output"
+    for table in ("op_summary", "op_statistic", "api_statistic", "task_time"):
+        [path] = out.glob(table + "_[0-9]*.csv")
+        assert read_csv(path) == ref[table], table
+    devices = [row["Device_id"] for row in ref["api_statistic"]]
+    assert [d for k, d in enumerate(devices) if k == 0 or devices[k - 1] != d] == ["0", "1", "10"] + [
+        str(n) for n in range(2, 10)]
+    theirs = _readme_kinds(ref["_dir"] / "mindstudio_profiler_output" / "README.txt")
+    mine = _readme_kinds(out / "README.txt")
+    assert [(title, sorted(kinds)) for title, kinds in theirs] == [(title, sorted(kinds)) for title, kinds in mine]
+    assert mine == [("Timeline file description:", ["msprof.json"]),
+                    ("Summary file description:", ["op_summary.csv", "op_statistic.csv", "api_statistic.csv",
+                                                   "task_time.csv"])]

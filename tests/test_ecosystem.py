@@ -311,7 +311,7 @@ def test_export_on_writes_one_file_per_kind_in_the_cann_place(tmp_path, msprof_c
     assert proc.returncode == 0, proc.stderr
     again = _exported(prof)
     assert all(len(again[kind]) == 1 and again[kind] != first[kind] for kind in EXPORTED), again
-    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(EXPORTED)) == ["notes.txt"]
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(EXPORTED)) == ["README.txt", "notes.txt"]
     assert (out / "op_summary_backup.csv").read_text() == "earlier\n"
 
 

@@ -140,7 +140,9 @@ class ProfLayout(Layout):
             # (a device's or the host's outputs go to <base>/device_N or <base>/host; a PROF_ that failed, to <base>)
             in_root = unit.path.name == "host" or _DEVICE.match(unit.path.name)
             groups.setdefault(unit.out.parent if in_root else unit.out, []).append(unit)
-        return [Target(mine, base / CANN_OUTPUT, base / CANN_OUTPUT, stamp) for base, mine in groups.items()]
+        # (the devices in the order of their names as text, device_10 before device_2, as the reference merges them)
+        return [Target(sorted(mine, key=lambda unit: unit.path.name), base / CANN_OUTPUT, base / CANN_OUTPUT, stamp)
+                for base, mine in groups.items()]
 
     def report(self, unit: Unit) -> ProfReport:
         return ProfReport(unit)
