@@ -207,3 +207,23 @@ def test_devices_in_text_order_and_readme_as_the_reference(tmp_path):
     assert mine == [("Timeline file description:", ["msprof.json"]),
                     ("Summary file description:", ["op_summary.csv", "op_statistic.csv", "api_statistic.csv",
                                                    "task_time.csv"])]
+
+
+@pytest.mark.parametrize("name", ["static_graph", "stars", "hwts_24576"])
+def test_json_summaries_are_the_references(tmp_path, name):
+    """``--summary-format=json``: each table as the CANN msprof writes it with ``export summary --format json``,
+    an array of objects keyed by the titles (no Device_id), numbers as numbers, the absolute times as text with
+    their TAB, op_statistic's Count as text: equal to the reference's, value for value and type for type."""
+    need_reference()
+    raw = Path(indepgen.generate(tmp_path / "raw", SCENARIOS[name].split()))
+    ref = run_reference(raw, tmp_path / "ref", tables=(), export_args=["--format", "json"])["_dir"]
+    ours = tmp_path / "ours" / raw.name
+    shutil.copytree(raw, ours)
+    from msprof import api
+
+    api.cann_export(ours, fmt="json")
+    for table in ("op_summary", "op_statistic", "api_statistic", "task_time"):
+        [theirs] = (ref / "mindstudio_profiler_output").glob(table + "_[0-9]*.json")
+        [mine] = (ours / "mindstudio_profiler_output").glob(table + "_[0-9]*.json")
+        assert json.dumps(json.loads(mine.read_text())) == json.dumps(json.loads(theirs.read_text())), table
+    assert not list((ours / "mindstudio_profiler_output").glob("*.csv"))
