@@ -15,6 +15,7 @@ from msprof.layouts.base import COLLECTION_KEEP, id_ranges, out_dir
 from msprof.layouts.prof import family_files
 from msprof.layouts.prof.facts import ProfFacts
 from msprof.layouts.prof.report import ProfReport
+from msprof.layouts.prof.cann_trace import timelines as cann_timelines
 from msprof.layouts.prof.trace import timelines as prof_timelines
 from msprof.tables import INT, TEXT, Column, Table
 from msprof.workers import Later, several_cores
@@ -148,7 +149,9 @@ class ProfLayout(Layout):
         return ProfReport(unit)
 
     def timelines(self, report, selection: Selection, cann: bool = False, host: bool = True) -> list:
-        return prof_timelines(report, selection, cann, host)
+        if cann:
+            return cann_timelines(report, selection, host)
+        return prof_timelines(report, selection)
 
     def facts(self, report, idle: bool = False) -> ProfFacts:
         return ProfFacts(report, idle)

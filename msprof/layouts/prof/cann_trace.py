@@ -15,6 +15,7 @@ calls that begin at or after it (the printed time read as a float) or lie within
 thread (§2.3–2.4).
 """
 import bisect
+import functools
 import itertools
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Dict, Iterator, List, NamedTuple, Optional
@@ -22,13 +23,13 @@ from typing import Dict, Iterator, List, NamedTuple, Optional
 from msprof.decode.acl import API_TYPES
 from msprof.decode.api_event import LEVEL_ACL, LEVEL_NODE, LEVELS, NAMED_BY_TYPE
 from msprof.events import FETCH_ROWS, FLOW_CATEGORY, batches, device_number, jstr, us_text
-from msprof.contract import EventSource, Selection
+from msprof.contract import EventSource, Selection, Timeline
 from msprof.layouts.prof import tasks
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.timebase import ProfTime
 from msprof.layouts.prof.trace import (AI_CORE_FREQ_PLATFORMS, CANN_FREQ, CANN_OVERLAP, FREQ_STEP_US, LEVEL_NAMES,
                                        NO_CONTEXT, TASK_NAME_SQL, HostSource, ProfTaskSource, _formats, _host_pid,
-                                       cann_pid, cann_process, window_span)
+                                       _split, cann_pid, cann_process, event_count, window_span)
 
 # the reference's names of the acl calls' kinds (struct type >> 16: its AclApiTag), msprof's JOB names first
 ACL_MODES = {**API_TYPES, 5: "ACL_NN", 6: "ACL_ASCENDC", 7: "HOST_HCCL", 9: "ACL_DVPP", 10: "ACL_GRAPH",
@@ -192,16 +193,30 @@ class _CannTexts(dict):
         return value
 
 
-def sources(report, selection: Selection, host: bool = True) -> List[EventSource]:
-    """The CANN layout's sources of a device's timeline; ``host``: with the host's calls (a PROF_'s first
-    device; the others write only the call of connection_id 0)."""
-    calls = CannHostSource(report, selection, host)
-    made = [CannTaskSource(report, selection, calls), calls]
-    if report.has_tasks:
-        made.append(OverlapSource(report, selection))
-    if report.platform in AI_CORE_FREQ_PLATFORMS and report.aic_mhz:
-        made.append(FreqSource(report))
-    return made
+def timelines(report, selection: Selection, host: bool = True) -> List[Timeline]:
+    """The CANN layout's timeline of a device, ``msprof`` (named by msprof.merged); ``host``: with the host's
+    calls (a PROF_'s first device; the others write only the call of connection_id 0). About a flow start per
+    task more than msprof's own."""
+    if not report.has_tasks and not report.has_api:
+        return []
+    return [Timeline("msprof", None, _Sources(selection, host), event_count(report) + report.count("task"),
+                     functools.partial(_split, cann=True))]
+
+
+class _Sources:
+    """Picklable factory of the timeline's sources: the tasks drive; the others are merged in."""
+
+    def __init__(self, selection: Selection, host: bool = True):
+        self.selection, self.host = selection, host
+
+    def __call__(self, report) -> List[EventSource]:
+        calls = CannHostSource(report, self.selection, self.host)
+        made = [CannTaskSource(report, self.selection, calls), calls]
+        if report.has_tasks:
+            made.append(OverlapSource(report, self.selection))
+        if report.platform in AI_CORE_FREQ_PLATFORMS and report.aic_mhz:
+            made.append(FreqSource(report))
+        return made
 
 
 class CannTaskSource(ProfTaskSource):

@@ -17,7 +17,6 @@ Ascend tools read, the reference's event for event: its sources are msprof.layou
 build on these (pids derived from the app's as the reference derives them, times on the epoch). A PROF_'s
 devices share one file: the host calls are written with the first device.
 """
-import functools
 import itertools
 import logging
 from typing import Dict, Iterator, List, Optional
@@ -29,7 +28,7 @@ from msprof.layouts.prof import tasks
 from msprof.layouts.prof.tasks import HWTS_TASK_TYPES
 from msprof.console import log
 from msprof.contract import EventSource, Timeline
-from msprof.events import (FETCH_ROWS, FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, JsonNames, batches, device_number, jstr,
+from msprof.events import (FLOW_CATEGORY, NA_JSON, TASK_PID_BASE, JsonNames, batches, device_number, jstr,
                            other_data, sorted_query, us_formats, us_text)
 
 HOST_PROCESS = "CANN (host)"
@@ -79,26 +78,26 @@ SORT_CACHE_MB = 32
 REMEMBERED_CALLS = 1 << 16
 
 
-def timelines(report, selection: Selection, cann: bool = False, host: bool = True) -> List[Timeline]:
-    """``cann``: the CANN layout's timeline; ``host``: with the host's calls (a PROF_'s first device)."""
+def timelines(report, selection: Selection) -> List[Timeline]:
+    """The device's timeline (the CANN layout's: msprof.layouts.prof.cann_trace.timelines)."""
     if not report.has_tasks and not report.has_api:
         return []
     suffix = (f"_model{selection.model_id}" if selection.model_id is not None else "") + (
         f"_iter{selection.iteration_id}" if selection.iteration_id is not None else "")
-    # about: every task and host call, and a flow (two events) per launch of this device, which is at most one
-    # per task (a static graph's few launches draw few; per-launch runs one per task: 1.5M events for 250k
-    # tasks, enough to be written in two halves by two processes)
+    # the selected model, as a JOB's task_time names its own (a PROF_ model has no batch number)
+    model = next(({**m, "batch_num": None} for m in report.models() if m["model_id"] == selection.model_id), None)
+    return [Timeline("msprof" + suffix, other_data(report, "msprof", model, selection.iteration_id),
+                     _Sources(selection), event_count(report), _split)]
+
+
+def event_count(report) -> int:
+    """About how many events the device's timeline holds: every task and host call, and a flow (two events) per
+    launch of this device, which is at most one per task (a static graph's few launches draw few; per-launch
+    runs one per task: 1.5M events for 250k tasks, enough to be written in two halves by two processes)."""
     conn = report.conn
     (launches,) = conn.execute("SELECT count(*) FROM host.launch WHERE device_id = :dev", report.params).fetchone()
     tasks = report.count("task")
-    events = tasks + conn.execute("SELECT count(*) FROM host.api").fetchone()[0] + 2 * min(launches, tasks)
-    # the selected model, as a JOB's task_time names its own (a PROF_ model has no batch number)
-    model = next(({**m, "batch_num": None} for m in report.models() if m["model_id"] == selection.model_id), None)
-    if cann:
-        return [Timeline("msprof", None, _Sources(selection, True, host), events + tasks,
-                         functools.partial(_split, cann=True))]
-    return [Timeline("msprof" + suffix, other_data(report, "msprof", model, selection.iteration_id),
-                     _Sources(selection), events, _split)]
+    return tasks + conn.execute("SELECT count(*) FROM host.api").fetchone()[0] + 2 * min(launches, tasks)
 
 
 def _time(report, cann: bool):
@@ -122,14 +121,10 @@ def _split(report, cann: bool = False):
 class _Sources:
     """Picklable factory of the timeline's sources: the tasks drive; the host calls are merged in."""
 
-    def __init__(self, selection: Selection, cann: bool = False, host: bool = True):
-        self.selection, self.cann, self.host = selection, cann, host
+    def __init__(self, selection: Selection):
+        self.selection = selection
 
     def __call__(self, report) -> List[EventSource]:
-        if self.cann:
-            from msprof.layouts.prof import cann_trace
-
-            return cann_trace.sources(report, self.selection, self.host)
         host = HostSource(report, self.selection)
         return [ProfTaskSource(report, self.selection, host), host]
 
