@@ -1,6 +1,6 @@
 """The CANN layout's timeline sources (docs/prof.md "The CANN layout", docs/ecosystem-target.md §2): what the
-Ascend tools read, event for event as the reference analyser writes it. msprof.layouts.prof.trace makes them in
-place of its own when asked for the CANN layout.
+Ascend tools read, event for event as the reference analyser writes it (``timelines``: what the PROF layout
+gives for the CANN layout in place of msprof.layouts.prof.trace's timeline, whose sources these build on).
 
 * ``CannHostSource``: the host's calls with the reference's args (``Thread Id``, ``Mode``, ``level``, ``id``,
   ``item_id``, ``connection_id``); a PROF_'s devices after the first write only the call whose connection_id
@@ -118,7 +118,7 @@ class CannHostSource(HostSource):
     def write(self, rows: list, out, lanes) -> Optional[list]:
         texts, ids, kept = self.texts, self.ids, self.kept
         place, room, pid, written = lanes.place, out.room, self.pid, self.written
-        fmt, fmt_any = self.formats
+        _fmt, fmt_any = self.formats
         threads, index = out.threads, out.slice_index
         events: List[str] = []
         count = 0
