@@ -227,3 +227,27 @@ def test_json_summaries_are_the_references(tmp_path, name):
         [mine] = (ours / "mindstudio_profiler_output").glob(table + "_[0-9]*.json")
         assert json.dumps(json.loads(mine.read_text())) == json.dumps(json.loads(theirs.read_text())), table
     assert not list((ours / "mindstudio_profiler_output").glob("*.csv"))
+
+
+def test_a_timeline_cut_in_slices_keeps_the_references_tasks(exported, tmp_path, monkeypatch):
+    """Above trace.SLICE_EVENTS the timeline is cut into msprof_slice_<k>_<ts>.json files, each valid on its
+    own (msprof's trace rules, checked before they are put in place): every device task and host call is the
+    reference's, and a flow is drawn only where its launch's call is in the same file (a flow across two
+    files is lost: docs/ecosystem-target.md §4 item 21), each one of the reference's."""
+    from msprof import api, trace
+
+    ref, _ours = exported("per_launch_threads_streams")
+    monkeypatch.setattr(trace, "SLICE_EVENTS", 60)
+    raw = Path(indepgen.generate(tmp_path / "raw", SCENARIOS["per_launch_threads_streams"].split()))
+    api.cann_export(raw)
+    files = sorted((raw / "mindstudio_profiler_output").glob("msprof_slice_*_[0-9]*.json"))
+    assert len(files) == 4 and not list((raw / "mindstudio_profiler_output").glob("msprof_[0-9]*.json"))
+    ours = [event for path in files for event in json.loads(path.read_text())]
+
+    def kinds(events, phases):
+        return Counter(json.dumps(e, sort_keys=True) for e in events if e["ph"] in phases and (
+            e["ph"] != "X" or "Task Id" in e.get("args", {}) or "Thread Id" in e.get("args", {})))
+
+    assert kinds(ours, "X") == kinds(ref, "X")
+    flows, theirs = kinds(ours, "sf"), kinds(ref, "sf")
+    assert flows and not flows - theirs and sum(flows.values()) < sum(theirs.values())

@@ -276,11 +276,13 @@ class CannTaskSource(ProfTaskSource):
                 events.append(fmt_task % (tid, us_text(start), repr(duration / 1000), names[name], model_id,
                                           names[task_type], stream, task_id, batch, ids(seq)))
                 count += 1
-            if track is None:
+            # (a flow shares its file with its launch's node call, written or not: the reference draws one from a
+            # launch without such a call too, and from a call in another file of a timeline cut in slices)
+            host_tid = host.lane_of_call(thread, call, index) if track is not None and call is not None else None
+            if host_tid is None:
                 continue
             flow_id = (device << 80) | (stream << 64) | (task_id << 48) | (batch << 32) | NO_CONTEXT
-            host_tid = host.lane_of_call(thread, call, index) if call is not None else None
-            events.append(fmt_start % (flow_id, flow_id, thread if host_tid is None else host_tid, us_text(track)))
+            events.append(fmt_start % (flow_id, flow_id, host_tid, us_text(track)))
             count += 1
             if tid is not None and kept.event(start, start):
                 events.append(fmt_end % (flow_id, flow_id, tid, us_text(start)))
