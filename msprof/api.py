@@ -45,8 +45,8 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     from msprof.summary import write_summary
 
     selection.check()
-    if stamp is not None and fmt != "csv":
-        raise UsageError(f"--summary-format={fmt}: the CANN layout is written in csv only")
+    if stamp is not None and fmt not in ("csv", "json"):
+        raise UsageError(f"--summary-format={fmt}: the CANN layout is written in csv or json")
     written: List[Path] = []
     units = find_units(path, output)
     failures = Failures(len(units))
@@ -54,10 +54,11 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
         if target.merged is not None:
             from msprof.summary import stage_summary
 
+            # (json: the csv tables joined, then written as the CANN msprof's arrays: msprof.merged)
             written += _export_merged(target, failures, "--export=on (summary)", f"cann_summary.{fmt}.manifest",
                                       lambda k, unit, report: stage_summary(
-                                          report, unit.layout.summary_files(report, selection), fmt,
-                                          target.summary_dir))
+                                          report, unit.layout.summary_files(report, selection), "csv",
+                                          target.summary_dir), tables_as=fmt)
             continue
         for unit in target.units:
             with failures.each(unit), reading(unit, f"export summary --format {fmt}", target) as report:
@@ -73,8 +74,8 @@ def export_summary(path: Path, fmt: str = "csv", selection: Selection = Selectio
     return written
 
 
-def _export_merged(target: Target, failures: Failures, command: str, manifest: str, stage, check_all=False
-                   ) -> List[Path]:
+def _export_merged(target: Target, failures: Failures, command: str, manifest: str, stage, check_all=False,
+                   tables_as: str = "csv") -> List[Path]:
     """A merged target's files (msprof.merged): ``stage(k, unit, report)`` writes unit k's as temporaries, and
     they are joined and put in place only when every unit's were written (a file short of a device would pass
     for the whole PROF_)."""
@@ -83,7 +84,8 @@ def _export_merged(target: Target, failures: Failures, command: str, manifest: s
     failed = len(failures.failed)
     # (the export's log where the CANN msprof puts its own: PROF_x/mindstudio_profiler_log/)
     with result_log(target.summary_dir.parent, command, CANN_LOG), Merged(
-            target.summary_dir, target.merged, target.units[0].out / "sqlite" / manifest, check_all) as merged:
+            target.summary_dir, target.merged, target.units[0].out / "sqlite" / manifest, check_all,
+            tables_as) as merged:
         for k, unit in enumerate(target.units):
             with failures.each(unit), reading(unit, command, target) as report:
                 merged.add(stage(k, unit, report))
@@ -152,7 +154,13 @@ def cann_export(path: Path, selection: Selection = Selection(), fmt: str = "csv"
     path = _whole_prof(path)
     stamp = time.strftime("%Y%m%d%H%M%S")
     # (the timeline first: torch_npu reads it as soon as it sees the first csv file)
-    return export_timeline(path, selection, stamp=stamp) + export_summary(path, fmt, selection, stamp=stamp)
+    written = export_timeline(path, selection, stamp=stamp) + export_summary(path, fmt, selection, stamp=stamp)
+    from msprof.layouts.prof import CANN_OUTPUT
+    from msprof.merged import write_readme
+
+    for directory in dict.fromkeys(p.parent for p in written if p.parent.name == CANN_OUTPUT):
+        write_readme(directory)      # (what the files are, as the reference writes beside its own)
+    return written
 
 
 def _whole_prof(path: Path) -> Path:

@@ -28,8 +28,8 @@ def options(directory: click.ParamType, ids: click.ParamType):
                      "execution (with --model-id)"),
         click.option("--iteration-count", "cann_count", type=click.IntRange(min=1), help="CANN syntax: how "
                      "many executions from --iteration-id (1 only, for now)"),
-        click.option("--summary-format", "cann_format", type=click.Choice(["csv"]), help="CANN syntax: the "
-                     "summary files' format (csv)"),
+        click.option("--summary-format", "cann_format", type=click.Choice(["csv", "json"]), help="CANN syntax: "
+                     "the summary files' format (json: the CANN msprof's arrays of rows)"),
     ]
 
     def decorate(func):

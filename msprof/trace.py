@@ -218,7 +218,9 @@ class Writer:
                 yield '{"ph":"M","pid":%d,"tid":0,"name":"process_sort_index","args":{"sort_index":%d}}' % (pid, sort)
         for (pid, tid), (name, sort) in sorted(self.threads.items()):
             yield '{"ph":"M","pid":%d,"tid":%d,"name":"thread_name","args":{"name":%s}}' % (pid, tid, jstr(name))
-            yield '{"ph":"M","pid":%d,"tid":%d,"name":"thread_sort_index","args":{"sort_index":%d}}' % (pid, tid, sort)
+            if sort is not None:          # (the CANN layout's Overlap Analysis threads have none)
+                yield '{"ph":"M","pid":%d,"tid":%d,"name":"thread_sort_index","args":{"sort_index":%d}}' % (
+                    pid, tid, sort)
 
     def _flush(self, final: bool) -> None:
         with naming_errors(self._target_name(final)):

@@ -61,7 +61,8 @@ def test_api_event_decoder_splits_apis_events_and_skips_bad_records():
     tally = Tally(40)
     apis, events = ApiEventDecoder().decode(good + event + bad_magic + bad_level + zero_begin, tally)
     assert apis.rows == [(10000, 1, 7, 0, 100, 200, -5)]        # hash stored as signed 64-bit
-    assert events.rows == [(15000, 1, 7, 3, 150, 1)]
+    # (the last value: the event's place in the api_event stream, its connection_id: after the good call)
+    assert events.rows == [(15000, 1, 7, 3, 150, 1, 1)]
     assert tally.counts == {"bad magic": 1, "unknown level": 1, "API with begin 0": 1}
     assert tally.first == {"bad magic": 80, "unknown level": 120, "API with begin 0": 160}   # stream offsets
     # a chunk of valid calls only is decoded whole: the same values
@@ -100,7 +101,8 @@ def test_api_event_chunk_of_calls_and_a_few_events_is_decoded_whole_with_the_sam
     apis, events = _api_and_event_rows(parts)
     assert apis == [((10000, 5000)[i % 2], i % 3, 7, 0, 1000 + i, 2000 + 3 * i, i) for i in range(64)
                     if i not in (5, 40, 41)]
-    assert events == [(15000, 1, 7, 3, 150, 1), (15000, 1, 7, 3, 170, 1)]
+    # (the last value: the event's place in the stream, its connection_id; the damaged record after them takes none)
+    assert events == [(15000, 1, 7, 3, 150, 1, 5), (15000, 1, 7, 3, 170, 1, 40)]
     assert tally.counts == {IMPOSSIBLE_TIMES: 1}
     assert tally.first == {IMPOSSIBLE_TIMES: 4000 + 41 * 40}
     # the same chunk record by record (too many events for the whole path): the same rows and skips
@@ -119,7 +121,7 @@ def test_api_event_chunk_of_calls_and_a_few_events_is_decoded_whole_with_the_sam
     apis, events = _api_and_event_rows(ApiEventDecoder().decode(b"".join(zero), tally))
     assert apis == [((10000, 5000)[i % 2], i % 3, 7, 0, 1000 + i, 2000 + 3 * i, i) for i in range(64)
                     if i not in (5, 20, 40, 41)]
-    assert len(events) == 2
+    assert [row[-1] for row in events] == [5, 39]      # (the call with begin 0 takes no place, as in the reference)
     assert tally.counts == {IMPOSSIBLE_TIMES: 1, "API with begin 0": 1}
     assert tally.first == {IMPOSSIBLE_TIMES: 41 * 40, "API with begin 0": 20 * 40}
 

@@ -50,7 +50,9 @@ def test_the_cann_layout_array_with_string_times():
     # a task's executions share its flow id: each start pairs with the next end of its id
     again = [dict(e, ts=base + "729" + e["ts"][-4:]) for e in slices]
     assert check_trace(slices + again) == []
-    assert "has a 's' but no 'f'" in check_trace(slices + again[:3])[0]
+    # a start without its end is the layout's (the flow of a task left out by the time filter), an end alone not
+    assert check_trace(slices + again[:3]) == []
+    assert "has a 'f' but no 's'" in check_trace(slices + slices[3:])[0]
     crossing = slices[:1] + [dict(slices[1], dur=1.0)]
     assert any("nest" in p or "overlap" in p for p in check_trace(crossing)), check_trace(crossing)
 

@@ -7,6 +7,11 @@ reference analyser drops them too), and records whose times cannot be real (a ti
 an end before the begin: msprof.decode.base.IMPOSSIBLE_TIMES, as for a JOB's ACL calls). Other 64-bit fields
 are kept as signed values with the same bits.
 
+Each record the reference analyser identifies (an event, an API call but those with begin 0) takes the next
+number of the host's api_event stream, aging files first (its ``connection_id``; docs/ecosystem-target.md §2.2):
+the events keep theirs (``event.conn_id``); a call's is its rank among the calls plus the events before it
+(msprof.layouts.prof.trace). ``StreamIndex`` carries the count from one file set to the next.
+
 Whole chunks are decoded at once (``msprof.decode.blocks``) when their records are valid API calls (no begin
 with its top bit set) but for a few events (an all-ones end: the top bit set), which is the usual case: the
 events are taken out and go record by record. A chunk holding bad records, or many events, goes record by
@@ -14,6 +19,7 @@ record.
 """
 import struct
 from dataclasses import dataclass, field
+from typing import Optional
 from operator import sub
 
 from msprof.decode.base import IMPOSSIBLE_TIMES, Blocks, Decoder, Rows, Tally, impossible_time
@@ -38,6 +44,15 @@ _END_TOP_BIT = {31: (0x80, 0x00)}
 assert API_LAYOUT.size == RECORD.size == RECORD_SIZE
 
 
+class StreamIndex:
+    """The number of records identified so far in the host's api_event streams (shared by their decoders)."""
+
+    __slots__ = ("next",)
+
+    def __init__(self):
+        self.next = 0
+
+
 def looks_aligned(record: bytes) -> bool:
     return record[0:2] == b"\x5a\x5a"
 
@@ -49,6 +64,9 @@ class ApiEventDecoder(Decoder):
     label = "api_event"
     record_size = RECORD_SIZE
     looks_aligned = staticmethod(looks_aligned)
+
+    def __init__(self, index: Optional[StreamIndex] = None):
+        self.index = index if index is not None else StreamIndex()
 
     def decode(self, chunk: bytes, tally: Tally):
         count = len(chunk) // RECORD_SIZE
@@ -67,13 +85,18 @@ class ApiEventDecoder(Decoder):
                 # checked above keeps every begin below 2^63, so only an end before its begin is left to find.
                 if not any(0 in block[4::width] for block in blocks) and min(map(min, durations), default=0) >= 0:
                     out = [CallBlocks(API_LAYOUT, blocks, durations)]
-                    return out + self._records(chunk, tally, marked) if marked else out
+                    if marked:
+                        return out + self._records(chunk, tally, marked)
+                    self.index.next += count
+                    return out
         return self._records(chunk, tally, range(count))
 
     def _records(self, chunk: bytes, tally: Tally, indexes):
-        """Rows of the records ``indexes`` of ``chunk``, one by one (skips counted at their own index)."""
+        """Rows of the records ``indexes`` of ``chunk``, one by one (skips counted at their own index); the
+        records not in ``indexes`` are valid calls. A skipped record takes no number of the stream."""
         apis, events = [], []
         unpack = RECORD.unpack_from
+        first, skipped = self.index.next, 0
         for index in indexes:
             magic, level, stype, thread, reserve, begin, end, item = unpack(chunk, index * RECORD_SIZE)
             if magic != MAGIC:
@@ -81,17 +104,21 @@ class ApiEventDecoder(Decoder):
             elif level not in LEVELS:
                 tally.skip("unknown level", 1, index)
             elif end == -1 and begin >= 0:
-                events.append((level, stype, thread, reserve, begin, item))
+                events.append((level, stype, thread, reserve, begin, item, first + index - skipped))
+                continue
             elif impossible_time(begin, end):
                 tally.skip(IMPOSSIBLE_TIMES, 1, index)
             elif begin == 0:
                 tally.skip("API with begin 0", 1, index)
             else:
                 apis.append((level, stype, thread, reserve, begin, end, item))
+                continue
+            skipped += 1
+        self.index.next = first + len(chunk) // RECORD_SIZE - skipped
         return [Rows("api", API_LAYOUT.fields, apis), Rows("event", EVENT_COLUMNS, events)]
 
 
-EVENT_COLUMNS = ("level", "struct_type", "thread", "request_id", "ts", "item_id")
+EVENT_COLUMNS = ("level", "struct_type", "thread", "request_id", "ts", "item_id", "conn_id")
 
 
 @dataclass

@@ -16,6 +16,7 @@ from msprof.layouts.base import ID_LIST, out_dir
 from msprof.layouts.prof import family_files
 from msprof.layouts.prof.facts import ProfFacts
 from msprof.layouts.prof.report import ProfReport
+from msprof.layouts.prof.cann_trace import timelines as cann_timelines
 from msprof.layouts.prof.trace import timelines as prof_timelines
 from msprof.spread import spread_of, with_spread
 from msprof.tables import INT, TEXT, Column, Table
@@ -142,13 +143,17 @@ class ProfLayout(Layout):
             # (a device's or the host's outputs go to <base>/device_N or <base>/host; a PROF_ that failed, to <base>)
             in_root = unit.path.name == "host" or _DEVICE.match(unit.path.name)
             groups.setdefault(unit.out.parent if in_root else unit.out, []).append(unit)
-        return [Target(mine, base / CANN_OUTPUT, base / CANN_OUTPUT, stamp) for base, mine in groups.items()]
+        # (the devices in the order of their names as text, device_10 before device_2, as the reference merges them)
+        return [Target(sorted(mine, key=lambda unit: unit.path.name), base / CANN_OUTPUT, base / CANN_OUTPUT, stamp)
+                for base, mine in groups.items()]
 
     def report(self, unit: Unit) -> ProfReport:
         return ProfReport(unit)
 
     def timelines(self, report, selection: Selection, cann: bool = False, host: bool = True) -> list:
-        return prof_timelines(report, selection, cann, host)
+        if cann:
+            return cann_timelines(report, selection, host)
+        return prof_timelines(report, selection)
 
     def facts(self, report, idle: bool = False) -> ProfFacts:
         return ProfFacts(report, idle)

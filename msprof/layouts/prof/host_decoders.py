@@ -27,7 +27,8 @@ class ApiCalls(ApiEventDecoder):
 
     FLUSH = 1 << 16      # distinct groups held at most (then written: a group may have several rows)
 
-    def __init__(self):
+    def __init__(self, index=None):
+        super().__init__(index)
         self.groups: Counter = Counter()
 
     def decode(self, chunk, tally):

@@ -13,7 +13,7 @@ from typing import Dict, Optional
 from msprof import parts, store
 from msprof.collection import ResultDir, data_files, read_result_dir, require_hwts_frequency
 from msprof.console import log
-from msprof.decode.api_event import LEVEL_MODEL
+from msprof.decode.api_event import LEVEL_MODEL, StreamIndex
 from msprof.decode.base import Rows, StreamCount, load_streams
 from msprof.decode.compact import GRAPH_ID_MAP, CompactDecoder
 from msprof.decode.dicts import HashDecoder, TypeInfoDecoder
@@ -61,7 +61,8 @@ def import_host(result: ResultDir, target: Path, spare_cores: bool = False) -> P
         conn = db.conn
         load_streams(conn, grouped.get("type_info_dic", []), lambda item: TypeInfoDecoder(), notices, counts)
         load_streams(conn, grouped.get("hash_dic", []), lambda item: HashDecoder(), notices, counts)
-        load_streams(conn, grouped.get("api_event", []), lambda item: ApiCalls(), notices, counts)
+        index = StreamIndex()          # (the aging files' records, then the unaging's, numbered on)
+        load_streams(conn, grouped.get("api_event", []), lambda item: ApiCalls(index), notices, counts)
         load_streams(conn, grouped.get("graph_id_map", []), lambda item: CompactDecoder(GRAPH_ID_MAP), notices,
                      counts)
         tensors = TensorContents()

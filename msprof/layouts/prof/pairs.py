@@ -12,18 +12,18 @@ from msprof.store import Notices
 def pair_events(conn, notices: Notices) -> None:
     """Two events of the same (level, thread, struct type, request id, item id) make one API from the first's
     timestamp to the second's (docs/prof-format.md §3); an unpaired event is reported and ignored."""
-    cursor = conn.execute("SELECT level, struct_type, thread, request_id, item_id, ts FROM event"
+    cursor = conn.execute("SELECT level, struct_type, thread, request_id, item_id, ts, conn_id FROM event"
                           " ORDER BY level, thread, struct_type, request_id, item_id, ts, seq")
-    columns = ("level", "struct_type", "thread", "begin", "end", "item_id", "request_id", "from_events")
+    columns = ("level", "struct_type", "thread", "begin", "end", "item_id", "request_id", "from_events", "conn_id")
     pairing = Pairing()           # (an event is a start when none of its key waits, else that one's end)
     batch = []
-    for level, stype, thread, request, item, ts in cursor:
+    for level, stype, thread, request, item, ts, conn_id in cursor:
         key = (level, stype, thread, request, item)
         started = pairing.waiting.pop(key, None)
         if started is None:
             pairing.start(key, (ts,))
         else:
-            batch.append((level, stype, thread, started[0], ts, item, request, 1))
+            batch.append((level, stype, thread, started[0], ts, item, request, 1, conn_id))     # (the end's id)
     pairing.finish()
     Rows("api", columns, batch).insert(conn)
     if pairing.unended:

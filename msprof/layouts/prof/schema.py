@@ -17,14 +17,17 @@ PMU_COLUMNS = [f"c{i}" for i in range(ASCEND.counters)]
 
 HOST = Schema("PROF host", dict(BOOKKEEPING, **{
     # raw records (host timestamps as recorded; hashes as signed 64-bit)
+    # (conn_id: the reference's connection_id of a call paired from events, its end's; a decoded call's is
+    # computed from its seq: msprof.decode.api_event)
     "api": TableDef({"seq": int, "level": int, "struct_type": int, "thread": int, "begin": int, "end": int,
-                  "item_id": int, "request_id": int, "from_events": int}, "seq", defaults={"from_events": 0}),
+                  "item_id": int, "request_id": int, "from_events": int, "conn_id": int}, "seq",
+                    defaults={"from_events": 0}),
     # the API calls (not the paired events) per (level, key, duration in host ticks), the key being the struct
     # type at the levels named by it, else the item id: what api_statistic sums, counted as the calls are
     # decoded (a key may have several rows: their counts add up)
     "api_duration": TableDef({"level": int, "k": int, "d": int, "n": int}),
     "event": TableDef({"seq": int, "level": int, "struct_type": int, "thread": int, "request_id": int, "ts": int,
-                    "item_id": int}, "seq"),
+                    "item_id": int, "conn_id": int}, "seq"),
     "node_info": TableDef({"seq": int, "thread": int, "ts": int, "op_name_hash": int, "task_type": int,
                            "op_type_hash": int, "block_dim": int, "op_flag": int, "aging": int, "info_id": int},
                           "seq"),

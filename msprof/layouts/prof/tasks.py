@@ -25,7 +25,13 @@ TASK_FIELDS = {
     "iteration": ("CASE WHEN o.op_id IS NULL THEN NULL WHEN h.iteration IS NULL AND lc.launches = 1"
                   " THEN t.exec_n + 1 ELSE h.iteration END"),
     "thread": "h.thread", "track_ts": "h.ts", "launch_seq": "h.seq", "call_begin": "h.call_begin",
-    "launches": "lc.launches",
+    "launches": "lc.launches", "batch_id": "h.batch_id",
+    # the task_track time of the last launch of the task's (stream, task), and the seq of its launch's node-level
+    # call (the CANN layout's flows and connection_id)
+    "last_ts": ("(SELECT l.ts FROM host.launch l WHERE l.device_id = :dev AND l.occ = lc.launches - 1"
+                " AND l.stream_id = t.stream_id AND l.task_id = t.task_id)"),
+    "call_seq": ("(SELECT a.seq FROM host.api a WHERE a.level = 10000 AND a.thread = h.thread"
+                 " AND a.begin = h.call_begin LIMIT 1)"),
     **{field: f"tn.{field}" for _title, field in TENSOR_COLUMNS},
     "start_ns": ProfTime.device_ns_sql("t.start_syscnt"),
     "end_ns": ProfTime.device_ns_sql("t.end_syscnt"),
