@@ -1,5 +1,5 @@
 """step_trace_time.csv (docs/framework-target.md §7): the Overlap Analysis lanes of the CANN timeline
-(msprof.layouts.prof.trace.OverlapSource: "Computing" sections and the "Free" gaps between them) summed per
+(msprof.layouts.prof.cann_trace.OverlapSource: "Computing" sections and the "Free" gaps between them) summed per
 device and step, in torch_npu's float arithmetic: times are float µs of the ns the timeline prints, each lane
 event goes to the first step whose device range ``[start, end)`` holds its start, its duration is added to its
 lane in time order, and a step's Stage and Preparing come from the earliest and latest of its events. Sums start
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from msprof.contract import Selection
-from msprof.layouts.prof.trace import OVERLAP_THREADS, OverlapSource
+from msprof.layouts.prof.cann_trace import OVERLAP_THREADS, OverlapSource
 from msprof.tables import TEXT, Column, Table
 
 COLUMNS = ("Device_id", "Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
