@@ -108,3 +108,33 @@ def test_a_step_trace_without_the_device_frequency_is_a_clear_error(tmp_path, ms
     assert ("%s: DeviceInfo[0].hwts_frequency missing or not a positive number (needed to convert step_trace "
             "timestamps)" % info_path) in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.reference
+def test_advise_memory_bound_on_stars(tmp_path, msprof_cli):
+    """advise's memory-bound rule on platform 5 reads op_summary's STARS PMU columns: each op's bound is the
+    larger MTE2 ratio of its two cores over the larger of AI Core's cube and AI Vector Core's vector ratio,
+    computed here from the reference's op_summary of the same data."""
+    from test_families_reference import FFTS
+
+    need_reference()
+    written = generate(tmp_path, FFTS["per_launch_ramp"])
+    ref = reference(written, tmp_path, ["op_summary"])
+    at = {name: i for i, name in enumerate(ref["headers"]["op_summary"])}
+    last = max(int(row[at["Iteration ID"]]) if "Iteration ID" in at else 0 for row in ref["rows"]["op_summary"])
+    bounds = {}
+    for row in ref["rows"]["op_summary"]:
+        if row[at["aic_mte2_ratio"]] == "N/A":
+            continue
+        mte2 = max(float(row[at["aic_mte2_ratio"]]), float(row[at["aiv_mte2_ratio"]]))
+        top = max(float(row[at["aic_mac_ratio"]]), float(row[at["aiv_vec_ratio"]]))
+        bounds[row[at["Op Name"]]] = round(mte2 / top, 3) if top else 0.0
+    expected = sorted(name for name, bound in bounds.items() if bound > 1)
+    assert expected and last == 0            # (every iteration's ops have the same counters: "ramp")
+    result = msprof_cli("advise", "-dir", written.path, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    findings = [f for f in json.loads(result.stdout)["findings"] if f["id"] == "memory_bound"]
+    assert findings, result.stdout
+    for finding in findings:
+        got = {item["key"]["layer_name"]: item["values"]["memory_bound"] for item in finding["evidence"]}
+        assert sorted(got) == expected and all(got[name] == bounds[name] for name in got)

@@ -234,7 +234,14 @@ def _meta(result: ResultDir, role: str) -> dict:
             "platform_version": result.platform_version, "drv_version": result.drv_version, "pid": result.pid,
             "clock": asdict(result.clock),
             "aic_mhz": result.aic_mhz, "hwts_mhz": result.clock.hwts_mhz, "ai_core_num": result.ai_core_num,
-            "sample": result.sample, "imported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            "aiv_num": _aiv_num(result), "sample": result.sample, "imported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def _aiv_num(result: ResultDir) -> Optional[int]:
+    """info.json's AI Vector Core count (STARS PMU times), when it is a plausible one."""
+    info = result.info.get("DeviceInfo") if isinstance(result.info, dict) else None
+    value = info[0].get("aiv_num") if isinstance(info, list) and info and isinstance(info[0], dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 20 else None
 
 
 def import_result_dir(result_dir: Path, role: str, target: Optional[Path] = None, spare_cores: bool = False) -> Path:

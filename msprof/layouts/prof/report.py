@@ -17,6 +17,7 @@ from msprof import store
 from msprof.contract import Iteration, Report, Selection
 from msprof.layouts.prof import statistics, tasks
 from msprof.layouts.prof.op_summary import any_unseen, summary_tables
+from msprof.layouts.prof.families.ffts_pmu import PLATFORMS as STARS_PMU_PLATFORMS, StarsPmu
 from msprof.layouts.prof.schema import HOST
 from msprof.layouts.prof.ties import FirstAppearance, GeOrder
 from msprof.layouts.timebase import ProfTime
@@ -54,8 +55,11 @@ class ProfReport(Report):
         slots = [e for (e,) in self.conn.execute("SELECT event_id FROM pmu_event ORDER BY slot")]
         self.has_pmu = self.count("pmu") > 0
         texts = [text for _event, text in event_items(sample)][:len(slots)]
+        # (platform 5's AI Core PMU is ffts_profile's, both cores per task: ffts_pmu.StarsPmu)
+        self.stars_pmu = (StarsPmu(self.conn, sample, self.aic_mhz, self.ai_core_num, self.meta_number("aiv_num"))
+                          if self.platform in STARS_PMU_PLATFORMS and self._has_rows("ffts_pmu") else None)
         self.metrics = (AscendMetrics(str(sample.get("ai_core_metrics") or ""), slots, self.platform, texts)
-                        if self.has_pmu else None)
+                        if self.has_pmu and self.stars_pmu is None else None)
         self.host_cpu_mhz = None
         if self.has_host:
             host_meta = dict(self.conn.execute("SELECT key, value FROM host.meta"))
@@ -68,6 +72,11 @@ class ProfReport(Report):
         """Device_id: every row's (``constant``), or the rows carry it."""
         kind = INT if isinstance(self.device_number, int) else TEXT
         return Column("Device_id", kind, constant=self.device_number) if constant else Column("Device_id", kind)
+
+    def _has_rows(self, table: str) -> bool:
+        """Whether the device database has ``table`` (not one an older msprof made) with a row in it."""
+        return (self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+                is not None and self.conn.execute(f"SELECT 1 FROM [{table}] LIMIT 1").fetchone() is not None)
 
     # --- facts -------------------------------------------------------------------------------------
     @property

@@ -16,7 +16,7 @@ FAMILIES: List[Family] = [step_trace.FAMILY, msproftx.FAMILY, hccl.FAMILY, aicpu
                           memory.HOST, l2_cache.FAMILY, ffts_pmu.FAMILY]
 # what msprof does not make yet of a family it decodes: said at import when the family is found (issue 37 item 3)
 NOT_MADE_YET = {
-    "ffts_pmu": "op_summary's STARS AI Core PMU columns",
+    "ffts_pmu": "op_summary's AI Core PMU columns on STARS chips other than platform 5",
     "hccl": "the COMMUNICATION rows of op_summary, the Communication timeline and analyze/communication*.json",
     "step_trace": "the Step Trace timeline and Model Name / Infer ID in per-iteration exports",
     "msproftx": "the msproftx timeline",
