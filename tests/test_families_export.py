@@ -138,3 +138,41 @@ def test_advise_memory_bound_on_stars(tmp_path, msprof_cli):
     for finding in findings:
         got = {item["key"]["layer_name"]: item["values"]["memory_bound"] for item in finding["evidence"]}
         assert sorted(got) == expected and all(got[name] == bounds[name] for name in got)
+
+
+PER_ITERATION = {
+    "hwts_per_launch_reduce": (STEP_TRACE["hwts_per_launch_reduce"], 1, 2),
+    "two_models_second": (STEP_TRACE["loop_two_models"], 7, 2),
+    "two_models_first_iteration": (STEP_TRACE["loop_two_models"], 1, 1),
+    "stars_static_graph": (STEP_TRACE["stars_static_graph"], 1, 3),
+    "stars_pmu_per_launch": (dict(TOGETHER["stars_per_launch"], families={"step_trace": {}, "ffts_pmu": {}}), 1, 2),
+}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", sorted(PER_ITERATION))
+def test_per_iteration_export(tmp_path, msprof_cli, name):
+    """``export summary --model-id M --iteration-id I``: op_summary with the reference's Model Name and Infer ID
+    columns, every row and cell as the reference's export of the same iteration; step_trace with that
+    iteration's row of the reference's (which writes the whole run's step trace in every such export)."""
+    desc, model, iteration = PER_ITERATION[name]
+    need_reference()
+    written = generate(tmp_path, desc)
+    ref = reference(written, tmp_path, ["op_summary", "step_trace"],
+                    export_args=["--model-id", str(model), "--iteration-id", str(iteration)])
+    result = msprof_cli("export", "summary", "-dir", written.path, "--model-id", str(model),
+                        "--iteration-id", str(iteration))
+    assert result.returncode == 0, result.stderr
+    summary = written.path / ("device_%d" % written.prof.desc["device_id"]) / "summary"
+    suffix = "_model%d_iter%d" % (model, iteration)
+    header = ref["headers"]["op_summary"]
+    assert header[:6] == ["Device_id", "Model Name", "Model ID", "Task ID", "Stream ID", "Infer ID"]
+    assert read_csv_header(summary / ("op_summary%s.csv" % suffix)) == header
+    ours = _rows(summary / ("op_summary%s.csv" % suffix))
+    assert ours and ours == ref["rows"]["op_summary"]
+    steps = ref["headers"]["step_trace"]
+    theirs = [row for row in ref["rows"]["step_trace"]
+              if (row[steps.index("Model ID")], row[steps.index("Iteration ID")]) == (str(model), str(iteration))]
+    assert read_csv_header(summary / ("step_trace%s.csv" % suffix)) == steps
+    assert len(theirs) == 1 and _rows(summary / ("step_trace%s.csv" % suffix)) == theirs
+    print("per-iteration %s: op_summary %d rows, step_trace 1 row matched" % (name, len(ours)))

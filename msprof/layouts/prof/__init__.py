@@ -188,9 +188,11 @@ class ProfLayout(Layout):
             files += family_files.summary_files(families)
         else:
             # (an api_statistic named for the selection held every call of the run, as task_time would)
+            files += family_files.summary_files(families, selection, suffix)
             whole = [name for name, written in (
                 ("api_statistic", report.has_api and report.platform not in API_STATISTIC_NOT_WRITTEN),
-                ("task_time", report.has_tasks)) if written] + families
+                ("task_time", report.has_tasks)) if written] + [
+                name for name in families if not family_files.FILES[name].iteration_keys]
             if whole:
                 notice(f"{label}: {' and '.join(whole)} cover{'s' if len(whole) == 1 else ''} the whole run: an "
                        f"export without --model-id and --iteration-id writes {'it' if len(whole) == 1 else 'them'}")

@@ -39,6 +39,8 @@ class ProfFacts(Facts):
             return self.NAMING_PMU
         if self.report.is_stars and self.report.platform not in STARS_PMU_PLATFORMS:
             return "msprof does not read this STARS chip's AI Core PMU (ffts_profile.data) yet"
+        if self.report.is_stars:
+            return "a STARS chip keeps its AI Core PMU in ffts_profile.data, which this collection does not have"
         return "a collection with --aic-metrics PipeUtilization has it"
 
     def __init__(self, report, idle: bool = False):
@@ -67,13 +69,14 @@ class ProfFacts(Facts):
     @property
     def has_pmu(self) -> bool:
         if self.report.stars_pmu is not None:
-            return set(STARS_BOUND).issubset(self.report.stars_pmu.columns)
+            return set(STARS_BOUND).issubset(self.report.stars_pmu().columns)
         return self.report.metrics is not None and "memory_bound" in self.report.metrics.names
 
     @property
     def pmu_description(self) -> Optional[str]:
         metrics, stars = self.report.metrics, self.report.stars_pmu
         if stars is not None:
+            stars = stars()
             return "the STARS AI Core PMU (ffts_profile.data) of " + " and ".join(
                 f"{name or 'no'} metric set" for name in (stars.aic_set, stars.aiv_set))
         if metrics is None:
@@ -144,7 +147,7 @@ class ProfFacts(Facts):
 
     def _layers(self, iteration: LayerIteration) -> Iterator[Layer]:
         """The rows of op_summary (the file export summary writes): the same numbers."""
-        table = self.report.op_summary(iteration.selection)
+        table = self.report.op_summary(iteration.selection, as_file=False)
         at = {column.name: i for i, column in enumerate(table.columns)}
         bound = at.get("memory_bound")
         stars = [at[name] for name in STARS_BOUND] if bound is None and STARS_BOUND[0] in at else None

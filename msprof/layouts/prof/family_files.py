@@ -10,7 +10,7 @@ so every column but Device_id is text here.
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from msprof.collection import read_result_dir
-from msprof.contract import SummaryFile
+from msprof.contract import Selection, SummaryFile
 from msprof.layouts.prof import families
 from msprof.layouts.prof.families import aicpu, hccl, l2_cache, memory, msproftx, step_trace
 from msprof.layouts.prof.families.base import Context
@@ -46,11 +46,15 @@ class FamilyFile(NamedTuple):
     args: tuple = ()
     device_first: bool = True         # a Device_id column in front (msprof_tx makes its own)
     also_needs: Optional[Callable] = None     # a further condition on the report
+    # the columns naming a row's model and iteration: the file of an iteration (--model-id/--iteration-id) has
+    # its rows; a file without them covers the whole run and is not written for an iteration
+    iteration_keys: Tuple[str, ...] = ()
 
 
 # file name → what makes it, in the order export summary lists them
 FILES: Dict[str, FamilyFile] = {
-    "step_trace": FamilyFile("step_trace", ("main.training_trace",), step_trace.summary),
+    "step_trace": FamilyFile("step_trace", ("main.training_trace",), step_trace.summary,
+                             iteration_keys=("Model ID", "Iteration ID")),
     "msprof_tx": FamilyFile("msproftx", ("host.msproftx", "host.msproftx_ex"), _msprof_tx, None, device_first=False),
     "communication_statistic": FamilyFile("hccl", ("host.hccl_info",), hccl.statistic),
     "aicpu": FamilyFile("aicpu", ("main.aicpu_task",), aicpu.aicpu_rows),
@@ -76,18 +80,27 @@ def present_names(report) -> List[str]:
     return [name for name, entry in FILES.items() if present(report, entry)]
 
 
-def summary_files(names: List[str]) -> List[SummaryFile]:
-    return [SummaryFile(name, family_table, (name,)) for name in names]
+def summary_files(names: List[str], selection: Selection = Selection(), suffix: str = "") -> List[SummaryFile]:
+    """The files of ``names`` (present_names) an export of ``selection`` writes, named with ``suffix``."""
+    if selection.everything:
+        return [SummaryFile(name, family_table, (name,)) for name in names]
+    return [SummaryFile(name + suffix, family_table, (name, selection)) for name in names
+            if FILES[name].iteration_keys]
 
 
-def family_table(report, name: str) -> Table:
-    """The summary file ``name`` of ``FILES`` as a table."""
+def family_table(report, name: str, selection: Selection = Selection()) -> Table:
+    """The summary file ``name`` of ``FILES`` as a table (of the rows of ``selection``'s iteration)."""
     entry = FILES[name]
     clocks = Clocks(report)
     if entry.clock is None:
         columns, rows = entry.make(report, clocks)
     else:
         columns, rows = entry.make(report.conn, getattr(clocks, entry.clock), *entry.args)
+    if not selection.everything:
+        selection = report.resolve(selection)
+        model, iteration = (columns.index(key) for key in entry.iteration_keys)
+        rows = [row for row in rows if (row[model], row[iteration]) == (str(selection.model_id),
+                                                                           str(selection.iteration_id))]
     if entry.device_first:
         return Table(name, name, [report.device_column()] + [Column(c) for c in columns], [rows])
     return Table(name, name, [Column(c) for c in columns], [rows])

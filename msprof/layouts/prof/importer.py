@@ -152,7 +152,8 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         # (ts_track is a kind of the shared names: the step trace family's stream, read here)
         found, claimed = families.load_families(conn, "device", unknown + _files_of(grouped.get("step_trace", [])),
                                                 result.device_id, notices, counts,
-                                                lambda family: require_hwts_frequency(result, family))
+                                                lambda family: require_hwts_frequency(result, family),
+                                                families.made_on(result.platform_version))
         say_unread(unknown, claimed, result.path, notices)
         _task_keys(conn)
         workers.merge(db, "pmu", counts, notices)

@@ -41,7 +41,7 @@ TASK_TIME_FIELDS = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id
 
 
 def summary_tables(report, selection: Selection, part: Optional[Tuple[int, int]], pmu: bool,
-                   task_time: bool = False) -> List[Table]:
+                   task_time: bool = False, as_file: bool = True) -> List[Table]:
     """op_summary (and task_time, with op_statistic's sums gathered) over one RowSource: the timed tasks in
     start order with their launch and op, their times as the reference computes them (``start_ns``,
     ``dur``, epoch ns ``e_start``/``e_stop``) and, with ``pmu``, their PMU record and metrics
@@ -58,8 +58,9 @@ def summary_tables(report, selection: Selection, part: Optional[Tuple[int, int]]
     unseen = report.unseen_tasks
     # (when the first task started at or after the beginning, every task was seen: no row pays for the test)
     waits = _Wait(previous, functools.partial(_unseen, report, conditions, args, span) if unseen else lambda: iter(()))
-    stars = report.stars_pmu if pmu else None
-    tables = [Table("op_summary", "op_summary", _op_summary_columns(report, metrics, stars), source=source,
+    stars = report.stars_pmu(selection.everything or not as_file) if pmu and report.stars_pmu else None
+    tables = [Table("op_summary", "op_summary", _op_summary_columns(report, metrics, stars, selection),
+                    source=source,
                     where=included(report, conditions), running=Runnings(waits, stars) if stars else waits,
                     ties=report.ge_order if report.has_ties else None)]
     if task_time:
@@ -86,13 +87,14 @@ def _source(report, selection: Selection, metrics, span: str, args: dict, task_t
                      order="start_syscnt", taps=[OpTotals()] if task_time else [])
 
 
-def _op_summary_columns(report, metrics, stars) -> List[Column]:
+def _op_summary_columns(report, metrics, stars, selection: Selection) -> List[Column]:
     ops = "SELECT {} FROM host.op"
     task_types = f"{ops.format('task_type')} UNION ALL SELECT 'UNKNOWN'"
-    columns = [report.device_column(),
+    columns = [report.device_column(), *_iteration_columns(report, selection, "Model Name"),
                Column("Model ID", INT, sql=f"coalesce(model_id, {UNKNOWN_MODEL})", nullable=False),
                Column("Task ID", INT, sql="task_id", nullable=False),
                Column("Stream ID", INT, sql="stream_id", nullable=False),
+               *_iteration_columns(report, selection, "Infer ID"),
                Column("Op Name", sql="op_name", domain=ops.format("op_name")),
                Column("OP Type", sql="op_type", domain=ops.format("op_type")),
                Column("OP State", sql="op_state", domain=ops.format("op_state")),
@@ -110,15 +112,27 @@ def _op_summary_columns(report, metrics, stars) -> List[Column]:
                     for title, field in TENSOR_COLUMNS]
     else:     # (N/A in every row: not fetched, nor printed one by one)
         columns += [Column(title, constant=None) for title, _field in TENSOR_COLUMNS]
-    if report.is_stars:
-        columns.append(Column("Context ID", constant=None))
     if stars:
         columns += stars.column_list()
+    elif report.is_stars:
+        columns.append(Column("Context ID", constant=None))
     if metrics:
         kinds = {"python": ROUND3, "sqlite": SQLITE_ROUND3, "int": INT}
         columns += [Column(name, kinds[printed], sql=expr, null_when="total_cycles IS NULL")
                     for name, printed, expr in metrics.column_sql("aicore2", report.aic_mhz)]
     return columns
+
+
+def _iteration_columns(report, selection: Selection, which: str) -> List[Column]:
+    """The reference's columns of an iteration's op_summary (the model's name, N/A when the host does not name
+    it, and the iteration), none in the export of every task."""
+    if selection.everything:
+        return []
+    selection = report.resolve(selection)
+    if which == "Infer ID":
+        return [Column("Infer ID", INT, constant=selection.iteration_id)]
+    names = {m["model_id"]: m["model_name"] for m in report.models()}
+    return [Column("Model Name", constant=names.get(selection.model_id) or None)]
 
 
 def _task_time_columns(report) -> List[Column]:

@@ -56,7 +56,9 @@ class ProfReport(Report):
         self.has_pmu = self.count("pmu") > 0
         texts = [text for _event, text in event_items(sample)][:len(slots)]
         # (platform 5's AI Core PMU is ffts_profile's, both cores per task: ffts_pmu.StarsPmu)
-        self.stars_pmu = (StarsPmu(self.conn, sample, self.aic_mhz, self.ai_core_num, self.meta_number("aiv_num"))
+        # (made for the export of every task or of an iteration: StarsPmu's block_counts)
+        self.stars_pmu = (functools.partial(StarsPmu, self.conn, sample, self.aic_mhz, self.ai_core_num,
+                                            self.meta_number("aiv_num"))
                           if self.platform in STARS_PMU_PLATFORMS and self._has_rows("ffts_pmu") else None)
         self.metrics = (AscendMetrics(str(sample.get("ai_core_metrics") or ""), slots, self.platform, texts)
                         if self.has_pmu and self.stars_pmu is None else None)
@@ -147,11 +149,13 @@ class ProfReport(Report):
 
     # --- the tables (msprof.layouts.prof.op_summary, .statistics) and the tasks' span (.tasks) --------------
     def op_summary(self, selection: Selection = Selection(), part: Optional[Tuple[int, int]] = None,
-                   pmu: bool = True) -> Table:
+                   pmu: bool = True, as_file: bool = True) -> Table:
         """The op_summary rows in start order; ``part`` (k, n): only the k-th of n ranges of start times (two
         processes write one file), each range starting with the wait since the row before it. ``pmu=False``:
-        without the PMU columns (show: their join and formulas are most of the cost)."""
-        return summary_tables(self, selection, part, pmu)[0]
+        without the PMU columns (show: their join and formulas are most of the cost). ``as_file=False``: an
+        iteration's STARS PMU as the whole run's export has it (the reference's file of an iteration has no
+        block counts: StarsPmu)."""
+        return summary_tables(self, selection, part, pmu, as_file=as_file)[0]
 
     def op_summary_and_task_time(self, part: Optional[Tuple[int, int]] = None) -> List[Table]:
         """op_summary (everything) and task_time, of one RowSource: task_time has every timed task, op_summary

@@ -82,8 +82,11 @@ class StarsPmu(Running):
               "f_subtask_type", "f_subtask", "stream_id", "task_id", "exec_n", "block_dim", "dur")
 
     def __init__(self, conn, sample: dict, aic_mhz: Optional[float], ai_core_num: Optional[int],
-                 aiv_num: Optional[int]):
+                 aiv_num: Optional[int], block_counts: bool = True):
         self.conn = conn
+        # (False: the reference's export of one iteration, which reads the records without GE's block counts: its
+        # times are 0 and a MIX task's other core is not summed)
+        self.block_counts = block_counts
         self.aic_set, self.aiv_set = str(sample.get("ai_core_metrics") or ""), str(sample.get("aiv_metrics") or "")
         self.aic = side_metrics(str(sample.get("ai_core_metrics") or ""), side_events(sample,
                                 "ai_core_profiling_events"), "aic_")
@@ -96,11 +99,11 @@ class StarsPmu(Running):
         self.columns = tuple(c.name for c in self.column_list())
 
     def column_list(self) -> List[Column]:
-        """The columns after Context ID, in the reference's order."""
+        """Context ID (an FFTS+ record's context) and the PMU columns after it, in the reference's order."""
         def side(first: str, cycles: str, metrics) -> List[Column]:
             return [Column(first, ROUND3), Column(cycles, INT)] + [
                 Column(name, SQLITE_ROUND3) for name, _k, _a in metrics]
-        out = side("aicore_time(us)", "aic_total_cycles", self.aic) + side("aiv_time(us)", "aiv_total_cycles",
+        out = [Column("Context ID", INT)] + side("aicore_time(us)", "aic_total_cycles", self.aic) + side("aiv_time(us)", "aiv_total_cycles",
                                                                           self.aiv)
         return out + ([Column("cube_utilization(%)", ROUND3)] if self.cube else [])
 
@@ -123,6 +126,7 @@ class StarsPmu(Running):
             row[0], row[1:9], *row[9:])
         main_aic = ffts in AIC_FFTS or (ffts == 4 and subtask_type in (0, 6))
         mix = ffts == 4 and subtask_type in MIX_SUBTASKS
+        block_dim = block_dim if self.block_counts else 0
         blocks = (block_dim or 0) & 0xFFFF
         mix_blocks = blocks * ((block_dim or 0) >> 16 & 0xFFFF)
         other = self._blocks(stream, task, subtask, exec_n, mix_blocks) if mix and mix_blocks else (0, [0] * 8)
@@ -130,7 +134,7 @@ class StarsPmu(Running):
         (aic_cyc, aic_c), (aiv_cyc, aiv_c) = (own, other) if main_aic else (other, own)
         aic_time = total_time(aic_cyc, self.mhz, mix_blocks if mix and not main_aic else blocks, self.aic_cores)
         aiv_time = total_time(aiv_cyc, self.mhz, mix_blocks if mix and main_aic else blocks, self.aiv_cores)
-        out = [(aic_time, False), (aic_cyc, False)]
+        out = [(subtask if ffts == 4 else None, False), (aic_time, False), (aic_cyc, False)]
         out += [(v, True) for v in self._side(self.aic, self.aic_slot, aic_cyc, aic_c, aic_time)]
         out += [(aiv_time, False), (aiv_cyc, False)]
         out += [(v, True) for v in self._side(self.aiv, self.aiv_slot, aiv_cyc, aiv_c, aiv_time)]
@@ -187,7 +191,7 @@ def total_time(cycles: int, mhz: float, blocks: int, cores: int) -> float:
     """The reference's Utils.cal_total_time: µs of the cycles over the blocks' waves of cores, 2 decimals."""
     freq_hz = int(mhz * 1e6)
     if not (blocks and cores and freq_hz):
-        return 0
+        return 0.0
     return round(cycles * 1000 * 1000 / freq_hz / blocks * ((blocks + cores - 1) // cores), 2)
 
 
