@@ -176,3 +176,37 @@ def test_per_iteration_export(tmp_path, msprof_cli, name):
     assert read_csv_header(summary / ("step_trace%s.csv" % suffix)) == steps
     assert len(theirs) == 1 and _rows(summary / ("step_trace%s.csv" % suffix)) == theirs
     print("per-iteration %s: op_summary %d rows, step_trace 1 row matched" % (name, len(ours)))
+
+
+@pytest.mark.reference
+def test_show_family_tables(tmp_path, msprof_cli):
+    """``show --table step_trace|communication_statistic|msprof_tx --format json``: the reference's rows of
+    those files, times as numbers (N/A as null) where show ranks by them, and an iteration's step_trace row."""
+    need_reference()
+    written = generate(tmp_path, TOGETHER["stars_per_launch"])
+    tables = ["step_trace", "communication_statistic", "msprof_tx"]
+    ref = reference(written, tmp_path, tables)
+    numeric = {"Iteration Time(us)", "FP to BP Time(us)", "Iteration Refresh(us)", "Data Aug Bound(us)", "Count",
+               "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)", "Ratio(%)"}
+
+    def shown(*selection):
+        result = msprof_cli("show", "-dir", written.path, *sum((["--table", t] for t in tables), []),
+                            "--format", "json", *selection)
+        assert result.returncode == 0, result.stderr
+        [unit] = json.loads(result.stdout).values()
+        return unit["tables"]
+
+    def expected(table, rows):
+        # (msprof_tx's Device_id is text: "host" or a device's number, as the reference writes it)
+        header = ref["headers"][table]
+        return [[None if cell == "N/A" and name in numeric else float(cell) if name in numeric else
+                 (int(cell) if name == "Device_id" and table != "msprof_tx" else cell)
+                 for name, cell in zip(header, row)] for row in rows]
+
+    got = shown()
+    assert list(got) == ["step_trace", "msprof_tx", "communication_statistic"]
+    for table in tables:
+        rows = [list(row.values()) for row in got[table]["rows"]]
+        assert rows == expected(table, ref["rows"][table]) and rows, table
+    one = shown("--model-id", "1", "--iteration-id", "2")["step_trace"]["rows"]
+    assert [list(row.values()) for row in one] == expected("step_trace", ref["rows"]["step_trace"][1:2])

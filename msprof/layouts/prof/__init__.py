@@ -216,7 +216,7 @@ class ProfLayout(Layout):
                       "Min Time(us)"))
             # the task columns of op_summary: its PMU columns belong in the summary files
             summary = dataclasses.replace(
-                report.op_summary(selection, pmu=False).select(0, 12), title=f"Op summary (device {report.device_id})",
+                report.op_summary(selection, pmu=False, as_file=False).select(0, 12), title=f"Op summary (device {report.device_id})",
                 context=context, sort="Task Duration(us)",
                 keep=("Op Name", "Task Duration(us)", "OP Type", "Task Wait Time(us)", "Task Type",
                       "Task Start Time(us)", "Stream ID", "Task ID"))
@@ -227,7 +227,7 @@ class ProfLayout(Layout):
             tables.append(dataclasses.replace(
                 report.api_statistic(), title="API statistic (host)", sort="Time(us)",
                 keep=("API Name", "Time(us)", "Count", "Avg(us)", "Level", "Max(us)", "Min(us)")))
-        return tables
+        return tables + family_files.show_tables(report, selection)
 
     def query_tables(self, report) -> list:
         rows = []

@@ -7,6 +7,7 @@ and pays a few one-row queries.
 The report functions print texts (the reference's own rounding and time printing, docs/prof-format.md §11),
 so every column but Device_id is text here.
 """
+from dataclasses import replace
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from msprof.collection import read_result_dir
@@ -14,7 +15,7 @@ from msprof.contract import Selection, SummaryFile
 from msprof.layouts.prof import families
 from msprof.layouts.prof.families import aicpu, hccl, l2_cache, memory, msproftx, step_trace
 from msprof.layouts.prof.families.base import Context
-from msprof.tables import Column, Table
+from msprof.tables import NUMBER, Column, Table
 
 Made = Tuple[List[str], List[List[str]]]
 
@@ -65,6 +66,55 @@ FILES: Dict[str, FamilyFile] = {
     "operator_memory": FamilyFile("task_memory", ("host.task_memory",), memory.operator_rows, "host", ("host",)),
     "l2_cache": FamilyFile("l2_cache", ("main.l2_cache",), l2_cache.rows, args=("main",), also_needs=_l2_events_known),
 }
+
+
+class Shown(NamedTuple):
+    """How ``show`` prints a family's file: its title, the numeric columns (the file's texts read as numbers,
+    N/A as none), the one it ranks rows by and those a narrow terminal keeps."""
+    title: str
+    numbers: Tuple[str, ...] = ()
+    sort: Optional[str] = None
+    keep: Tuple[str, ...] = ()
+
+
+_STEP_TIMES = ("Iteration Time(us)", "FP to BP Time(us)", "Iteration Refresh(us)", "Data Aug Bound(us)")
+# the families' files show prints, in this order (msprof.layouts.prof's show_tables)
+SHOWN: Dict[str, Shown] = {
+    "step_trace": Shown("Step trace", _STEP_TIMES, "Iteration Time(us)",
+                        ("Iteration ID", "Model ID") + _STEP_TIMES),
+    "communication_statistic": Shown(
+        "Communication statistic", ("Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
+                                    "Ratio(%)"), "Total Time(us)",
+        ("OP Type", "Total Time(us)", "Ratio(%)", "Count", "Avg Time(us)", "Max Time(us)", "Min Time(us)")),
+    "msprof_tx": Shown("msproftx markers and ranges", keep=("message", "event_type", "Start_time(us)",
+                                                            "End_time(us)", "tid", "Device_id", "domain")),
+}
+
+
+def show_tables(report, selection: Selection) -> List[Table]:
+    """The families' tables ``show`` prints (SHOWN) that this unit has data for; an iteration's (step_trace's
+    row of it) when the file has one per iteration, the whole run's otherwise."""
+    out = []
+    for name in present_names(report):
+        shown = SHOWN.get(name)
+        if shown is None:
+            continue
+        table = family_table(report, name, selection if FILES[name].iteration_keys else Selection())
+        columns = [Column(c.name, NUMBER) if c.name in shown.numbers else c for c in table.columns]
+        # (a row holds the values of the columns that vary: not the constant Device_id)
+        numbers = {i for i, c in enumerate(c for c in table.columns if c.varies) if c.name in shown.numbers}
+        rows = [[_number(v) if i in numbers else v for i, v in enumerate(row)] for batch in table.batches
+                for row in batch]
+        out.append(replace(table, title=f"{shown.title} (device {report.device_id})", columns=columns, batches=[rows],
+                           sort=shown.sort, keep=shown.keep))
+    return out
+
+
+def _number(text):
+    try:
+        return int(text) if text.isdigit() else float(text)
+    except (AttributeError, ValueError):
+        return None
 
 
 def present(report, entry: FamilyFile) -> bool:

@@ -59,7 +59,8 @@ def summary_tables(report, selection: Selection, part: Optional[Tuple[int, int]]
     # (when the first task started at or after the beginning, every task was seen: no row pays for the test)
     waits = _Wait(previous, functools.partial(_unseen, report, conditions, args, span) if unseen else lambda: iter(()))
     stars = report.stars_pmu(selection.everything or not as_file) if pmu and report.stars_pmu else None
-    tables = [Table("op_summary", "op_summary", _op_summary_columns(report, metrics, stars, selection),
+    tables = [Table("op_summary", "op_summary", _op_summary_columns(report, metrics, stars,
+                                                                     selection if as_file else Selection()),
                     source=source,
                     where=included(report, conditions), running=Runnings(waits, stars) if stars else waits,
                     ties=report.ge_order if report.has_ties else None)]

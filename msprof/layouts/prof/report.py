@@ -153,8 +153,8 @@ class ProfReport(Report):
         """The op_summary rows in start order; ``part`` (k, n): only the k-th of n ranges of start times (two
         processes write one file), each range starting with the wait since the row before it. ``pmu=False``:
         without the PMU columns (show: their join and formulas are most of the cost). ``as_file=False``: an
-        iteration's STARS PMU as the whole run's export has it (the reference's file of an iteration has no
-        block counts: StarsPmu)."""
+        iteration's rows as the whole run's export has them, without the columns naming the iteration and with
+        the STARS PMU of block counts (the reference's file of an iteration has none: StarsPmu)."""
         return summary_tables(self, selection, part, pmu, as_file=as_file)[0]
 
     def op_summary_and_task_time(self, part: Optional[Tuple[int, int]] = None) -> List[Table]:
