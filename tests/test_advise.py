@@ -518,17 +518,17 @@ def test_prof_memory_bound_needs_pipe_utilization(tmp_path, msprof_cli, pmu):
         assert "memory_bound" in ids and "memory_bound not checked" not in result.stderr
 
 
-def test_prof_memory_bound_on_a_stars_chip_says_msprof_does_not_read_its_pmu(tmp_path, msprof_cli):
-    """A STARS chip (platform 5) keeps its PMU in ffts_profile.data, which msprof does not read: advise says
+def test_prof_memory_bound_on_a_stars_chip_without_its_pmu_file(tmp_path, msprof_cli):
+    """A STARS chip (platform 5) keeps its PMU in ffts_profile.data, which this collection lacks: advise says
     that, not a metric set to collect with (its sample.json has PipeUtilization already; found by a newcomer's
-    trial)."""
+    trial). With the file, the rule runs (tests/test_families_export.py)."""
     prof_dir = Path(indepgen.generate(tmp_path, ["--seed", "2", "--ops", "6", "--iters", "2", "--platform", "5"]))
     sample = json.loads((prof_dir / "device_0" / "sample.json").read_text())
     assert sample["ai_core_metrics"] == "PipeUtilization"
     result = msprof_cli("advise", "-dir", prof_dir / "device_0")
     assert result.returncode == 0, result.stderr
-    assert ("no PMU data: memory_bound not checked (msprof does not read the STARS chips' AI Core PMU "
-            "(ffts_profile.data) yet)") in result.stderr
+    assert ("no PMU data: memory_bound not checked (a STARS chip keeps its AI Core PMU in ffts_profile.data, which"
+            " this collection does not have)") in result.stderr
     assert "--aic-metrics" not in result.stderr
 
 

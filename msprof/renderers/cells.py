@@ -30,6 +30,8 @@ PRIORITY = (
     "op_name", "layer_name", "api_name", "name", "model_name", "message", "op_type", "layer_type",
     # the time it took
     "task_duration_us", "time_us", "total_time_us", "delta_us", "delta_pct", "delta_avg_us",
+    "iteration_time_us", "fp_to_bp_time_us", "iteration_refresh_us", "data_aug_bound_us",
+    "start_time_us", "end_time_us", "event_type",
     # how often, on average, its share
     "count", "base_us", "new_us", "avg_us", "avg_time_us", "base_avg_us", "new_avg_us", "base_count",
     "new_count", "ratio_pct", "total_time_ratio_pct", "time_ratio", "memory_bound",
@@ -37,7 +39,7 @@ PRIORITY = (
     "median_us", "median_time_us", "stddev_us", "stddev_time_us", "min_us", "max_us", "min_time_us", "max_time_us",
     # what tells rows of one name apart
     "task_id", "layer_id", "iteration_id", "iterations", "stream_id", "device", "device_id", "level",
-    "task_type", "core_type", "records", "lost", "kind", "directory", "family", "platform",
+    "task_type", "core_type", "records", "lost", "kind", "directory", "family", "platform", "tid", "domain",
 )
 # Wide columns of little value in a terminal: they go first of all (after those that tell no row apart).
 LEFT_OUT_FIRST = ("ori_layer_name", "task_start_time_us", "op_state", "block_num", "variance")

@@ -195,9 +195,11 @@ class ProfLayout(Layout):
             files += family_files.summary_files(families)
         else:
             # (an api_statistic named for the selection held every call of the run, as task_time would)
+            files += family_files.summary_files(families, selection, suffix)
             whole = [name for name, written in (
                 ("api_statistic", report.has_api and report.platform not in API_STATISTIC_NOT_WRITTEN),
-                ("task_time", report.has_tasks)) if written] + families
+                ("task_time", report.has_tasks)) if written] + [
+                name for name in families if not family_files.FILES[name].iteration_keys]
             if whole:
                 notice(f"{label}: {' and '.join(whole)} cover{'s' if len(whole) == 1 else ''} the whole run: an "
                        f"export without --model-id and --iteration-id writes {'it' if len(whole) == 1 else 'them'}")
@@ -223,7 +225,8 @@ class ProfLayout(Layout):
                                             context=context, sort="Total Time(us)")
             # the task columns of op_summary: its PMU columns belong in the summary files
             summary = dataclasses.replace(
-                report.op_summary(selection, pmu=False).select(0, 12), title=f"Op summary (device {report.device_id})",
+                report.op_summary(selection, pmu=False, as_file=False).select(0, 12),
+                title=f"Op summary (device {report.device_id})",
                 context=context, sort="Task Duration(us)")
             tables += [summary, statistic]
         else:
@@ -233,7 +236,7 @@ class ProfLayout(Layout):
             if spread:
                 api = with_spread(api, report.api_spread, itemgetter(2, 1), after="Avg(us)")
             tables.append(dataclasses.replace(api, title="API statistic (host)", sort="Time(us)"))
-        return tables
+        return tables + family_files.show_tables(report, selection)
 
     def query_tables(self, report) -> list:
         rows = []

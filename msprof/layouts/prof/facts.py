@@ -10,10 +10,14 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
 from msprof.contract import Selection
+from msprof.layouts.prof.families.ffts_pmu import PLATFORMS as STARS_PMU_PLATFORMS
 from msprof.layouts.prof.statistics import NOT_IN_OP_SUMMARY, STARTED, api_rows
 from msprof.layouts.prof import tasks
 from msprof.layouts.prof.tasks import HWTS_TASK_TYPES
 
+# a STARS task's memory bound (op_summary has no such column there): the larger of its two cores' MTE2 ratios
+# over the larger of their compute ratios (AI Core's cube, AI Vector Core's vector), as HWTS's mte2 / max(vec, mac)
+STARS_BOUND = ("aic_mte2_ratio", "aiv_mte2_ratio", "aic_mac_ratio", "aiv_vec_ratio")
 _SKIP = ", ".join(f"'{t}'" for t in NOT_IN_OP_SUMMARY)
 _INCLUDED = f"task_type NOT IN ({_SKIP}) AND {STARTED}"
 _HW_NAMES = " ".join(f"WHEN {k} THEN '{v}'" for k, v in HWTS_TASK_TYPES.items())
@@ -33,8 +37,10 @@ class ProfFacts(Facts):
     def memory_bound_source(self) -> str:
         if self.report.metrics is not None and not self.report.metrics.slot_of:
             return self.NAMING_PMU
-        if self.report.is_stars:    # their PMU is in ffts_profile.data: no metric set gives msprof a value
-            return "msprof does not read the STARS chips' AI Core PMU (ffts_profile.data) yet"
+        if self.report.is_stars and self.report.platform not in STARS_PMU_PLATFORMS:
+            return "msprof does not read this STARS chip's AI Core PMU (ffts_profile.data) yet"
+        if self.report.is_stars:
+            return "a STARS chip keeps its AI Core PMU in ffts_profile.data, which this collection does not have"
         return "a collection with --aic-metrics PipeUtilization has it"
 
     def __init__(self, report, idle: bool = False):
@@ -62,11 +68,17 @@ class ProfFacts(Facts):
 
     @property
     def has_pmu(self) -> bool:
+        if self.report.stars_pmu is not None:
+            return set(STARS_BOUND).issubset(self.report.stars_pmu().columns)
         return self.report.metrics is not None and "memory_bound" in self.report.metrics.names
 
     @property
     def pmu_description(self) -> Optional[str]:
-        metrics = self.report.metrics
+        metrics, stars = self.report.metrics, self.report.stars_pmu
+        if stars is not None:
+            stars = stars()
+            return "the STARS AI Core PMU (ffts_profile.data) of " + " and ".join(
+                f"{name or 'no'} metric set" for name in (stars.aic_set, stars.aiv_set))
         if metrics is None:
             return None
         if not metrics.slot_of:
@@ -135,13 +147,17 @@ class ProfFacts(Facts):
 
     def _layers(self, iteration: LayerIteration) -> Iterator[Layer]:
         """The rows of op_summary (the file export summary writes): the same numbers."""
-        table = self.report.op_summary(iteration.selection)
+        table = self.report.op_summary(iteration.selection, as_file=False)
         at = {column.name: i for i, column in enumerate(table.columns)}
         bound = at.get("memory_bound")
+        stars = [at[name] for name in STARS_BOUND] if bound is None and STARS_BOUND[0] in at else None
         duration, printed = at["Task Duration(us)"], [column.kind.json for column in table.columns]
         for row in table.rows():           # values rounded as the file prints them (some columns round there)
+            value = None if bound is None else printed[bound](row[bound])
+            if stars is not None:
+                value = stars_memory_bound(*(printed[i](row[i]) for i in stars))
             yield Layer(row[at["Op Name"]] or row[at["Task Type"]], None, row[at["OP Type"]] or row[at["Task Type"]],
-                        printed[duration](row[duration]), None if bound is None else printed[bound](row[bound]))
+                        printed[duration](row[duration]), value)
 
     def _idle_rows(self, selection: Selection) -> Iterable[tuple]:
         return [(self._model_name(model_id), iteration, busy, idle, first, last)
@@ -159,3 +175,12 @@ class ProfFacts(Facts):
         return [m for (m,) in self.conn.execute(
             "SELECT message FROM host.notice WHERE level = 'warning'"
             " UNION ALL SELECT message FROM main.notice WHERE level = 'warning'")]
+
+
+def stars_memory_bound(aic_mte2, aiv_mte2, aic_mac, aiv_vec) -> Optional[float]:
+    """STARS_BOUND's value of one task's printed ratios: None for a task without a record (N/A) or without
+    compute (a zero divisor, as HWTS's memory_bound is 0 then)."""
+    if aic_mte2 is None:
+        return None
+    top = max(aic_mac, aiv_vec)
+    return round(max(aic_mte2, aiv_mte2) / top, 3) if top else 0.0

@@ -7,14 +7,15 @@ and pays a few one-row queries.
 The report functions print texts (the reference's own rounding and time printing, docs/prof-format.md §11),
 so every column but Device_id is text here.
 """
+from dataclasses import replace
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from msprof.collection import read_result_dir
-from msprof.contract import SummaryFile
+from msprof.contract import Selection, SummaryFile
 from msprof.layouts.prof import families
 from msprof.layouts.prof.families import aicpu, hccl, l2_cache, memory, msproftx, step_trace
 from msprof.layouts.prof.families.base import Context
-from msprof.tables import Column, Table
+from msprof.tables import NUMBER, Column, Table
 
 Made = Tuple[List[str], List[List[str]]]
 
@@ -46,11 +47,15 @@ class FamilyFile(NamedTuple):
     args: tuple = ()
     device_first: bool = True         # a Device_id column in front (msprof_tx makes its own)
     also_needs: Optional[Callable] = None     # a further condition on the report
+    # the columns naming a row's model and iteration: the file of an iteration (--model-id/--iteration-id) has
+    # its rows; a file without them covers the whole run and is not written for an iteration
+    iteration_keys: Tuple[str, ...] = ()
 
 
 # file name → what makes it, in the order export summary lists them
 FILES: Dict[str, FamilyFile] = {
-    "step_trace": FamilyFile("step_trace", ("main.training_trace",), step_trace.summary),
+    "step_trace": FamilyFile("step_trace", ("main.training_trace",), step_trace.summary,
+                             iteration_keys=("Model ID", "Iteration ID")),
     "msprof_tx": FamilyFile("msproftx", ("host.msproftx", "host.msproftx_ex"), _msprof_tx, None, device_first=False),
     "communication_statistic": FamilyFile("hccl", ("host.hccl_info",), hccl.statistic),
     "aicpu": FamilyFile("aicpu", ("main.aicpu_task",), aicpu.aicpu_rows),
@@ -61,6 +66,51 @@ FILES: Dict[str, FamilyFile] = {
     "operator_memory": FamilyFile("task_memory", ("host.task_memory",), memory.operator_rows, "host", ("host",)),
     "l2_cache": FamilyFile("l2_cache", ("main.l2_cache",), l2_cache.rows, args=("main",), also_needs=_l2_events_known),
 }
+
+
+class Shown(NamedTuple):
+    """How ``show`` prints a family's file: its title, the numeric columns (the file's texts read as numbers,
+    N/A as none) and the one it ranks rows by. (A narrow terminal keeps columns by msprof.renderers.cells.)"""
+    title: str
+    numbers: Tuple[str, ...] = ()
+    sort: Optional[str] = None
+
+
+_STEP_TIMES = ("Iteration Time(us)", "FP to BP Time(us)", "Iteration Refresh(us)", "Data Aug Bound(us)")
+# the families' files show prints, in this order (msprof.layouts.prof's show_tables)
+SHOWN: Dict[str, Shown] = {
+    "step_trace": Shown("Step trace", _STEP_TIMES, "Iteration Time(us)"),
+    "communication_statistic": Shown(
+        "Communication statistic", ("Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
+                                    "Ratio(%)"), "Total Time(us)"),
+    "msprof_tx": Shown("msproftx markers and ranges"),
+}
+
+
+def show_tables(report, selection: Selection) -> List[Table]:
+    """The families' tables ``show`` prints (SHOWN) that this unit has data for; an iteration's (step_trace's
+    row of it) when the file has one per iteration, the whole run's otherwise."""
+    out = []
+    for name in present_names(report):
+        shown = SHOWN.get(name)
+        if shown is None:
+            continue
+        table = family_table(report, name, selection if FILES[name].iteration_keys else Selection())
+        columns = [Column(c.name, NUMBER) if c.name in shown.numbers else c for c in table.columns]
+        # (a row holds the values of the columns that vary: not the constant Device_id)
+        numbers = {i for i, c in enumerate(c for c in table.columns if c.varies) if c.name in shown.numbers}
+        rows = [[_number(v) if i in numbers else v for i, v in enumerate(row)] for batch in table.batches
+                for row in batch]
+        out.append(replace(table, title=f"{shown.title} (device {report.device_id})", columns=columns, batches=[rows],
+                           sort=shown.sort))
+    return out
+
+
+def _number(text):
+    try:
+        return int(text) if text.isdigit() else float(text)
+    except (AttributeError, ValueError):
+        return None
 
 
 def present(report, entry: FamilyFile) -> bool:
@@ -76,18 +126,27 @@ def present_names(report) -> List[str]:
     return [name for name, entry in FILES.items() if present(report, entry)]
 
 
-def summary_files(names: List[str]) -> List[SummaryFile]:
-    return [SummaryFile(name, family_table, (name,)) for name in names]
+def summary_files(names: List[str], selection: Selection = Selection(), suffix: str = "") -> List[SummaryFile]:
+    """The files of ``names`` (present_names) an export of ``selection`` writes, named with ``suffix``."""
+    if selection.everything:
+        return [SummaryFile(name, family_table, (name,)) for name in names]
+    return [SummaryFile(name + suffix, family_table, (name, selection)) for name in names
+            if FILES[name].iteration_keys]
 
 
-def family_table(report, name: str) -> Table:
-    """The summary file ``name`` of ``FILES`` as a table."""
+def family_table(report, name: str, selection: Selection = Selection()) -> Table:
+    """The summary file ``name`` of ``FILES`` as a table (of the rows of ``selection``'s iteration)."""
     entry = FILES[name]
     clocks = Clocks(report)
     if entry.clock is None:
         columns, rows = entry.make(report, clocks)
     else:
         columns, rows = entry.make(report.conn, getattr(clocks, entry.clock), *entry.args)
+    if not selection.everything:
+        selection = report.resolve(selection)
+        model, iteration = (columns.index(key) for key in entry.iteration_keys)
+        rows = [row for row in rows if (row[model], row[iteration]) == (str(selection.model_id),
+                                                                           str(selection.iteration_id))]
     if entry.device_first:
         return Table(name, name, [report.device_column()] + [Column(c) for c in columns], [rows])
     return Table(name, name, [Column(c) for c in columns], [rows])

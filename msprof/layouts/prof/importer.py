@@ -153,7 +153,8 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         # (ts_track is a kind of the shared names: the step trace family's stream, read here)
         found, claimed = families.load_families(conn, "device", unknown + _files_of(grouped.get("step_trace", [])),
                                                 result.device_id, notices, counts,
-                                                lambda family: require_hwts_frequency(result, family))
+                                                lambda family: require_hwts_frequency(result, family),
+                                                families.made_on(result.platform_version))
         say_unread(unknown, claimed, result.path, notices)
         _task_keys(conn)
         workers.merge(db, "pmu", counts, notices)
@@ -235,7 +236,14 @@ def _meta(result: ResultDir, role: str) -> dict:
             "platform_version": result.platform_version, "drv_version": result.drv_version, "pid": result.pid,
             "clock": asdict(result.clock),
             "aic_mhz": result.aic_mhz, "hwts_mhz": result.clock.hwts_mhz, "ai_core_num": result.ai_core_num,
-            "sample": result.sample, "imported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            "aiv_num": _aiv_num(result), "sample": result.sample, "imported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def _aiv_num(result: ResultDir) -> Optional[int]:
+    """info.json's AI Vector Core count (STARS PMU times), when it is a plausible one."""
+    info = result.info.get("DeviceInfo") if isinstance(result.info, dict) else None
+    value = info[0].get("aiv_num") if isinstance(info, list) and info and isinstance(info[0], dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 20 else None
 
 
 def import_result_dir(result_dir: Path, role: str, target: Optional[Path] = None, spare_cores: bool = False) -> Path:

@@ -8,6 +8,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from msprof.contract import Selection
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
+from msprof.layouts.prof.families.ffts_pmu import StarsPmu
 from msprof.layouts.prof.statistics import NOT_IN_OP_SUMMARY, OpTotals
 from msprof.layouts.prof.tasks import part_bounds, task_query, where
 from msprof.layouts.prof.tensors import COLUMNS as TENSOR_COLUMNS
@@ -34,12 +35,13 @@ SQE_TYPES = {"1": {}, "15": _V6_SQE, "16": _V6_SQE, **{p: dict(enumerate(_STARS_
 DEFAULT_SQE_TYPES = dict(enumerate(_HW_SQE))
 SUMMARY_FIELDS = ("seq", "start_syscnt", "op_id", "ge", "model_id", "task_id", "stream_id", "op_name", "op_type",
                   "op_state", "task_type", "block_dim", "op_flag", "start_ns", "end_ns")
+STARS_FIELDS = tuple(f for f in StarsPmu.inputs if f.startswith("f_")) + ("exec_n",)
 TASK_TIME_FIELDS = ("kernel_name", "op_name", "task_type", "hw_type", "stream_id", "task_id", "start_ns", "end_ns",
                     "ge", "exec_n", "launches")
 
 
 def summary_tables(report, selection: Selection, part: Optional[Tuple[int, int]], pmu: bool,
-                   task_time: bool = False) -> List[Table]:
+                   task_time: bool = False, as_file: bool = True) -> List[Table]:
     """op_summary (and task_time, with op_statistic's sums gathered) over one RowSource: the timed tasks in
     start order with their launch and op, their times as the reference computes them (``start_ns``,
     ``dur``, epoch ns ``e_start``/``e_stop``) and, with ``pmu``, their PMU record and metrics
@@ -56,8 +58,11 @@ def summary_tables(report, selection: Selection, part: Optional[Tuple[int, int]]
     unseen = report.unseen_tasks
     # (when the first task started at or after the beginning, every task was seen: no row pays for the test)
     waits = _Wait(previous, functools.partial(_unseen, report, conditions, args, span) if unseen else lambda: iter(()))
-    tables = [Table("op_summary", "op_summary", _op_summary_columns(report, metrics), source=source,
-                    where=included(report, conditions), running=waits,
+    stars = report.stars_pmu(selection.everything or not as_file) if pmu and report.stars_pmu else None
+    tables = [Table("op_summary", "op_summary", _op_summary_columns(report, metrics, stars,
+                                                                     selection if as_file else Selection()),
+                    source=source,
+                    where=included(report, conditions), running=Runnings(waits, stars) if stars else waits,
                     ties=report.ge_order if report.has_ties else None)]
     if task_time:
         tables.append(Table("task_time", "task_time", _task_time_columns(report), source=source,
@@ -70,6 +75,7 @@ def _source(report, selection: Selection, metrics, span: str, args: dict, task_t
     """The rows the tables' columns read: the task query's and the times and metrics derived from them."""
     fields = SUMMARY_FIELDS + (TASK_TIME_FIELDS if task_time else ())
     fields += tuple(field for _title, field in TENSOR_COLUMNS) if report.has_tensors else ()
+    fields += STARS_FIELDS if report.stars_pmu else ()
     derived = [f"{py_round_sql('aicore_raw', 2)} AS aicore2"] if metrics else []
     derived += ["end_ns - start_ns AS dur", f"{ProfTime.epoch_ns_sql('start_ns')} AS e_start",
                 f"{ProfTime.epoch_ns_sql('(start_ns + (end_ns - start_ns))')} AS e_stop"]
@@ -82,13 +88,14 @@ def _source(report, selection: Selection, metrics, span: str, args: dict, task_t
                      order="start_syscnt", taps=[OpTotals()] if task_time else [])
 
 
-def _op_summary_columns(report, metrics) -> List[Column]:
+def _op_summary_columns(report, metrics, stars, selection: Selection) -> List[Column]:
     ops = "SELECT {} FROM host.op"
     task_types = f"{ops.format('task_type')} UNION ALL SELECT 'UNKNOWN'"
-    columns = [report.device_column(),
+    columns = [report.device_column(), *_iteration_columns(report, selection, "Model Name"),
                Column("Model ID", INT, sql=f"coalesce(model_id, {UNKNOWN_MODEL})", nullable=False),
                Column("Task ID", INT, sql="task_id", nullable=False),
                Column("Stream ID", INT, sql="stream_id", nullable=False),
+               *_iteration_columns(report, selection, "Infer ID"),
                Column("Op Name", sql="op_name", domain=ops.format("op_name")),
                Column("OP Type", sql="op_type", domain=ops.format("op_type")),
                Column("OP State", sql="op_state", domain=ops.format("op_state")),
@@ -106,13 +113,27 @@ def _op_summary_columns(report, metrics) -> List[Column]:
                     for title, field in TENSOR_COLUMNS]
     else:     # (N/A in every row: not fetched, nor printed one by one)
         columns += [Column(title, constant=None) for title, _field in TENSOR_COLUMNS]
-    if report.is_stars:
+    if stars:
+        columns += stars.column_list()
+    elif report.is_stars:
         columns.append(Column("Context ID", constant=None))
     if metrics:
         kinds = {"python": ROUND3, "sqlite": SQLITE_ROUND3, "int": INT}
         columns += [Column(name, kinds[printed], sql=expr, null_when="total_cycles IS NULL")
                     for name, printed, expr in metrics.column_sql("aicore2", report.aic_mhz)]
     return columns
+
+
+def _iteration_columns(report, selection: Selection, which: str) -> List[Column]:
+    """The reference's columns of an iteration's op_summary (the model's name, N/A when the host does not name
+    it, and the iteration), none in the export of every task."""
+    if selection.everything:
+        return []
+    selection = report.resolve(selection)
+    if which == "Infer ID":
+        return [Column("Infer ID", INT, constant=selection.iteration_id)]
+    names = {m["model_id"]: m["model_name"] for m in report.models()}
+    return [Column("Model Name", constant=names.get(selection.model_id) or None)]
 
 
 def _task_time_columns(report) -> List[Column]:
@@ -279,3 +300,24 @@ class _Wait(Running):
                 out.append((max(start - self.previous[0] - self.previous[1], 0) / 1000,))
             self.previous = (start, duration)
         return out
+
+
+class Runnings(Running):
+    """Several Running's columns over the same rows (a table has one ``running``): each fills its own."""
+
+    def __init__(self, *parts: Running):
+        self.parts = parts
+        self.columns = tuple(c for part in parts for c in part.columns)
+        self.inputs = tuple(i for part in parts for i in part.inputs)
+
+    def start(self) -> None:
+        for part in self.parts:
+            part.start()
+
+    def fill(self, batch: List[tuple]) -> List[tuple]:
+        made, at = [], 0
+        for part in self.parts:
+            width = len(part.inputs)
+            made.append(part.fill([row[at:at + width] for row in batch]))
+            at += width
+        return [sum(rows, ()) for rows in zip(*made)]

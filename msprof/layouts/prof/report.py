@@ -17,6 +17,7 @@ from msprof import store
 from msprof.contract import Iteration, Report, Selection
 from msprof.layouts.prof import statistics, tasks
 from msprof.layouts.prof.op_summary import any_unseen, summary_tables
+from msprof.layouts.prof.families.ffts_pmu import PLATFORMS as STARS_PMU_PLATFORMS, StarsPmu
 from msprof.layouts.prof.schema import HOST
 from msprof.layouts.prof.ties import FirstAppearance, GeOrder
 from msprof.layouts.timebase import ProfTime
@@ -54,8 +55,13 @@ class ProfReport(Report):
         slots = [e for (e,) in self.conn.execute("SELECT event_id FROM pmu_event ORDER BY slot")]
         self.has_pmu = self.count("pmu") > 0
         texts = [text for _event, text in event_items(sample)][:len(slots)]
+        # (platform 5's AI Core PMU is ffts_profile's, both cores per task: ffts_pmu.StarsPmu)
+        # (made for the export of every task or of an iteration: StarsPmu's block_counts)
+        self.stars_pmu = (functools.partial(StarsPmu, self.conn, sample, self.aic_mhz, self.ai_core_num,
+                                            self.meta_number("aiv_num"))
+                          if self.platform in STARS_PMU_PLATFORMS and self._has_rows("ffts_pmu") else None)
         self.metrics = (AscendMetrics(str(sample.get("ai_core_metrics") or ""), slots, self.platform, texts)
-                        if self.has_pmu else None)
+                        if self.has_pmu and self.stars_pmu is None else None)
         self.host_cpu_mhz = None
         if self.has_host:
             host_meta = dict(self.conn.execute("SELECT key, value FROM host.meta"))
@@ -68,6 +74,11 @@ class ProfReport(Report):
         """Device_id: every row's (``constant``), or the rows carry it."""
         kind = INT if isinstance(self.device_number, int) else TEXT
         return Column("Device_id", kind, constant=self.device_number) if constant else Column("Device_id", kind)
+
+    def _has_rows(self, table: str) -> bool:
+        """Whether the device database has ``table`` (not one an older msprof made) with a row in it."""
+        return (self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+                is not None and self.conn.execute(f"SELECT 1 FROM [{table}] LIMIT 1").fetchone() is not None)
 
     # --- facts -------------------------------------------------------------------------------------
     @property
@@ -138,11 +149,13 @@ class ProfReport(Report):
 
     # --- the tables (msprof.layouts.prof.op_summary, .statistics) and the tasks' span (.tasks) --------------
     def op_summary(self, selection: Selection = Selection(), part: Optional[Tuple[int, int]] = None,
-                   pmu: bool = True) -> Table:
+                   pmu: bool = True, as_file: bool = True) -> Table:
         """The op_summary rows in start order; ``part`` (k, n): only the k-th of n ranges of start times (two
         processes write one file), each range starting with the wait since the row before it. ``pmu=False``:
-        without the PMU columns (show: their join and formulas are most of the cost)."""
-        return summary_tables(self, selection, part, pmu)[0]
+        without the PMU columns (show: their join and formulas are most of the cost). ``as_file=False``: an
+        iteration's rows as the whole run's export has them, without the columns naming the iteration and with
+        the STARS PMU of block counts (the reference's file of an iteration has none: StarsPmu)."""
+        return summary_tables(self, selection, part, pmu, as_file=as_file)[0]
 
     def op_summary_and_task_time(self, part: Optional[Tuple[int, int]] = None) -> List[Table]:
         """op_summary (everything) and task_time, of one RowSource: task_time has every timed task, op_summary

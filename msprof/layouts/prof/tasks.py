@@ -33,6 +33,9 @@ TASK_FIELDS = {
     "call_seq": ("(SELECT a.seq FROM host.api a WHERE a.level = 10000 AND a.thread = h.thread"
                  " AND a.begin = h.call_begin LIMIT 1)"),
     **{field: f"tn.{field}" for _title, field in TENSOR_COLUMNS},
+    # the STARS PMU context record of the run (msprof.layouts.prof.families.ffts_pmu)
+    "f_cycles": "f.total_cycles", **{f"f_c{i}": f"f.c{i}" for i in range(8)}, "f_ffts": "f.ffts_type",
+    "f_subtask_type": "f.subtask_type", "f_subtask": "f.subtask_id",
     "start_ns": ProfTime.device_ns_sql("t.start_syscnt"),
     "end_ns": ProfTime.device_ns_sql("t.end_syscnt"),
 }
@@ -53,6 +56,9 @@ def task_query(report, fields, pmu: bool = False, span: str = "", order: str = "
     join = ""
     if any(TASK_FIELDS[f].startswith("tn.") for f in fields):
         join = "LEFT JOIN host.tensor tn ON tn.tensor_id = h.tensor_id"
+    if any(TASK_FIELDS[f].startswith("f.") for f in fields):
+        join += (" LEFT JOIN ffts_pmu f ON f.stream_id = t.stream_id AND f.task_id = t.task_id"
+                 " AND f.exec_n = t.exec_n")
     if pmu:
         # the reference takes a single op's block count (for its AI Core time) only from the launches at or
         # after the collection's beginning on the host's clock (pmu_calculator: against warm-up's wrapped

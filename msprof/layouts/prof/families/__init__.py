@@ -18,7 +18,7 @@ FAMILIES: List[Family] = [step_trace.FAMILY, msproftx.FAMILY, hccl.FAMILY, aicpu
 NOT_MADE_YET = {
     "ffts_pmu": "op_summary's STARS AI Core PMU columns",
     "hccl": "the COMMUNICATION rows of op_summary, the Communication timeline and analyze/communication*.json",
-    "step_trace": "the Step Trace timeline and Model Name / Infer ID in per-iteration exports",
+    "step_trace": "the Step Trace timeline",
     "msproftx": "the msproftx timeline",
     "memory": "the NPU MEM timeline counters",
 }
@@ -45,12 +45,18 @@ def kinds_of(role: str) -> Dict[str, str]:
     return {kind: family.name for family in of_role(role) for _pattern, kind in family.kinds}
 
 
+def made_on(platform: str) -> Tuple[str, ...]:
+    """The families of NOT_MADE_YET that msprof makes on this platform all the same."""
+    return ("ffts_pmu",) if platform in ffts_pmu.PLATFORMS else ()
+
+
 def load_families(conn, role: str, files: Sequence[Path], device_id: Optional[str], notices,
-                  counts: Dict[str, StreamCount], need_clock: Callable[[str], object] = lambda what: None
-                  ) -> Tuple[List[str], List[Path]]:
+                  counts: Dict[str, StreamCount], need_clock: Callable[[str], object] = lambda what: None,
+                  made: Sequence[str] = ()) -> Tuple[List[str], List[Path]]:
     """Decode every family of ``role`` found among ``files`` (a device's streams: those of ``device_id`` or of
     no device); returns the names of the families found and the files they read. ``need_clock(family)``
-    is called first for a family timed by the device counter (it raises when the frequency is unknown)."""
+    is called first for a family timed by the device counter (it raises when the frequency is unknown).
+    ``made``: families whose NOT_MADE_YET notice does not apply here (made_on)."""
     found, claimed = [], []
     for family in of_role(role):
         streams: Dict[str, List[StreamFiles]] = {}
@@ -64,7 +70,7 @@ def load_families(conn, role: str, files: Sequence[Path], device_id: Optional[st
                 need_clock(family.name)
             load(conn, family, streams, notices, counts)
             found.append(family.name)
-            if family.name in NOT_MADE_YET:
+            if family.name in NOT_MADE_YET and family.name not in made:
                 notices.notice(f"{family.name} data decoded (msprof query counts them); not made from them yet: "
                                f"{NOT_MADE_YET[family.name]}")
     return found, claimed

@@ -8,122 +8,199 @@ any other task's other core is zero. Each side's time is the reference's total t
 the task's block num (the MIX task's secondary side: its mix block num), the AI Core frequency and the side's
 core count (info.json ai_core_num, aiv_num).
 
-Implemented here: the PipeUtilization set as the collector writes it on platform 5 (AI Core
-PipeUtilizationExct, AI Vector Core PipeUtilization) — the other sets' columns are facts in
-docs/prof-format.md, to be made from msprof.metrics' formulas when wired (docs/families-plan.md).
+Each side's metric columns are its set's (sample.json ``ai_core_metrics`` for AI Core, ``aiv_metrics`` for AI
+Vector Core) as msprof.metrics defines them for the HWTS chips, prefixed ``aic_``/``aiv_``, less the names the
+reference does not print (``UNSUPPORTED``) and those whose events the side did not record. The collector
+writes AI Core's PipeUtilization on platform 5 as PipeUtilizationExct, with events of its own (``EXCT``).
 """
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional
 
 from msprof.decode.ffts_pmu import BLOCK_COLUMNS, CONTEXT_COLUMNS, FftsPmuDecoder
-from msprof.layouts.prof.families.base import Context, Family, kinds
-from msprof.metrics import event_items
+from msprof.layouts.prof.families.base import Family, kinds
+from msprof.metrics import ASCEND_METRIC_SETS, event_items
 from msprof.store import TableDef
+from msprof.tables import INT, ROUND3, SQLITE_ROUND3, Column, Running
 
 FAMILY = Family("ffts_pmu", "device", kinds((r"^ffts_profile\.data(\.\d+)?$", "ffts_pmu")),
                 {"ffts_pmu": TableDef({c: int for c in CONTEXT_COLUMNS}),
                  "ffts_block_pmu": TableDef({c: int for c in BLOCK_COLUMNS})},
                 {"ffts_pmu": lambda item: FftsPmuDecoder()},
-                indexes=[("ffts_pmu", ["stream_id", "task_id", "exec_n"])])
+                indexes=[("ffts_pmu", ["stream_id", "task_id", "exec_n"]),
+                         ("ffts_block_pmu", ["stream_id", "task_id", "subtask_id"])])
 
+# the chips whose op_summary has both cores' columns (the reference's chip v4)
+PLATFORMS = ("5",)
 AIC_FFTS = {0, 5}
-MIX_SUBTASKS = {6: "MIX_AIC", 7: "MIX_AIV"}
-# (column, kind, events): "ratio" Σ counters / cycles (the raw sum without cycles), "time" the side's total
-# time × that ratio, "miss" icache misses / requests
-PIPE_EXCT = [("mac", (0x416, 0x417)), ("scalar", (0x9,)), ("mte1", (0x302,)), ("mte2", (0xC,)),
-             ("fixpipe", (0x303,))]
-PIPE_AIV = [("vec", (0x8,)), ("scalar", (0x9,)), ("mte2", (0xC,)), ("mte3", (0xD,))]
+MIX_SUBTASKS = (6, 7)        # MIX_AIC, MIX_AIV
+# the metric names the reference's op_summary leaves out (AiCoreOpReport.UNSUPPORTED_HEADER)
+UNSUPPORTED = {
+    "aic_vec_ratio", "aic_vec_time", "aiv_mac_ratio", "aiv_mac_time", "aiv_mte1_ratio", "aic_ub_read_bw",
+    "aiv_mte1_time", "aic_ub_write_bw", "aiv_l1_read_bw", "aiv_l1_write_bw", "aic_l0c_read_bw",
+    "aic_l0c_write_bw", "aiv_l0a_read_bw", "aiv_l0a_write_bw", "aiv_l0b_read_bw", "aiv_l0b_write_bw",
+    "aiv_l0c_read_bw_cube", "aiv_l0c_write_bw_cube", "aic_ub_read_bw_mte", "aic_ub_write_bw_mte",
+    "aic_ub_read_bw_vector", "aic_ub_write_bw_vector", "aiv_mac_fp16_ratio", "aiv_mac_int8_ratio",
+    "aic_vec_fp32_ratio", "aic_vec_fp16_ratio", "aic_vec_int32_ratio", "aic_vec_misc_ratio",
+    "aic_vec_fp16_128lane_ratio", "aic_vec_fp16_64lane_ratio", "aic_vec_bankgroup_cflt_ratio",
+    "aic_vec_bank_cflt_ratio", "aic_vec_resc_cflt_ratio", "aic_vector_fops", "aiv_cube_fops",
+    "aiv_fixpipe_ratio", "aiv_fixpipe_time"}
+# PipeUtilizationExct (AI Core on platform 5): a pipe's ratio is its events' summed counters over the cycles
+EXCT = [("mac_time(us)", "summed_time", (0x416, 0x417)), ("mac_ratio", "summed_ratio", (0x416, 0x417)),
+        ("scalar_time(us)", "summed_time", (0x9,)), ("scalar_ratio", "summed_ratio", (0x9,)),
+        ("mte1_time(us)", "summed_time", (0x302,)), ("mte1_ratio", "summed_ratio", (0x302,)),
+        ("mte2_time(us)", "summed_time", (0xC,)), ("mte2_ratio", "summed_ratio", (0xC,)),
+        ("fixpipe_time(us)", "summed_time", (0x303,)), ("fixpipe_ratio", "summed_ratio", (0x303,)),
+        ("icache_miss_rate", "miss_rate", (0x54, 0x55))]
+PIPE_SETS = ("PipeUtilization", "PipeUtilizationExct")
+# the kinds of msprof.metrics a side prints (its time, cycles, memory bound and cube use are the task's)
+SIDE_KINDS = ("ratio", "pipe_time", "miss_rate", "fops", "bandwidth", "event_count", "summed_ratio", "summed_time")
+# platform 5 weighs vector fops as chip v2 does
+SET_PLATFORM = "1"
 
 
-def columns() -> List[str]:
-    out = ["aicore_time(us)", "aic_total_cycles"]
-    for name, _e in PIPE_EXCT:
-        out += [f"aic_{name}_time(us)", f"aic_{name}_ratio"]
-    out += ["aic_icache_miss_rate", "aiv_time(us)", "aiv_total_cycles"]
-    for name, _e in PIPE_AIV:
-        out += [f"aiv_{name}_time(us)", f"aiv_{name}_ratio"]
-    return out + ["aiv_icache_miss_rate", "cube_utilization(%)"]
-
-
-class Sides:
-    """The context and block records of a device, taken run by run per (stream, task, context)."""
-
-    def __init__(self, conn, schema: str = "main"):
-        self.contexts: Dict[tuple, List[tuple]] = {}
-        for row in conn.execute(f"SELECT stream_id, task_id, subtask_id, subtask_type, ffts_type, total_cycles, c0,"
-                                f" c1, c2, c3, c4, c5, c6, c7 FROM {schema}.ffts_pmu ORDER BY stream_id, task_id,"
-                                " exec_n"):
-            self.contexts.setdefault(row[:3], []).append(row[3:])
-        self.blocks: Dict[tuple, List[tuple]] = {}
-        for row in conn.execute(f"SELECT stream_id, task_id, subtask_id, total_cycles, c0, c1, c2, c3, c4, c5, c6, c7"
-                                f" FROM {schema}.ffts_block_pmu WHERE ffts_type = 4 AND subtask_type IN (6, 7)"
-                                " ORDER BY rowid"):
-            self.blocks.setdefault(row[:3], []).append(row[3:])
-        self.taken: Dict[tuple, int] = {}
-
-    def next(self, stream: int, task: int, context: Optional[int], mix_blocks: int):
-        """(AI Core (cycles, counters), AI Vector Core (cycles, counters), main side is AI Core) of the next run
-        of the key, or None without a record."""
-        key = (stream, task, context)
-        n = self.taken.get(key, 0)
-        records = self.contexts.get(key, [])
-        if n >= len(records):
-            return None
-        self.taken[key] = n + 1
-        subtask_type, ffts, cycles, *counters = records[n]
-        aic = ffts in AIC_FFTS or (ffts == 4 and subtask_type in (0, 6))
-        own, other = (cycles, counters), (0, [0] * 8)
-        blocks = self.blocks.get(key, [])
-        if ffts == 4 and subtask_type in MIX_SUBTASKS and mix_blocks and blocks:
-            group = blocks[n * mix_blocks:(n + 1) * mix_blocks]
-            other = (sum(b[0] for b in group), [sum(b[1 + i] for b in group) for i in range(8)])
-        return (own, other, True) if aic else (other, own, False)
-
-
-def total_time(cycles: int, freq_hz: int, blocks: int, cores: int) -> float:
-    """The reference's Utils.cal_total_time: µs of the cycles over the blocks' waves of cores, 2 decimals."""
-    if not (blocks and cores and freq_hz):
-        return 0
-    return round(cycles * 1000 * 1000 / freq_hz / blocks * ((blocks + cores - 1) // cores), 2)
-
-
-def cells(conn, side: tuple, context: Context, row: dict, events: Tuple[List[int], List[int]]) -> List[str]:
-    """op_summary's PMU cells of one task row (``row``: block_num, mix_block_num, dur_ns, mix main side)."""
-    (aic_cyc, aic_c), (aiv_cyc, aiv_c), main_aic = side
-    freq = int(float(context.result.aic_mhz or 0) * 1e6)
-    info = context.result.info.get("DeviceInfo", [{}])[0]
-    aic_cores, aiv_cores = context.result.ai_core_num or 0, int(info.get("aiv_num") or 0)
-    mix = row["mix"]
-    aic_blocks = row["mix_block_num"] if mix and not main_aic else row["block_num"]
-    aiv_blocks = row["mix_block_num"] if mix and main_aic else row["block_num"]
-    aic_time = total_time(aic_cyc, freq, aic_blocks, aic_cores)
-    aiv_time = total_time(aiv_cyc, freq, aiv_blocks, aiv_cores)
-    out = [_round(conn, aic_time), str(aic_cyc)] + _pipe(conn, PIPE_EXCT, events[0], aic_cyc, aic_c, aic_time)
-    out += [_round(conn, aiv_time), str(aiv_cyc)] + _pipe(conn, PIPE_AIV, events[1], aiv_cyc, aiv_c, aiv_time)
-    mhz, cores, dur = float(context.result.aic_mhz or 0), context.result.ai_core_num or 0, row["dur_ns"]
-    if aic_cyc and dur and mhz and cores:
-        out.append(repr(round(100 * aic_cyc * 1000 / (mhz * cores * dur), 3)))
-    else:
-        out.append("0")
+def side_metrics(metric_set: str, events: List[int], prefix: str) -> List[tuple]:
+    """(column name, kind, args) of one side's metrics: the set's columns it prints, of recorded events."""
+    make = ASCEND_METRIC_SETS.get(metric_set)
+    columns = EXCT if metric_set == "PipeUtilizationExct" else make(SET_PLATFORM) if make else []
+    out = []
+    for name, kind, args in columns:
+        base = name.replace("(us)", "").replace("(GB/s)", "")
+        needed = [a[0] if isinstance(a, tuple) else a for a in (args if kind != "bandwidth" else args[:1])]
+        if kind in SIDE_KINDS and prefix + base not in UNSUPPORTED and all(e in events for e in needed):
+            out.append((prefix + name, kind, args))
     return out
 
 
-def _pipe(conn, metrics, events: List[int], cycles: int, counters: List[int], side_time: float) -> List[str]:
-    slot = {e: i for i, e in enumerate(events)}
-    out = []
-    for _name, needed in metrics:
-        raw = sum(counters[slot[e]] for e in needed if e in slot)
-        ratio = raw / cycles if cycles else float(raw)
-        out += [_round(conn, side_time * ratio), _round(conn, ratio)]
-    req, miss = counters[slot[0x54]] if 0x54 in slot else 0, counters[slot[0x55]] if 0x55 in slot else 0
-    rate = (miss / req if req else (miss / cycles if cycles else float(miss)))
-    return out + [_round(conn, rate)]
+def side_events(sample: dict, key: str) -> List[int]:
+    return [e for e, _t in event_items({"ai_core_profiling_events": sample.get(key, "")})][:8]
 
 
-def _round(conn, value: float) -> str:
-    return repr(conn.execute("SELECT round(?, 3)", (value,)).fetchone()[0])
+class StarsPmu(Running):
+    """op_summary's PMU columns of a platform-5 device, computed a batch of task rows at a time from each
+    row's context record (the task query's ``f_*`` fields) and, for a MIX task, its blocks' sums."""
+
+    inputs = ("f_cycles", "f_c0", "f_c1", "f_c2", "f_c3", "f_c4", "f_c5", "f_c6", "f_c7", "f_ffts",
+              "f_subtask_type", "f_subtask", "stream_id", "task_id", "exec_n", "block_dim", "dur")
+
+    def __init__(self, conn, sample: dict, aic_mhz: Optional[float], ai_core_num: Optional[int],
+                 aiv_num: Optional[int], block_counts: bool = True):
+        self.conn = conn
+        # (False: the reference's export of one iteration, which reads the records without GE's block counts: its
+        # times are 0 and a MIX task's other core is not summed)
+        self.block_counts = block_counts
+        self.aic_set, self.aiv_set = str(sample.get("ai_core_metrics") or ""), str(sample.get("aiv_metrics") or "")
+        self.aic = side_metrics(str(sample.get("ai_core_metrics") or ""), side_events(sample,
+                                "ai_core_profiling_events"), "aic_")
+        self.aiv = side_metrics(str(sample.get("aiv_metrics") or ""), side_events(sample, "aiv_profiling_events"),
+                                "aiv_")
+        self.aic_slot = {e: i for i, e in enumerate(side_events(sample, "ai_core_profiling_events"))}
+        self.aiv_slot = {e: i for i, e in enumerate(side_events(sample, "aiv_profiling_events"))}
+        self.cube = str(sample.get("ai_core_metrics") or "") in PIPE_SETS
+        self.mhz, self.aic_cores, self.aiv_cores = float(aic_mhz or 0), int(ai_core_num or 0), int(aiv_num or 0)
+        self.columns = tuple(c.name for c in self.column_list())
+
+    def column_list(self) -> List[Column]:
+        """Context ID (an FFTS+ record's context) and the PMU columns after it, in the reference's order."""
+        def side(first: str, cycles: str, metrics) -> List[Column]:
+            return [Column(first, ROUND3), Column(cycles, INT)] + [
+                Column(name, SQLITE_ROUND3) for name, _k, _a in metrics]
+        out = [Column("Context ID", INT)] + side("aicore_time(us)", "aic_total_cycles", self.aic) + side("aiv_time(us)", "aiv_total_cycles",
+                                                                          self.aiv)
+        return out + ([Column("cube_utilization(%)", ROUND3)] if self.cube else [])
+
+    def fill(self, batch: List[tuple]) -> List[tuple]:
+        rows, rounded = [], []
+        for row in batch:
+            if row[0] is None:
+                rows.append(None)
+                continue
+            values = self._row(row)
+            rows.append(values)
+            rounded += [v for v, sqlite in values if sqlite]
+        rounded = iter(sqlite_round3(self.conn, rounded))
+        empty = (None,) * len(self.columns)
+        return [empty if r is None else tuple(next(rounded) if sqlite else v for v, sqlite in r) for r in rows]
+
+    def _row(self, row: tuple) -> List[tuple]:
+        """(value, whether SQLite rounds it) of each column of one task with a context record."""
+        cycles, counters, ffts, subtask_type, subtask, stream, task, exec_n, block_dim, dur = (
+            row[0], row[1:9], *row[9:])
+        main_aic = ffts in AIC_FFTS or (ffts == 4 and subtask_type in (0, 6))
+        mix = ffts == 4 and subtask_type in MIX_SUBTASKS
+        block_dim = block_dim if self.block_counts else 0
+        blocks = (block_dim or 0) & 0xFFFF
+        mix_blocks = blocks * ((block_dim or 0) >> 16 & 0xFFFF)
+        other = self._blocks(stream, task, subtask, exec_n, mix_blocks) if mix and mix_blocks else (0, [0] * 8)
+        own = (cycles, list(counters))
+        (aic_cyc, aic_c), (aiv_cyc, aiv_c) = (own, other) if main_aic else (other, own)
+        aic_time = total_time(aic_cyc, self.mhz, mix_blocks if mix and not main_aic else blocks, self.aic_cores)
+        aiv_time = total_time(aiv_cyc, self.mhz, mix_blocks if mix and main_aic else blocks, self.aiv_cores)
+        out = [(subtask if ffts == 4 else None, False), (aic_time, False), (aic_cyc, False)]
+        out += [(v, True) for v in self._side(self.aic, self.aic_slot, aic_cyc, aic_c, aic_time)]
+        out += [(aiv_time, False), (aiv_cyc, False)]
+        out += [(v, True) for v in self._side(self.aiv, self.aiv_slot, aiv_cyc, aiv_c, aiv_time)]
+        if self.cube:
+            cores = self.aic_cores
+            usage = 100 * aic_cyc * 1000 / (self.mhz * cores * dur) if aic_cyc and dur and self.mhz and cores else 0
+            out.append((usage, False))
+        return out
+
+    def _blocks(self, stream: int, task: int, subtask, exec_n: int, mix_blocks: int) -> tuple:
+        """(cycles, counters) summed over the blocks of a MIX task's run ``exec_n``."""
+        got = self.conn.execute(
+            "SELECT count(*), total(total_cycles), total(c0), total(c1), total(c2), total(c3), total(c4),"
+            " total(c5), total(c6), total(c7) FROM (SELECT * FROM ffts_block_pmu WHERE stream_id = ? AND task_id = ?"
+            " AND subtask_id IS ? AND ffts_type = 4 AND subtask_type IN (6, 7) ORDER BY rowid LIMIT ? OFFSET ?)",
+            (stream, task, subtask, mix_blocks, exec_n * mix_blocks)).fetchone()
+        if not got[0]:
+            return 0, [0] * 8
+        return int(got[1]), [int(v) for v in got[2:]]
+
+    def _side(self, metrics, slot: dict, cycles: int, counters: List[int], side_time: float) -> List[float]:
+        def count(e):
+            return counters[slot[e]]
+
+        def ratio(e):
+            return count(e) / cycles if cycles else float(count(e))
+        out = []
+        for _name, kind, args in metrics:
+            out.append(_FORMULAS[kind](args, count, ratio, cycles, side_time, self.mhz * 1e6))
+        return out
 
 
-def sample_events(sample: dict) -> Tuple[List[int], List[int]]:
-    """The AI Core and AI Vector Core events of sample.json, in slot order."""
-    aiv = {"ai_core_profiling_events": sample.get("aiv_profiling_events", "")}
-    return [e for e, _t in event_items(sample)], [e for e, _t in event_items(aiv)]
+# each side kind's value from the side's counters (count), ratios (ratio), cycles, time and frequency (Hz)
+# (msprof.metrics.AscendMetrics.column_sql computes the same for the HWTS chips in SQL)
+_FORMULAS = {
+    "ratio": lambda a, count, ratio, cyc, t, f: sum(ratio(e) for e in a),
+    "pipe_time": lambda a, count, ratio, cyc, t, f: t * ratio(a[0]),
+    "miss_rate": lambda a, count, ratio, cyc, t, f: ratio(a[1]) / ratio(a[0]) if count(a[0]) else ratio(a[1]),
+    "fops": lambda a, count, ratio, cyc, t, f: sum((ratio(e) * cyc * w for e, w in a), 0.0),
+    "bandwidth": lambda a, count, ratio, cyc, t, f: (
+        (float(count(a[0])) * a[1] / (cyc / f) / 8589934592.0 if f else 0.0) if cyc else float(count(a[0]))),
+    "event_count": lambda a, count, ratio, cyc, t, f: float(count(a[0])),
+    "summed_ratio": lambda a, count, ratio, cyc, t, f: _summed(a, count, cyc),
+    "summed_time": lambda a, count, ratio, cyc, t, f: t * _summed(a, count, cyc),
+}
+
+
+def _summed(events, count, cycles: int) -> float:
+    raw = sum(count(e) for e in events)
+    return raw / cycles if cycles else float(raw)
+
+
+def total_time(cycles: int, mhz: float, blocks: int, cores: int) -> float:
+    """The reference's Utils.cal_total_time: µs of the cycles over the blocks' waves of cores, 2 decimals."""
+    freq_hz = int(mhz * 1e6)
+    if not (blocks and cores and freq_hz):
+        return 0.0
+    return round(cycles * 1000 * 1000 / freq_hz / blocks * ((blocks + cores - 1) // cores), 2)
+
+
+def sqlite_round3(conn, values: List[float]) -> List[float]:
+    """SQLite's round(x, 3) of each value (what the reference prints; it rounds ties of the decimal text up,
+    not Python's way), a few hundred values a statement."""
+    out: List[float] = []
+    for i in range(0, len(values), 500):
+        part = values[i:i + 500]
+        sql = "SELECT round(column1, 3) FROM (VALUES " + ", ".join(["(?)"] * len(part)) + ")"
+        out += [v for (v,) in conn.execute(sql, part)]
+    return out
