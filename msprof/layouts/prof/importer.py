@@ -158,23 +158,30 @@ def import_device(result: ResultDir, target: Path, spare_cores: bool = False) ->
         say_unread(unknown, claimed, result.path, notices)
         _task_keys(conn)
         workers.merge(db, "pmu", counts, notices)
-        if unread_hwts:
-            notices.notice(f"hwts.data of platform {result.platform_version} not read, as the reference does not "
-                           "read it on this chip (its task log is elsewhere)")
-        if not has_tasks:
-            notices.notice(f"no device task data (hwts.data / stars_soc.data) in {result.path / 'data'}: "
-                           "op_summary, op_statistic and task_time are skipped")
-        if unread_pmu:
-            notices.notice(f"aicore.data of platform {result.platform_version} (a STARS chip, whose PMU is in "
-                           "ffts_profile.data) not read, as the reference does not read it: op_summary has no PMU "
-                           "columns")
-        elif not streams.get("pmu") and result.sample.get("ai_core_metrics") and has_tasks and "ffts_pmu" not in found:
-            notices.notice(f"no aicore.data in {result.path / 'data'}: op_summary has no PMU columns")
+        _say_not_read(result, notices, unread_hwts, unread_pmu, has_tasks,
+                      not streams.get("pmu") and "ffts_pmu" not in found)
         DEVICE.create_indexes(db)
         store.record_sources(db, result.path, counts, notices, files + result.metadata_files,
                              _meta(result, "device"))
     log.info("imported %s in %.2f s", result.path, time.monotonic() - started)
     return target
+
+
+def _say_not_read(result: ResultDir, notices: Notices, unread_hwts, unread_pmu, has_tasks: bool, no_pmu: bool
+                  ) -> None:
+    """The notices of a device's data not read, and of what op_summary goes without."""
+    if unread_hwts:
+        notices.notice(f"hwts.data of platform {result.platform_version} not read, as the reference does not "
+                       "read it on this chip (its task log is elsewhere)")
+    if not has_tasks:
+        notices.notice(f"no device task data (hwts.data / stars_soc.data) in {result.path / 'data'}: "
+                       "op_summary, op_statistic and task_time are skipped")
+    if unread_pmu:
+        notices.notice(f"aicore.data of platform {result.platform_version} (a STARS chip, whose PMU is in "
+                       "ffts_profile.data) not read, as the reference does not read it: op_summary has no PMU "
+                       "columns")
+    elif no_pmu and result.sample.get("ai_core_metrics") and has_tasks:
+        notices.notice(f"no aicore.data in {result.path / 'data'}: op_summary has no PMU columns")
 
 
 def import_no_device(result: ResultDir, target: Path, spare_cores: bool = False) -> Path:
