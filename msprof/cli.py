@@ -335,6 +335,19 @@ def demo_cmd(output, prof):
     api.demo(output, "PROF_" if prof else "JOB")
 
 
+@cli.command("cann-tree", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@click.argument("directory", callback=_path_arg, metavar="DIR")
+@verbosity_options
+def cann_tree_cmd(directory):
+    """Write CANN's two msprof entry points under DIR (tools/profiler/bin/msprof and
+    tools/profiler/profiler_tool/analysis/msprof/msprof.py), each running this msprof, so that torch_npu's and
+    MindSpore's analysis use it without a CANN install; prints the line that puts DIR/tools/profiler/bin first
+    on PATH (docs/prof.md)."""
+    from msprof import canntree
+
+    print(canntree.export_line(canntree.write(directory)))
+
+
 def _is_disk_full(exc: Exception) -> bool:
     return getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in str(exc)
 
