@@ -327,7 +327,7 @@ def test_host_without_devices_gives_its_api_statistic(tmp_path):
     shown = subprocess.run([sys.executable, "-m", "msprof", "query", "-dir", str(prof_dir)], capture_output=True,
                            text=True, env=dict(os.environ, COLUMNS="200"))
     assert shown.returncode == 0, shown.stderr
-    rows = [line.split() for line in shown.stdout.splitlines() if line.startswith("host ")]
+    rows = [line.split() for line in shown.stdout.splitlines() if line.lstrip().startswith("host ")]  # (right-aligned)
     runs = collections.Counter(a.item for a in prof.apis if a.name == "ModelExecute")
     assert [row[-4:] for row in rows[:2]] == [[m, name, str(runs[m]), f"1-{runs[m]}"]
                                               for m, name in (("1", "resnet50"), ("7", "bert"))], shown.stdout
