@@ -22,7 +22,7 @@ MARK = "written by msprof cann-tree"       # (a file without it is someone else'
 
 # The start of both programs: this msprof's package directory is appended to the path, so that a msprof run
 # from a source tree (PYTHONPATH) is found too; an installed one is found first, as it is the same.
-_BOOT = "import sys; sys.path.append({root!r}); from msprof.__main__ import main"
+_BOOT = "import sys; sys.path.append({root!r}); from msprof.__main__ import main; main()"
 
 _WRAPPER = """#!/bin/sh
 # msprof standing in for the CANN msprof ({mark}): this Python, this msprof
@@ -58,23 +58,31 @@ def write(directory: Path) -> Path:
     python = sys.executable
     boot = _BOOT.format(root=root)
     bin_dir = Path(directory) / BIN
-    _program(bin_dir / "msprof", _WRAPPER.format(mark=MARK, python=shlex.quote(python),
-                                                 boot=shlex.quote(boot + "; main()")))
-    _program(Path(directory) / ANALYSIS / "msprof.py", _ANALYSIS.format(mark=MARK, python=python,
-                                                                         boot=boot + "; main()"))
+    programs = {bin_dir / "msprof": _WRAPPER.format(mark=MARK, python=shlex.quote(python), boot=shlex.quote(boot)),
+                Path(directory) / ANALYSIS / "msprof.py": _ANALYSIS.format(mark=MARK, python=python, boot=boot)}
+    for path in programs:           # (both checked before either is written: never half a tree)
+        _refuse_foreign(path)
+    for path, text in programs.items():
+        _program(path, text)
     return bin_dir
 
 
-def _program(path: Path, text: str) -> None:
-    """``text`` as an executable at ``path`` (rwx for its owner, as the umask allows the rest), replacing only
-    an earlier file of ours."""
-    output_dir(path.parent)
-    if os.path.lexists(path):
+def _refuse_foreign(path: Path) -> None:
+    """A file at ``path`` that cann-tree did not write (a link or a special file included) is never replaced."""
+    if not os.path.lexists(path):
+        return
+    ours = False
+    if os.path.isfile(path) and not os.path.islink(path):      # (a link or a FIFO is never opened)
         with naming_errors(path):
             with open(path, "rb") as handle:
                 ours = MARK.encode() in handle.read(4096)
-        if os.path.islink(path) or not ours:
-            raise OutputError(f"{path} exists and was not written by msprof cann-tree: left as it is")
+    if not ours:
+        raise OutputError(f"{path} exists and was not written by msprof cann-tree: left as it is")
+
+
+def _program(path: Path, text: str) -> None:
+    """``text`` as an executable at ``path`` (rwx for its owner, as the umask allows the rest)."""
+    output_dir(path.parent)
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
         os.chmod(tmp, file_mode() | (file_mode() & 0o444) >> 2)       # (executable by whoever may read it)
