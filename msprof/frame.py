@@ -62,7 +62,22 @@ def build_databases(databases: List[Database], keep_going: bool = False,
     device: the host has little to say), the small ones are built first and the large one alone, which may
     then use a worker process of its own. A database that cannot be built fails the call; with
     ``keep_going``, the others are built first and the failures are said and summed up (``Failures``), with
-    those of ``broken`` (result directories found unusable, with their error)."""
+    those of ``broken`` (result directories found unusable, with their error). A database that reads others
+    (``after_others``: a framework directory's, which links its ops to its PROF_'s tasks) is built after them."""
+    later = [d for d in databases if getattr(d, "after_others", False)]
+    databases = [d for d in databases if not getattr(d, "after_others", False)] + later
+    results = _build_all(databases[:len(databases) - len(later)]) + [_build_or_error(d, True) for d in later]
+    # (counted by result directory: a host without devices has two databases read from it, which fail together)
+    failures = Failures(len({d.source_dir for d in databases}) + len(broken) if keep_going else 1, "databases")
+    for name, error in broken:
+        failures.add(name, error)
+    for database, (_path, error) in zip(databases, results):
+        failures.add(database.source_dir, error)
+    failures.done()
+    return [path for path, _error in results if path is not None]
+
+
+def _build_all(databases: List[Database]) -> list:
     if len(databases) > 1 and several_cores():
         sizes = [_raw_bytes(d) for d in databases]
         largest = max(range(len(databases)), key=sizes.__getitem__)
@@ -80,14 +95,7 @@ def build_databases(databases: List[Database], keep_going: bool = False,
             results[largest] = _build_or_error(databases[largest], True)
     else:
         results = [_build_or_error(database, True) for database in databases]
-    # (counted by result directory: a host without devices has two databases read from it, which fail together)
-    failures = Failures(len({d.source_dir for d in databases}) + len(broken) if keep_going else 1, "databases")
-    for name, error in broken:
-        failures.add(name, error)
-    for database, (_path, error) in zip(databases, results):
-        failures.add(database.source_dir, error)
-    failures.done()
-    return [path for path, _error in results if path is not None]
+    return results
 
 
 class Failures:

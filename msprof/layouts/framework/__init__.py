@@ -17,8 +17,9 @@ from msprof.contract import Database, Layout, Selection, SummaryFile, Target, Un
 from msprof.errors import DataError
 from msprof.layouts.base import ID_LIST, data_table, out_dir
 from msprof.layouts.framework import where
-from msprof.layouts.framework.importer import LAYOUT, framework_sources
+from msprof.layouts.framework.importer import LAYOUT, framework_sources, prof_identity, read_meta
 from msprof.layouts.framework.kernels import kernel_details
+from msprof.layouts.framework.operators import operator_details
 from msprof.layouts.framework.report import NO_LEVEL, FrameworkReport
 from msprof.layouts.framework.steptime import step_trace_time
 from msprof.layouts.prof import ProfLayout, prof_root
@@ -35,8 +36,17 @@ class FrameworkDatabase(Database):
     def sources(self) -> List[Path]:
         return framework_sources(self.source_dir)
 
+    # (its links read the PROF_ databases: built after them, and again whenever one of them is)
+    after_others = True
+
     def stale(self) -> Optional[str]:
-        return stale(self.path, self.source_dir, self.sources(), self.layout)
+        prof = self.build.keywords.get("prof_databases", ()) if isinstance(self.build, functools.partial) else ()
+        if any(database.stale() is not None for database in prof):
+            return "its PROF_ data is imported again"
+        reason = stale(self.path, self.source_dir, self.sources(), self.layout)
+        if reason is None and read_meta(self.path, "prof_databases") != prof_identity(prof):
+            return "its PROF_ databases were built again"
+        return reason
 
 
 class FrameworkLayout(Layout):
@@ -68,9 +78,10 @@ class FrameworkLayout(Layout):
     def _unit(self, directory: Path, base: Path, prof_units: List[Unit]) -> Unit:
         """The framework unit: its database last, after those of its PROF_ devices (its reports read them)."""
         profs = where.prof_dirs(directory)
-        database = FrameworkDatabase(LAYOUT, "main", directory, base / "sqlite" / DB_NAME,
-                                     functools.partial(_import, directory), empty_ok=True)
         theirs = {d.path: d for unit in prof_units if unit.problem is None for d in unit.databases}
+        database = FrameworkDatabase(LAYOUT, "main", directory, base / "sqlite" / DB_NAME,
+                                     functools.partial(_import, directory, prof_databases=tuple(theirs.values()),
+                                                       prof_layout=self.prof), empty_ok=True)
         problem = None
         if len(profs) > 1:
             problem = DataError(f"{directory}: {len(profs)} PROF_ directories ({', '.join(p.name for p in profs)}):"
@@ -93,18 +104,19 @@ class FrameworkLayout(Layout):
             notice(f"{label}: ASCEND_PROFILER_OUTPUT covers the whole run: an export without --iteration-id "
                    "writes it")
             return []
+        weight = report.unit.database.path.stat().st_size
+        ops = [SummaryFile("operator_details", operator_details, (), weight)] if report.count("fw_op") else []
         if not report.has_tasks:
             notice(f"{label}: no device task data: kernel_details skipped")
-            return []
+            return ops
         if report.has_marks():
             notice(f"{label}: op marks (the task queue) recorded: steps are given their launches by host time, "
                    "not yet through the queue as torch_npu does (Step Id may differ)")
         if report.level == NO_LEVEL:
             notice(f"{label}: profiler level {NO_LEVEL}: no kernel_details nor step_trace_time, as torch_npu")
-            return []
-        weight = report.unit.database.path.stat().st_size
-        return [SummaryFile("kernel_details", FrameworkLayout.kernel_details, (), weight),
-                SummaryFile("step_trace_time", FrameworkLayout.step_trace_time, (), weight)]
+            return ops
+        return [SummaryFile("kernel_details", FrameworkLayout.kernel_details, (), weight)] + ops + [
+            SummaryFile("step_trace_time", FrameworkLayout.step_trace_time, (), weight)]
 
     @staticmethod
     def kernel_details(report) -> Table:
@@ -151,7 +163,8 @@ class FrameworkLayout(Layout):
         raise NotImplementedError("compare and advise do not read framework units yet (has_facts)")
 
 
-def _import(directory: Path, target: Path, spare_cores: bool = True) -> Path:
+def _import(directory: Path, target: Path, spare_cores: bool = True, prof_databases: tuple = (),
+            prof_layout=None) -> Path:
     from msprof.layouts.framework.importer import import_framework
 
-    return import_framework(directory, target, spare_cores)
+    return import_framework(directory, target, spare_cores, prof_databases, prof_layout)

@@ -13,7 +13,10 @@ from msprof.decode.framework import decoder_for, streams
 from msprof.decode.framework.stream import Strings
 from msprof.layouts.framework import where
 from msprof.layouts.framework.clock import read_clock
+from msprof.layouts.framework.links import derive_links
+from msprof.layouts.framework.operators import host_children
 from msprof.layouts.framework.ops import derive_ops
+from msprof.layouts.framework.report import device_reports
 from msprof.layouts.framework.schema import FRAMEWORK
 from msprof.store import Notices
 
@@ -29,6 +32,34 @@ def framework_sources(directory: Path) -> List[Path]:
     if host is not None:
         files += [host / name for name in ("start_info", "host_start.log", "info.json") if (host / name).is_file()]
     return files
+
+
+def prof_identity(databases) -> str:
+    """The PROF_ databases the links were made from (path, size, mtime): the framework database is stale when
+    one was built again (hashing them would cost as much as reading them)."""
+    import json
+    import os
+
+    found = []
+    for database in databases:
+        try:
+            info = os.stat(database.path)
+        except OSError:
+            continue
+        found.append([str(database.path), info.st_size, info.st_mtime_ns])
+    return json.dumps(found)
+
+
+def read_meta(path: Path, key: str) -> Optional[str]:
+    """One meta value of a built database (None when unreadable: the import that follows says why)."""
+    import contextlib
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(store.readonly_uri(path), uri=True)) as conn:
+            return store.read_meta(conn).get(key)
+    except sqlite3.Error:
+        return None
 
 
 def _prof_host(directory: Path) -> Optional[Path]:
@@ -55,7 +86,10 @@ def read_info(directory: Path, notices: Notices) -> dict:
     return info
 
 
-def import_framework(directory: Path, target: Path, spare_cores: bool = False) -> Path:
+def import_framework(directory: Path, target: Path, spare_cores: bool = False, prof_databases: tuple = (),
+                     prof_layout=None) -> Path:
+    """``prof_databases``: those of the directory's PROF_ (host first), built before this one: the framework
+    ops are linked to their kernels (msprof.layouts.framework.links)."""
     started = time.monotonic()
     directory = Path(directory)
     notices = Notices()
@@ -74,14 +108,25 @@ def import_framework(directory: Path, target: Path, spare_cores: bool = False) -
         load_streams(db.conn, found, lambda item: decoder_for(item.kind, strings), notices, counts)
         FRAMEWORK.create_indexes(db)
         derive_ops(db.conn, clock, notices)
+        host_children(db.conn)
+        _link(db.conn, clock, prof_databases, prof_layout, notices)
         if not any(item.kind == "torch_op_range" for item in found):
             notices.notice(f"{directory / where.FRAMEWORK_DIR}: no torch.op_range (CPU activity off): no framework "
                            "ops nor steps")
         store.record_sources(db, directory, counts, notices, sources, {
             "layout": LAYOUT, "clock": clock.as_json(), "profiler_info": _info_meta(info),
-            "rank": str(info.get("rank_id", ""))})
+            "rank": str(info.get("rank_id", "")), "prof_databases": prof_identity(prof_databases)})
     log.info("imported %s in %.2f s", directory, time.monotonic() - started)
     return target
+
+
+def _link(conn, clock, prof_databases: tuple, prof_layout, notices: Notices) -> None:
+    devices = device_reports(list(prof_databases), prof_layout) if prof_layout is not None else []
+    try:
+        derive_links(conn, clock, [d for d in devices if d.has_tasks], notices)
+    finally:
+        for device in devices:
+            device.close()
 
 
 def _one_per_family(found: list, notices: Notices) -> list:

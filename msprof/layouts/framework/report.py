@@ -14,21 +14,24 @@ STEPS_MODEL_NAME = "steps"
 NO_LEVEL = "Level_none"
 
 
+def device_reports(databases: list, prof_layout) -> List[ProfReport]:
+    """The reports of a framework unit's PROF_ devices (``databases``: the PROF ones, host first), open: the
+    caller closes them."""
+    host = next((d for d in databases if d.role == "host"), None)
+    return [ProfReport(Unit(prof_layout, database.source_dir, database.path.parent.parent, database.source_dir.name,
+                            ([host] if host is not None else []) + [database]))
+            for database in databases if database.role == "main" and database.path.is_file()]
+
+
 class FrameworkReport(Report):
     """Read-only view of one framework directory's database and of its PROF_ devices' reports."""
 
     def __init__(self, unit: Unit, prof_layout):
         super().__init__(unit)
         self.info = self.meta_json("profiler_info") or {}
-        self.devices: List[ProfReport] = []
-        host = next((d for d in unit.databases if d.role == "host"), None)
-        for database in unit.databases[:-1]:
-            if database.role == "main" and database.path.is_file():
-                device = Unit(prof_layout, database.source_dir, database.path.parent.parent,
-                              database.source_dir.name, ([host] if host is not None else []) + [database])
-                report = ProfReport(device)
-                self.devices.append(report)
-                self.on_close(report.close)
+        self.devices: List[ProfReport] = device_reports(unit.databases[:-1], prof_layout)
+        for report in self.devices:
+            self.on_close(report.close)
 
     @property
     def has_tasks(self) -> bool:

@@ -36,4 +36,15 @@ FRAMEWORK = Schema("framework", dict(BOOKKEEPING, **{
     "fw_op": TableDef({"dfs": int, "seq": int, "start": int, "end": int, "tid": int, "depth": int, "parent": int,
                        "dfs_end": int, "step": int, "name": int}, "dfs"),
     "fw_step": TableDef({"step": int, "dfs": int, "start": int, "end": int}, "dfs"),
-}), indexes=[("torch_op", ["start", "seq"])])
+    # derived at import (msprof.layouts.framework.links): the task queue's ranges (kind 0 enqueue, 1 dequeue;
+    # ``op``: the op holding an enqueue), each launched kernel with its self op and step (``dur``: the CANN
+    # timeline's µs), and per op the sums operator_details prints (NULL: no kernel, printed as torch_npu's 0) and
+    # its children's summed durations (msprof.layouts.framework.operators)
+    "fw_queue": TableDef({"seq": int, "kind": int, "corr_id": int, "tid": int, "pid": int, "name": int,
+                          "start": int, "end": int, "op": int}, "seq"),
+    "fw_link": TableDef({"seq": int, "device": int, "launch": int, "start": int, "dur": float, "ai_core": int,
+                         "stream": int, "op": int, "step": int, "corr_id": int}, "seq"),
+    "fw_op_device": TableDef({"dfs": int, "self_us": float, "total_us": float, "self_ai_us": float,
+                              "total_ai_us": float, "kernels": int}, "dfs"),
+    "fw_op_host": TableDef({"dfs": int, "children_ns": int}, "dfs"),
+}), indexes=[("torch_op", ["start", "seq"]), ("fw_queue", ["kind", "corr_id"])])

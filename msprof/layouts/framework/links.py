@@ -1,0 +1,217 @@
+"""Framework ops linked to the device tasks they launched (docs/framework-target.md §3; docs/framework-plan.md
+§2), made once at import:
+
+* ``fw_queue``: the task queue's ranges (op marks paired as torch_npu pairs them: an end with the latest start
+  of its thread and name, the older starts of that name discarded), enqueues and dequeues in the order their
+  ends were recorded, each enqueue with the op it falls in;
+* ``fw_link``: every launched kernel of the PROF_ devices (the first execution of a launch: a static graph's
+  task launched once links its first run only) with its launch time, its *self* op and its step. Without op
+  marks the self op is the deepest op holding the launch time (from the top, the child that started last
+  before it, while it has not ended); with them, the op holding the enqueue whose dequeue range holds it;
+* ``fw_op_device``: per op, the kernels' durations summed over its self links and over its subtree's
+  (``total``), all kernels and AI Core ones, in torch_npu's float sums and order (``operator_details``).
+
+Each is one pass: ops in tree order against launches in time order, holding the current path of the tree.
+"""
+import itertools
+from array import array
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from msprof.decode.base import insert_rows
+from msprof.layouts.framework.clock import FrameworkClock
+from msprof.layouts.framework.kernels import _holding
+from msprof.layouts.prof import tasks
+from msprof.layouts.timebase import ProfTime
+from msprof.store import Notices
+
+ENQUEUE_START, ENQUEUE_END, DEQUEUE_START, DEQUEUE_END = 0, 1, 2, 3
+ENQUEUE, DEQUEUE = 0, 1
+QUEUE_COLUMNS = ("seq", "kind", "corr_id", "tid", "pid", "name", "start", "end", "op")
+LINK_COLUMNS = ("seq", "device", "launch", "start", "dur", "ai_core", "stream", "op", "step", "corr_id")
+DEVICE_COLUMNS = ("dfs", "self_us", "total_us", "self_ai_us", "total_ai_us", "kernels")
+AI_CORE = "AI_CORE"
+BATCH = 10_000
+
+
+def kernel_rows(prof) -> Iterator[tuple]:
+    """(launch ns, kernel start ns, duration ns, task type, stream) of a PROF device's launched kernels on the
+    epoch, by launch then start: each launch's first execution. The start is the CANN timeline's (its flows'
+    ends), the duration the one its ``dur`` prints."""
+    time = prof.time.on_the_epoch()
+    query = tasks.task_query(prof, ("track_ts", "start_ns", "end_ns", "exec_n", "task_type", "stream_id"),
+                             selected=False)
+    sql = (f"SELECT {time.host_ns_sql('track_ts')} AS launch, {ProfTime.epoch_ns_sql('start_ns')} AS start,"
+           f" end_ns - start_ns, task_type, stream_id FROM ({query}) WHERE track_ts IS NOT NULL AND exec_n = 0"
+           " AND end_ns >= start_ns ORDER BY launch, start")
+    return prof.conn.execute(sql, prof.params)
+
+
+# --- the task queue ---------------------------------------------------------------------------------------
+def pair_marks(conn, clock: FrameworkClock, notices: Notices) -> Tuple[list, list]:
+    """(enqueues, dequeues): [corr id, tid, pid, name, start, end] in the order their ends were recorded."""
+    time = clock.local_sql("time")
+    opened: Dict[tuple, list] = {}
+    ranges: Tuple[list, list] = ([], [])
+    unmatched = 0
+    for when, category, corr, tid, pid, name in conn.execute(
+            f"SELECT {time} AS t, category, corr_id, tid, pid, name FROM op_mark ORDER BY t, seq"):
+        if category in (ENQUEUE_START, DEQUEUE_START):
+            opened.setdefault((category, tid, name), []).append(when)
+            continue
+        starts = opened.get((category - 1, tid, name))
+        if not starts:
+            unmatched += 1
+            continue
+        ranges[ENQUEUE if category == ENQUEUE_END else DEQUEUE].append([corr, tid, pid, name, starts.pop(), when])
+        starts.clear()
+    if unmatched:
+        notices.warn(f"{unmatched} op mark end(s) with no start of their thread and name: not paired")
+    return ranges
+
+
+def enqueue_ops(conn, enqueues: list) -> Dict[int, int]:
+    """Each enqueue's op (appended to its row: None outside every op) and corr id → op. An enqueue belongs to
+    the last open op at its start, ops closed when the time passes their end (target §3's tree)."""
+    order = sorted(range(len(enqueues)), key=lambda i: enqueues[i][4])
+    ops = conn.execute('SELECT dfs, start, "end" FROM fw_op ORDER BY dfs')
+    stack: List[tuple] = []
+    pending = next(ops, None)
+    owner: Dict[int, int] = {}
+    for i in order:
+        row = enqueues[i]
+        while pending is not None and pending[1] <= row[4]:
+            while stack and pending[1] > stack[-1][2]:
+                stack.pop()
+            stack.append(pending)
+            pending = next(ops, None)
+        while stack and row[4] > stack[-1][2]:
+            stack.pop()
+        row.append(stack[-1][0] if stack else None)
+        if stack:
+            owner[row[0]] = stack[-1][0]
+    return owner
+
+
+def _dequeue_of(dequeues: list) -> "callable":
+    """The dequeue range holding a launch (launches asked in time order): torch_npu's one pass over the
+    dequeues in their recorded order, which stops at the first that starts after the launch."""
+    state = {"index": 0}
+
+    def find(t: int) -> Optional[list]:
+        index = state["index"]
+        while index < len(dequeues):
+            row = dequeues[index]
+            if row[4] > t:
+                break
+            if t <= row[5]:
+                state["index"] = index
+                return row
+            index += 1
+        state["index"] = index
+        return None
+    return find
+
+
+# --- launches to ops --------------------------------------------------------------------------------------
+class _Path:
+    """The tree's current path at a time: at each depth, the op that started last under the op above it (ops
+    fed in tree order up to the time)."""
+
+    def __init__(self, conn):
+        self.ops = conn.execute('SELECT dfs, start, "end", depth FROM fw_op ORDER BY dfs')
+        self.pending = next(self.ops, None)
+        self.path: List[tuple] = []
+
+    def deepest(self, t: int) -> Optional[int]:
+        """The deepest op holding ``t`` from the top (each level's last started child, while it has not
+        ended): torch_npu's match from the root."""
+        while self.pending is not None and self.pending[1] <= t:
+            del self.path[self.pending[3]:]
+            self.path.append(self.pending)
+            self.pending = next(self.ops, None)
+        found = None
+        for op in self.path:
+            if op[2] <= t:
+                break
+            found = op[0]
+        return found
+
+
+def derive_links(conn, clock: FrameworkClock, devices: list, notices: Notices) -> None:
+    """Fill fw_queue, fw_link and fw_op_device from fw_op, op_mark and the kernels of ``devices`` (PROF device
+    reports with tasks)."""
+    enqueues, dequeues = pair_marks(conn, clock, notices)
+    marks = bool(enqueues or dequeues)
+    owner = enqueue_ops(conn, enqueues) if marks else {}
+    insert_rows(conn, "fw_queue", QUEUE_COLUMNS, itertools.chain(
+        ((i, ENQUEUE, *row) for i, row in enumerate(enqueues)),
+        ((len(enqueues) + i, DEQUEUE, *row, None) for i, row in enumerate(dequeues))))
+    del enqueues
+    steps = conn.execute("SELECT step, start, \"end\" FROM fw_step ORDER BY start, dfs").fetchall()
+    starts = [s[1] for s in steps]
+    reach = list(itertools.accumulate((s[2] for s in steps), max))
+    op_step = dict(conn.execute("SELECT dfs, step FROM fw_op WHERE step IS NOT NULL")) if marks else {}
+    path, dequeue_of = _Path(conn), _dequeue_of(dequeues)
+    links, seq, unlinked = [], 0, 0
+    for launch, start, dur, task_type, stream, device in _merged(devices):
+        corr = op = None
+        if marks:
+            dequeue = dequeue_of(launch)
+            corr = dequeue[0] if dequeue is not None else None
+            op = owner.get(corr)
+            step = op_step.get(op)
+        else:
+            op = path.deepest(launch)
+            index = _holding(steps, starts, reach, launch)
+            step = steps[index][0] if index is not None else None
+        unlinked += op is None
+        links.append((seq, device, launch, start, dur / 1000, int(task_type == AI_CORE), stream, op, step,
+                      corr if marks else None))
+        seq += 1
+        if len(links) >= BATCH:
+            insert_rows(conn, "fw_link", LINK_COLUMNS, links)
+            links = []
+    insert_rows(conn, "fw_link", LINK_COLUMNS, links)
+    if unlinked:
+        notices.notice(f"{unlinked} of {seq} launched kernels fall in no framework op"
+                       f"{' dequeue range' if marks else ''}: linked to none")
+    _device_sums(conn, marks)
+
+
+def _merged(devices: list) -> Iterator[tuple]:
+    """The kernels of every device, by launch time (then start)."""
+    def rows(device):
+        number = device.device_number
+        for row in kernel_rows(device):
+            yield row + (number,)
+    return iter(sorted(itertools.chain.from_iterable(rows(d) for d in devices), key=lambda r: (r[0], r[1]))) \
+        if len(devices) > 1 else (rows(devices[0]) if devices else iter(()))
+
+
+def _device_sums(conn, marks: bool) -> None:
+    """fw_op_device: the sums torch_npu prints (target §5), added in its order: by the enqueue's place (with op
+    marks), then the launch, then the kernel's start; a kernel adds to its self op and every op above it."""
+    parents = array("q", (-1 if p is None else p for (p,) in conn.execute("SELECT parent FROM fw_op ORDER BY dfs")))
+    sums: Dict[int, list] = {}
+    # (with marks, a kernel's place is its enqueue's: the first enqueue of its corr id by start)
+    first = ("(SELECT q.start * 1 FROM fw_queue q WHERE q.kind = 0 AND q.corr_id = l.corr_id ORDER BY q.seq"
+             " LIMIT 1), (SELECT min(q.seq) FROM fw_queue q WHERE q.kind = 0 AND q.corr_id = l.corr_id), "
+             if marks else "")
+    rows = conn.execute(f"SELECT op, dur, ai_core FROM fw_link l WHERE op IS NOT NULL ORDER BY {first}launch, start")
+    for op, dur, ai_core in rows:
+        node, own = op, True
+        while node >= 0:
+            entry = sums.get(node)
+            if entry is None:
+                entry = sums[node] = [0, 0, 0, 0, 0]
+            if own:
+                entry[0] += dur
+                entry[2] += dur if ai_core else 0
+                entry[4] += 1
+            entry[1] += dur
+            entry[3] += dur if ai_core else 0
+            node, own = parents[node], False
+    insert_rows(conn, "fw_op_device", DEVICE_COLUMNS,
+                [(dfs, *(None if isinstance(v, int) else v for v in entry[:4]), entry[4])
+                 for dfs, entry in sorted(sums.items())])
+

@@ -1,0 +1,142 @@
+"""Framework ops linked to the kernels they launched (msprof.layouts.framework.links) and operator_details.csv
+(msprof.layouts.framework.operators), on torch_npu directories written by fixtures/fwkwrite.py: every kernel to
+the op and step the generator launched it from (eager, with and without the task queue; a static graph's first
+run), the device sums per op from the generator's kernel durations, and — with the oracle — operator_details
+byte for byte as torch_npu writes it."""
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from fixtures import fwkexpected, fwkscenarios
+
+MSPROF = [sys.executable, "-m", "msprof"]
+
+
+def run(*args):
+    return subprocess.run(MSPROF + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=300)
+
+
+def _imported(tmp_path, scenario):
+    fw = fwkscenarios.write_scenario(scenario, tmp_path)[0]
+    proc = run("import", "-dir", fw.root)
+    assert proc.returncode == 0, proc.stderr
+    return fw, sqlite3.connect(str(fw.root / "sqlite" / "framework.db"))
+
+
+def _truth(fw):
+    """(launch ns, kernel start ns, duration µs, task type, op's place in tree order, step) of every launched
+    kernel the generator made, by launch."""
+    rows = []
+    for dfs, op in enumerate(fw.ops):
+        for span in op.spans:
+            if span.kernel:
+                rows.append((fw.local_ns(span.track), fw.local_ns(span.task_start),
+                             (span.task_end - span.task_start) / 1000,
+                             int(span.kernel.get("task_type", "AI_CORE") == "AI_CORE"), dfs, op.step))
+    return sorted(rows)
+
+
+@pytest.mark.parametrize("scenario", ["pt_l1_eager", "pt_l1_marks", "pt_l0_eager"])
+def test_every_kernel_is_linked_to_the_op_that_launched_it_and_its_step(tmp_path, scenario):
+    fw, conn = _imported(tmp_path, scenario)
+    got = conn.execute("SELECT launch, start, dur, ai_core, op, step FROM fw_link ORDER BY launch, start").fetchall()
+    assert got == _truth(fw)
+    queue = conn.execute("SELECT kind, count(*), count(op) FROM fw_queue GROUP BY kind").fetchall()
+    if fw.desc["op_marks"]:
+        # (each launching op enqueues once and the queue thread dequeues it once; every enqueue lies in its op)
+        launching = sum(1 for op in fw.ops if any(s.kernel for s in op.spans))
+        assert queue == [(0, launching, launching), (1, launching, 0)]
+        ids = conn.execute("SELECT count(DISTINCT corr_id) FROM fw_link").fetchone()[0]
+        assert ids == launching
+    else:
+        assert queue == []
+
+
+def test_a_static_graph_links_the_first_run_of_each_task_only(tmp_path):
+    fw, conn = _imported(tmp_path, "pt_l1_graph")
+    (tasks,) = conn.execute("SELECT count(*) FROM fw_link").fetchone()
+    kernels = len(fw.prof.tasks)
+    per_run = kernels // fw.desc["steps"]
+    assert tasks == per_run and kernels == per_run * 3
+    first = sorted(fw.local_ns(x.start_ns) for x in fw.prof.tasks if x.iteration == 1)
+    assert [s for (s,) in conn.execute("SELECT start FROM fw_link ORDER BY start")] == first
+    # (launched by the graph's load in step 1, inside GeGraph::compile)
+    ops = conn.execute("SELECT DISTINCT s.text, l.step FROM fw_link l JOIN fw_op o ON o.dfs = l.op"
+                       " JOIN fw_string s ON s.id = o.name").fetchall()
+    assert ops == [("GeGraph::compile", 1)]
+
+
+def _sums(fw):
+    """op → (self µs, total µs, self AI Core µs, total AI Core µs) from the generator's kernels, summed in
+    launch order as torch_npu sums them."""
+    truth = _truth(fw)
+    ops = fw.ops
+    index = {id(op): i for i, op in enumerate(ops)}
+    sums = {}
+    for i, op in enumerate(ops):
+        inside = set(index[id(o)] for o in op.walk())
+        own = [(d, a) for _l, _s, d, a, dfs, _st in truth if dfs == i]
+        every = [(d, a) for _l, _s, d, a, dfs, _st in truth if dfs in inside]
+        sums[i] = tuple(sum(d for d, _a in part) if part else 0 for part in (own, every)) + tuple(
+            sum(d if a else 0 for d, a in part) if part else 0 for part in (own, every))
+    return sums
+
+
+def _cell(value):
+    return "0" if value == 0 and isinstance(value, int) else repr(value)
+
+
+def test_operator_details_holds_each_ops_host_and_device_time(tmp_path):
+    fw, _conn = _imported(tmp_path, "pt_l0_eager")
+    done = run("export", "summary", "-dir", fw.root)
+    assert done.returncode == 0, done.stderr
+    text = (fw.root / "ASCEND_PROFILER_OUTPUT" / "operator_details.csv").read_bytes().decode()
+    import csv
+    import io
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    assert rows[0][:3] == ["Name", "Input Shapes", "Call Stack"]
+    sums = _sums(fw)
+    expected = []
+    for i, op in enumerate(fw.ops):
+        if op.name.startswith("ProfilerStep#"):
+            continue
+        children = sum(c.end - c.start for c in op.children)
+        shapes = ";\r\n".join(",".join(map(str, s)) for s in op.template.get("shapes", []))
+        stack = ";\r\n".join(op.template.get("stack", []))
+        expected.append([op.name, shapes, stack, repr((op.end - op.start - children) / 1000),
+                         repr((op.end - op.start) / 1000), *map(_cell, sums[i])])
+    assert rows[1:] == expected
+    # (the model's matmul ran 25 µs under aten::linear; gelu is an AI_VECTOR_CORE kernel: not AI Core time)
+    linear = next(r for r in rows if r[0] == "aten::linear")
+    assert linear[5:] == ["0", "25.0", "0", "25.0"]
+    gelu = next(r for r in rows if r[0] == "aten::gelu")
+    assert gelu[5:] == ["7.0", "7.0", "0", "0"]
+
+
+# ------------------------------------------------------------------------------------------- torch_npu
+@pytest.mark.reference
+@pytest.mark.oracles
+@pytest.mark.parametrize("scenario", ["pt_l0_eager", "pt_l1_eager", "pt_l1_marks", "pt_l0_marks", "pt_l2_pmu",
+                                      "pt_l1_graph", "pt_l1_syscnt", "pt_l1_indep"])
+def test_operator_details_is_torch_npus_byte_for_byte(tmp_path, scenario):
+    oracle = fwkexpected.oracle_path()
+    if not oracle.is_file():
+        pytest.skip("torch_npu oracle not found at %s (set MSPROF_TORCH_NPU_ORACLE)" % oracle)
+    fw = fwkscenarios.write_scenario(scenario, tmp_path / "in")[0]
+    ours = tmp_path / "ours" / fw.root.name
+    shutil.copytree(fw.root, ours)
+    proc = subprocess.run([sys.executable, str(oracle), str(fw.root), "--backend", "reference", "--out",
+                           str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=600)
+    if "reference analyser not found" in proc.stdout:
+        pytest.skip(proc.stdout.strip())
+    assert proc.returncode == 0, proc.stdout
+    done = run("export", "summary", "-dir", ours)
+    assert done.returncode == 0, done.stderr
+    name = "operator_details.csv"
+    theirs = (tmp_path / "out" / fw.root.name / "ASCEND_PROFILER_OUTPUT" / name).read_bytes()
+    assert (ours / "ASCEND_PROFILER_OUTPUT" / name).read_bytes() == theirs
