@@ -160,9 +160,12 @@ def _from_array(events: list) -> dict:
     for event in events:
         if isinstance(event, dict) and isinstance(event.get("ts"), str):
             event = dict(event, ts=float(Decimal(event["ts"]) - base))
-            if event.get("ph") in ("s", "f") and isinstance(event.get("id"), str) and event["id"].isdigit():
-                # (an id is shared by the flows of a task's executions: each start pairs with the next end)
-                waiting = pending.setdefault((event.get("cat"), event["id"]), [])
+            flow_id = event.get("id")
+            if event.get("ph") in ("s", "f") and (isinstance(flow_id, str) and flow_id.isdigit() or (
+                    isinstance(flow_id, int) and not isinstance(flow_id, bool) and flow_id >= 0)):
+                # (an id is shared by the flows of a task's executions: each start pairs with the next end; a
+                # framework's trace_view numbers its flows by ns since the epoch, beyond 2^53)
+                waiting = pending.setdefault((event.get("cat"), str(flow_id)), [])
                 if event["ph"] == "s":
                     waiting.append(len(converted))
                 event["id"] = waiting.pop(0) if event["ph"] == "f" and waiting else len(converted)

@@ -22,6 +22,7 @@ from msprof.layouts.framework.kernels import kernel_details
 from msprof.layouts.framework.operators import operator_details
 from msprof.layouts.framework.report import NO_LEVEL, FrameworkReport
 from msprof.layouts.framework.steptime import step_trace_time
+from msprof.layouts.framework.traceview import trace_view
 from msprof.layouts.prof import ProfLayout, prof_root
 from msprof.store import stale
 from msprof.tables import EPOCH_US, INT, Column, Table
@@ -133,8 +134,12 @@ class FrameworkLayout(Layout):
                                first_op)
 
     def timelines(self, report, selection: Selection, cann: bool = False, host: bool = True) -> list:
-        notice(f"{report.unit.label}: the framework's trace_view.json is not written yet")
-        return []
+        report.check(selection)
+        if not selection.everything:
+            notice(f"{report.unit.label}: trace_view.json covers the whole run: an export without --iteration-id "
+                   "writes it")
+            return []
+        return trace_view(report)
 
     def show_tables(self, report, selection: Selection, spread: bool = False) -> list:
         report.check(selection)      # (steps have no durations of their own to spread)
