@@ -262,11 +262,12 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
     # (nan compares false with every growth: a gate of nan would pass everything)
     if fail_if_slower is not None and not 0 <= fail_if_slower < float("inf"):
         raise UsageError(f"--fail-if-slower {fail_if_slower}: not a percentage (a finite number, 0 or more)")
-    sides = [_with_facts(find_units(path, output)) for path in (base, new)]
-    if output is not None and any(_share_a_database(one, other) for one in sides[0] for other in sides[1]):
+    found = [find_units(path, output) for path in (base, new)]
+    if output is not None and any(_share_a_database(one, other) for one in found[0] for other in found[1]):
         # two collections of one name would be imported into one DIR/<name>/, the second over the first (and
         # compared with itself): each side in a directory of its own
-        sides = [_with_facts(find_units(path, Path(output) / side)) for path, side in ((base, "base"), (new, "new"))]
+        found = [find_units(path, Path(output) / side) for path, side in ((base, "base"), (new, "new"))]
+    sides = [_with_facts(units) for units in found]
     pairs = _paired(base, new, *sides)
     documents = []
     for pair in pairs:
@@ -275,6 +276,7 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
                 pass
         title = f"{printable(pair[0].label)} → {printable(pair[1].label)}"
         documents.append((title, compare_sides(*_read_sides(pair))))
+    _framework_ops(found, documents)
     try:
         if fmt is not None:
             renderer = _renderer(fmt, wide)
@@ -287,6 +289,22 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
         raise
     _gate(documents, fail_if_slower)
     return documents[0][1] if len(documents) == 1 else {"comparisons": [doc for _title, doc in documents]}
+
+
+def _framework_ops(found: List[List[Unit]], documents: list) -> None:
+    """Two torch_npu directories (a framework unit each side): their framework ops, compared, in every
+    document."""
+    from msprof.analysis.compare import framework_op_rows
+
+    units = [[unit for unit in side if hasattr(unit.layout, "framework_ops")] for side in found]
+    if not all(len(side) == 1 for side in units):
+        return
+    ops = []
+    for (unit,) in units:
+        with reading(unit, "compare") as report:
+            ops.append(unit.layout.framework_ops(report))
+    for _title, document in documents:
+        document["framework_ops"] = framework_op_rows(*ops)
 
 
 def _with_facts(units: List[Unit]) -> List[Unit]:
@@ -378,7 +396,9 @@ def advise(path: Path, fmt: Optional[str] = "table", selection: Selection = Sele
     from msprof.analysis.advise import find, findings_document
 
     selection.check()
-    units = _with_facts(find_units(path, output))
+    # (and a torch_npu directory's framework unit: its ops)
+    units = [unit for unit in find_units(path, output) if unit.layout.has_facts or getattr(unit.layout, "has_findings",
+                                                                                             False)]
     if len(units) > 1:
         notice(f"advising on {len(units)} result directories, each on its own: "
                f"{', '.join(printable(unit.label) for unit in units)}")

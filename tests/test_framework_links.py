@@ -45,7 +45,8 @@ def _truth(fw):
 @pytest.mark.parametrize("scenario", ["pt_l1_eager", "pt_l1_marks", "pt_l0_eager"])
 def test_every_kernel_is_linked_to_the_op_that_launched_it_and_its_step(tmp_path, scenario):
     fw, conn = _imported(tmp_path, scenario)
-    got = conn.execute("SELECT launch, start, dur, ai_core, op, step FROM fw_link ORDER BY launch, start").fetchall()
+    got = conn.execute("SELECT launch, start, dur, task_type = 'AI_CORE', op, step FROM fw_link"
+                       " ORDER BY launch, start").fetchall()
     assert got == _truth(fw)
     queue = conn.execute("SELECT kind, count(*), count(op) FROM fw_queue GROUP BY kind").fetchall()
     if fw.desc["op_marks"]:

@@ -377,13 +377,23 @@ RULES: List[Rule] = [
           "notice": "warning: {message}"}),
 ]
 
+# the rules of other facts (msprof.analysis.framework_rules: a framework unit's ops), which those facts name
+# (``rules``): what the findings' evidence lines are written with
+OTHER_RULES: Dict[str, Rule] = {}
+
+
+def register(rules: List[Rule]) -> None:
+    OTHER_RULES.update((rule.id, rule) for rule in rules)
+
 
 def find(facts: Facts, selection: Selection = Selection(), rules: List[Rule] = RULES) -> List[dict]:
     """Every rule's findings, most important first (severity, then impact, then rule order)."""
+    rules = getattr(facts, "rules", rules)
     facts.report.check(selection)            # a selection naming no iteration is a usage error, first
-    if not facts.report.has_tasks:
+    device = rules is RULES           # (a framework unit's rules read its ops, not recorded iterations)
+    if device and not facts.report.has_tasks:
         notice(f"{facts.label}: no device task data: the device rules have no task to read")
-    elif not facts.model_iterations(selection):
+    elif device and not facts.model_iterations(selection):
         notice(f"{facts.label}: no recorded iteration (step trace / model executions): the device rules have "
                "no task to read")
     ranked = []
@@ -423,6 +433,6 @@ def evidence_line(rule: Rule, item: dict) -> str:
 
 def findings_document(findings: List[dict], label: str = "") -> Findings:
     """What advise prints in every format (msprof.renderers): the findings, with their evidence in words."""
-    rules = {rule.id: rule for rule in RULES}
+    rules = dict({rule.id: rule for rule in RULES}, **OTHER_RULES)
     evidence = [[evidence_line(rules[finding["id"]], item) for item in finding["evidence"]] for finding in findings]
     return Findings(label, findings, evidence, EVIDENCE_LIMIT)

@@ -30,10 +30,15 @@ SECTIONS = {
             "Ops: average duration (µs)"),
     "apis": (["name", "base_count", "new_count", "base_avg_us", "new_avg_us", "delta_avg_us", "base_total_us",
               "new_total_us"], "ACL/API calls: count, average and total (µs)"),
+    # (two torch_npu directories: their framework ops by name and input shapes, framework_op_rows)
+    "framework_ops": (["op_name", "input_shapes", "base_device_us", "new_device_us", "delta_device_us",
+                       "base_host_us", "new_host_us", "delta_host_us", "base_count", "new_count"],
+                      "Framework ops: device time (own kernels and callees') and host time per call (µs)"),
 }
 # the terminal's columns that show a pair of the document's in one ("base → new" where they differ)
 JOINED = {"model_name": ("base_model_name", "new_model_name"), "op_type": ("base_op_type", "new_op_type")}
-_NAME_COLUMNS = {"model_name", "op_type", "op_name", "name", *JOINED["model_name"], *JOINED["op_type"]}
+_NAME_COLUMNS = {"model_name", "op_type", "op_name", "name", "input_shapes", *JOINED["model_name"], *JOINED["op_type"]}
+CUT = ("ops", "framework_ops")       # the sections --top cuts
 
 
 @dataclass
@@ -163,6 +168,28 @@ def compare_sides(base: Side, new: Side) -> dict:
             "apis": apis}
 
 
+def framework_op_rows(base: list, new: list) -> List[dict]:
+    """The framework ops of two torch_npu directories (msprof.analysis.framework_rules.FrameworkOp lists)
+    matched by name and input shapes: calls, and device and host time per call; the largest change of device
+    time first (an op on one side only changed by its whole time)."""
+    def per_call(op, field):
+        return r3(getattr(op, field) / op.count) if op is not None and op.count else None
+
+    mine, theirs = ({(op.name, op.shapes): op for op in side} for side in (base, new))
+    rows = []
+    for key in mine.keys() | theirs.keys():
+        b, n = mine.get(key), theirs.get(key)
+        row = {"op_name": key[0], "input_shapes": key[1], "base_count": b.count if b else None,
+               "new_count": n.count if n else None}
+        for what, field in (("device", "device_total_us"), ("host", "host_total_us")):
+            row[f"base_{what}_us"], row[f"new_{what}_us"] = per_call(b, field), per_call(n, field)
+            row[f"delta_{what}_us"] = _minus(row[f"new_{what}_us"], row[f"base_{what}_us"])
+        rows.append(row)
+    rows.sort(key=lambda r: (-abs((r["new_device_us"] or 0.0) - (r["base_device_us"] or 0.0)), r["op_name"],
+                             r["input_shapes"]))
+    return rows
+
+
 # --- verdict and gate ----------------------------------------------------------------------------------------
 def _signed_pct(pct: float) -> str:
     return ("−" if pct < 0 else "+") + f"{abs(pct):.1f} %"
@@ -225,11 +252,13 @@ def comparison(document: dict, top: Optional[int] = DEFAULT_TOP, sections: Seque
     out, script, cut = [], [], {}
     shown = dict(document)
     for key, (names, title) in SECTIONS.items():
+        if key not in document:
+            continue
         if sections and key not in sections:
             del shown[key]
             continue
         rows = document[key]
-        if key == "ops" and top is not None and len(rows) > top:
+        if key in CUT and top is not None and len(rows) > top:
             title += f", the {top} largest changes of {len(rows)}"
             cut[key] = (top, len(rows))
             rows = shown[key] = rows[:top]

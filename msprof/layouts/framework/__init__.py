@@ -20,6 +20,7 @@ from msprof.layouts.framework import where
 from msprof.layouts.framework.importer import LAYOUT, framework_sources, prof_identity, read_meta
 from msprof.layouts.framework.kernels import kernel_details
 from msprof.layouts.framework.operators import operator_details
+from msprof.layouts.framework.opstats import FrameworkFacts, framework_ops, ops_table
 from msprof.layouts.framework.report import NO_LEVEL, FrameworkReport
 from msprof.layouts.framework.steptime import step_trace_time
 from msprof.layouts.framework.traceview import trace_view
@@ -52,8 +53,9 @@ class FrameworkDatabase(Database):
 
 class FrameworkLayout(Layout):
     name = LAYOUT
-    # compare and advise per step and per framework op are not written yet (plan §5): they read the PROF_ units
+    # compare per step is not written yet (plan §5): it reads the PROF_ units; advise reads the framework ops
     has_facts = False
+    has_findings = True
 
     def __init__(self, prof: ProfLayout):
         self.prof = prof
@@ -143,7 +145,7 @@ class FrameworkLayout(Layout):
 
     def show_tables(self, report, selection: Selection, spread: bool = False) -> list:
         report.check(selection)      # (steps have no durations of their own to spread)
-        return [self._steps(report, selection)]
+        return [self._steps(report, selection)] + ([ops_table(report.conn, selection)] if report.count("fw_op") else [])
 
     def query_tables(self, report) -> list:
         steps = [step for step, *_rest in report.steps()]
@@ -164,8 +166,13 @@ class FrameworkLayout(Layout):
                                         Column("Device End(us)", EPOCH_US), Column("Framework Ops", INT)],
                      [rows])
 
-    def facts(self, report, idle: bool = False):
-        raise NotImplementedError("compare and advise do not read framework units yet (has_facts)")
+    @staticmethod
+    def framework_ops(report) -> list:
+        """The ops compare matches between two torch_npu directories (msprof.layouts.framework.opstats)."""
+        return framework_ops(report.conn)
+
+    def facts(self, report, idle: bool = False) -> FrameworkFacts:
+        return FrameworkFacts(report, idle)
 
 
 def _import(directory: Path, target: Path, spare_cores: bool = True, prof_databases: tuple = (),

@@ -27,21 +27,21 @@ from msprof.store import Notices
 ENQUEUE_START, ENQUEUE_END, DEQUEUE_START, DEQUEUE_END = 0, 1, 2, 3
 ENQUEUE, DEQUEUE = 0, 1
 QUEUE_COLUMNS = ("seq", "kind", "corr_id", "tid", "pid", "name", "start", "end", "op")
-LINK_COLUMNS = ("seq", "device", "launch", "start", "dur", "ai_core", "stream", "op", "step", "corr_id")
+LINK_COLUMNS = ("seq", "device", "launch", "start", "dur", "task_type", "kernel", "stream", "op", "step", "corr_id")
 DEVICE_COLUMNS = ("dfs", "self_us", "total_us", "self_ai_us", "total_ai_us", "kernels")
 AI_CORE = "AI_CORE"
 BATCH = 10_000
 
 
 def kernel_rows(prof) -> Iterator[tuple]:
-    """(launch ns, kernel start ns, duration ns, task type, stream) of a PROF device's launched kernels on the
+    """(launch ns, kernel start ns, duration ns, task type, name, stream) of a PROF device's launched kernels on the
     epoch, by launch then start: each launch's first execution. The start is the CANN timeline's (its flows'
     ends), the duration the one its ``dur`` prints."""
     time = prof.time.on_the_epoch()
-    query = tasks.task_query(prof, ("track_ts", "start_ns", "end_ns", "exec_n", "task_type", "stream_id"),
+    query = tasks.task_query(prof, ("track_ts", "start_ns", "end_ns", "exec_n", "task_type", "op_name", "stream_id"),
                              selected=False)
     sql = (f"SELECT {time.host_ns_sql('track_ts')} AS launch, {ProfTime.epoch_ns_sql('start_ns')} AS start,"
-           f" end_ns - start_ns, task_type, stream_id FROM ({query}) WHERE track_ts IS NOT NULL AND exec_n = 0"
+           f" end_ns - start_ns, task_type, op_name, stream_id FROM ({query}) WHERE track_ts IS NOT NULL AND exec_n = 0"
            " AND end_ns >= start_ns ORDER BY launch, start")
     return prof.conn.execute(sql, prof.params)
 
@@ -153,7 +153,7 @@ def derive_links(conn, clock: FrameworkClock, devices: list, notices: Notices) -
     op_step = dict(conn.execute("SELECT dfs, step FROM fw_op WHERE step IS NOT NULL")) if marks else {}
     path, dequeue_of = _Path(conn), _dequeue_of(dequeues)
     links, seq, unlinked = [], 0, 0
-    for launch, start, dur, task_type, stream, device in _merged(devices):
+    for launch, start, dur, task_type, kernel, stream, device in _merged(devices):
         corr = op = None
         if marks:
             dequeue = dequeue_of(launch)
@@ -165,7 +165,7 @@ def derive_links(conn, clock: FrameworkClock, devices: list, notices: Notices) -
             index = _holding(steps, starts, reach, launch)
             step = steps[index][0] if index is not None else None
         unlinked += op is None
-        links.append((seq, device, launch, start, dur / 1000, int(task_type == AI_CORE), stream, op, step,
+        links.append((seq, device, launch, start, dur / 1000, task_type, kernel, stream, op, step,
                       corr if marks else None))
         seq += 1
         if len(links) >= BATCH:
@@ -197,7 +197,8 @@ def _device_sums(conn, marks: bool) -> None:
     first = ("(SELECT q.start * 1 FROM fw_queue q WHERE q.kind = 0 AND q.corr_id = l.corr_id ORDER BY q.seq"
              " LIMIT 1), (SELECT min(q.seq) FROM fw_queue q WHERE q.kind = 0 AND q.corr_id = l.corr_id), "
              if marks else "")
-    rows = conn.execute(f"SELECT op, dur, ai_core FROM fw_link l WHERE op IS NOT NULL ORDER BY {first}launch, start")
+    rows = conn.execute(f"SELECT op, dur, task_type = '{AI_CORE}' FROM fw_link l WHERE op IS NOT NULL"
+                        f" ORDER BY {first}launch, start")
     for op, dur, ai_core in rows:
         node, own = op, True
         while node >= 0:

@@ -42,8 +42,8 @@ FRAMEWORK = Schema("framework", dict(BOOKKEEPING, **{
     # its children's summed durations (msprof.layouts.framework.operators)
     "fw_queue": TableDef({"seq": int, "kind": int, "corr_id": int, "tid": int, "pid": int, "name": int,
                           "start": int, "end": int, "op": int}, "seq"),
-    "fw_link": TableDef({"seq": int, "device": int, "launch": int, "start": int, "dur": float, "ai_core": int,
-                         "stream": int, "op": int, "step": int, "corr_id": int}, "seq"),
+    "fw_link": TableDef({"seq": int, "device": int, "launch": int, "start": int, "dur": float, "task_type": str,
+                         "kernel": str, "stream": int, "op": int, "step": int, "corr_id": int}, "seq"),
     "fw_op_device": TableDef({"dfs": int, "self_us": float, "total_us": float, "self_ai_us": float,
                               "total_ai_us": float, "kernels": int}, "dfs"),
     "fw_op_host": TableDef({"dfs": int, "children_ns": int}, "dfs"),
