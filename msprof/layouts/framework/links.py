@@ -13,9 +13,10 @@
 
 Each is one pass: ops in tree order against launches in time order, holding the current path of the tree.
 """
+import heapq
 import itertools
 from array import array
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional
 
 from msprof.decode.base import insert_rows
 from msprof.layouts.framework.clock import FrameworkClock
@@ -47,12 +48,13 @@ def kernel_rows(prof) -> Iterator[tuple]:
 
 
 # --- the task queue ---------------------------------------------------------------------------------------
-def pair_marks(conn, clock: FrameworkClock, notices: Notices) -> Tuple[list, list]:
-    """(enqueues, dequeues): [corr id, tid, pid, name, start, end] in the order their ends were recorded."""
+def pair_marks(conn, clock: FrameworkClock, notices: Notices) -> int:
+    """fw_queue's ranges, numbered in the order their ends were recorded (kind, corr id, thread, pid, name,
+    start, end); the ranges made. Only the starts not yet ended are held."""
     time = clock.local_sql("time")
     opened: Dict[tuple, list] = {}
-    ranges: Tuple[list, list] = ([], [])
-    unmatched = 0
+    ranges: List[tuple] = []
+    made = unmatched = 0
     for when, category, corr, tid, pid, name in conn.execute(
             f"SELECT {time} AS t, category, corr_id, tid, pid, name FROM op_mark ORDER BY t, seq"):
         if category in (ENQUEUE_START, DEQUEUE_START):
@@ -62,54 +64,60 @@ def pair_marks(conn, clock: FrameworkClock, notices: Notices) -> Tuple[list, lis
         if not starts:
             unmatched += 1
             continue
-        ranges[ENQUEUE if category == ENQUEUE_END else DEQUEUE].append([corr, tid, pid, name, starts.pop(), when])
+        kind = ENQUEUE if category == ENQUEUE_END else DEQUEUE
+        ranges.append((made, kind, corr, tid, pid, name, starts.pop(), when, None))
+        made += 1
         starts.clear()
+        if len(ranges) >= BATCH:
+            insert_rows(conn, "fw_queue", QUEUE_COLUMNS, ranges)
+            ranges = []
+    insert_rows(conn, "fw_queue", QUEUE_COLUMNS, ranges)
     if unmatched:
         notices.warn(f"{unmatched} op mark end(s) with no start of their thread and name: not paired")
-    return ranges
+    return made
 
 
-def enqueue_ops(conn, enqueues: list) -> Dict[int, int]:
-    """Each enqueue's op (appended to its row: None outside every op) and corr id → op. An enqueue belongs to
-    the last open op at its start, ops closed when the time passes their end (target §3's tree)."""
-    order = sorted(range(len(enqueues)), key=lambda i: enqueues[i][4])
+def enqueue_ops(conn) -> None:
+    """Each enqueue's op (fw_queue.op; none outside every op): the last open op at its start, ops closed when the
+    time passes their end (target §3's tree, ops before enqueues at one time)."""
     ops = conn.execute('SELECT dfs, start, "end" FROM fw_op ORDER BY dfs')
     stack: List[tuple] = []
     pending = next(ops, None)
-    owner: Dict[int, int] = {}
-    for i in order:
-        row = enqueues[i]
-        while pending is not None and pending[1] <= row[4]:
+    owners: List[tuple] = []
+    # (the ORDER BY sorts every enqueue before the first row: the updates below do not disturb the reading)
+    for seq, start in conn.execute(f"SELECT seq, start FROM fw_queue WHERE kind = {ENQUEUE} ORDER BY start, seq"):
+        while pending is not None and pending[1] <= start:
             while stack and pending[1] > stack[-1][2]:
                 stack.pop()
             stack.append(pending)
             pending = next(ops, None)
-        while stack and row[4] > stack[-1][2]:
+        while stack and start > stack[-1][2]:
             stack.pop()
-        row.append(stack[-1][0] if stack else None)
         if stack:
-            owner[row[0]] = stack[-1][0]
-    return owner
+            owners.append((stack[-1][0], seq))
+        if len(owners) >= BATCH:
+            conn.executemany("UPDATE fw_queue SET op = ? WHERE seq = ?", owners)
+            owners = []
+    conn.executemany("UPDATE fw_queue SET op = ? WHERE seq = ?", owners)
 
 
-def _dequeue_of(dequeues: list) -> "callable":
+class _Dequeues:
     """The dequeue range holding a launch (launches asked in time order): torch_npu's one pass over the
     dequeues in their recorded order, which stops at the first that starts after the launch."""
-    state = {"index": 0}
 
-    def find(t: int) -> Optional[list]:
-        index = state["index"]
-        while index < len(dequeues):
-            row = dequeues[index]
-            if row[4] > t:
-                break
-            if t <= row[5]:
-                state["index"] = index
-                return row
-            index += 1
-        state["index"] = index
+    def __init__(self, conn):
+        self.rows = conn.execute(f'SELECT corr_id, start, "end" FROM fw_queue WHERE kind = {DEQUEUE} ORDER BY seq')
+        self.current = next(self.rows, None)
+
+    def corr(self, t: int) -> Optional[int]:
+        while self.current is not None:
+            corr, start, end = self.current
+            if start > t:
+                return None
+            if t <= end:
+                return corr
+            self.current = next(self.rows, None)
         return None
-    return find
 
 
 # --- launches to ops --------------------------------------------------------------------------------------
@@ -140,38 +148,34 @@ class _Path:
 def derive_links(conn, clock: FrameworkClock, devices: list, notices: Notices) -> None:
     """Fill fw_queue, fw_link and fw_op_device from fw_op, op_mark and the kernels of ``devices`` (PROF device
     reports with tasks)."""
-    enqueues, dequeues = pair_marks(conn, clock, notices)
-    marks = bool(enqueues or dequeues)
-    owner = enqueue_ops(conn, enqueues) if marks else {}
-    insert_rows(conn, "fw_queue", QUEUE_COLUMNS, itertools.chain(
-        ((i, ENQUEUE, *row) for i, row in enumerate(enqueues)),
-        ((len(enqueues) + i, DEQUEUE, *row, None) for i, row in enumerate(dequeues))))
-    del enqueues
+    marks = pair_marks(conn, clock, notices) > 0
+    if marks:
+        enqueue_ops(conn)
     steps = conn.execute("SELECT step, start, \"end\" FROM fw_step ORDER BY start, dfs").fetchall()
     starts = [s[1] for s in steps]
     reach = list(itertools.accumulate((s[2] for s in steps), max))
-    op_step = dict(conn.execute("SELECT dfs, step FROM fw_op WHERE step IS NOT NULL")) if marks else {}
-    path, dequeue_of = _Path(conn), _dequeue_of(dequeues)
-    links, seq, unlinked = [], 0, 0
+    path, dequeues = _Path(conn), _Dequeues(conn)
+    links, seq = [], 0
     for launch, start, dur, task_type, kernel, stream, device in _merged(devices):
-        corr = op = None
-        if marks:
-            dequeue = dequeue_of(launch)
-            corr = dequeue[0] if dequeue is not None else None
-            op = owner.get(corr)
-            step = op_step.get(op)
+        corr = op = step = None
+        if marks:           # (the op and its step: through the enqueue of the correlation id, below)
+            corr = dequeues.corr(launch)
         else:
             op = path.deepest(launch)
             index = _holding(steps, starts, reach, launch)
             step = steps[index][0] if index is not None else None
-        unlinked += op is None
-        links.append((seq, device, launch, start, dur / 1000, task_type, kernel, stream, op, step,
-                      corr if marks else None))
+        links.append((seq, device, launch, start, dur / 1000, task_type, kernel, stream, op, step, corr))
         seq += 1
         if len(links) >= BATCH:
             insert_rows(conn, "fw_link", LINK_COLUMNS, links)
             links = []
     insert_rows(conn, "fw_link", LINK_COLUMNS, links)
+    if marks:
+        conn.execute(f"UPDATE fw_link SET op = (SELECT q.op FROM fw_queue q WHERE q.kind = {ENQUEUE} AND q.corr_id ="
+                     " fw_link.corr_id ORDER BY q.seq LIMIT 1) WHERE corr_id IS NOT NULL")
+        conn.execute("UPDATE fw_link SET step = (SELECT o.step FROM fw_op o WHERE o.dfs = fw_link.op)"
+                     " WHERE op IS NOT NULL")
+    (unlinked,) = conn.execute("SELECT count(*) FROM fw_link WHERE op IS NULL").fetchone()
     if unlinked:
         notices.notice(f"{unlinked} of {seq} launched kernels fall in no framework op"
                        f"{' dequeue range' if marks else ''}: linked to none")
@@ -184,8 +188,7 @@ def _merged(devices: list) -> Iterator[tuple]:
         number = device.device_number
         for row in kernel_rows(device):
             yield row + (number,)
-    return iter(sorted(itertools.chain.from_iterable(rows(d) for d in devices), key=lambda r: (r[0], r[1]))) \
-        if len(devices) > 1 else (rows(devices[0]) if devices else iter(()))
+    return heapq.merge(*(rows(d) for d in devices), key=lambda r: (r[0], r[1]))
 
 
 def _device_sums(conn, marks: bool) -> None:
