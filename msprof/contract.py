@@ -320,6 +320,7 @@ class Timeline:
     sources: Callable[[Report], List[EventSource]]
     events: int = 0
     split: Optional[Callable[[Report], Any]] = None
+    whole: bool = False      # one file whatever its size (a file another tool reads by its name: trace_view.json)
 
 
 class Layout(abc.ABC):

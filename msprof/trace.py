@@ -143,8 +143,9 @@ class Writer:
     metadata and a copy of the body (cheap for a small one)."""
 
     def __init__(self, directory: Path, base: str, other: Optional[dict], files: FileSet,
-                 check_all: Optional[bool] = False, numbered: bool = False):
+                 check_all: Optional[bool] = False, numbered: bool = False, whole: bool = False):
         self.directory, self.base, self.other = directory, base, other
+        self.whole = whole                   # never cut in slices (Timeline.whole)
         self.files = files                   # the set its slices are staged in (its caller commits it)
         self.check_all = check_all
         self.numbered = numbered              # name even a single file "_slice_0" (one of several parts)
@@ -158,7 +159,8 @@ class Writer:
         self._open_slice()
 
     def _open_slice(self) -> None:
-        self.limit = max(1, int(SLICE_EVENTS))  # events the slice may take (less once it holds SLICE_BYTES)
+        # events the slice may take (less once it holds SLICE_BYTES)
+        self.limit = max(1, int(SLICE_EVENTS)) if not self.whole else 1 << 62
         self.bytes = 0
         self._path = temporary(self.directory, self.base)
         with naming_errors(self._path):
@@ -186,7 +188,7 @@ class Writer:
                 raise
         self.count += events
         self.bytes += len(text) if text.isascii() else len(text.encode("utf-8"))
-        if self.bytes >= SLICE_BYTES:
+        if self.bytes >= SLICE_BYTES and not self.whole:
             self.limit = max(1, min(self.limit, self.count))
 
     def use(self, pid: int, tid: int, process, lane: Optional[Lane]) -> None:
@@ -294,7 +296,8 @@ def write_timeline(report, timeline: Timeline, directory: Path, check_all: Optio
     one, they are put in place at the end)."""
     own = files is None
     files = FileSet(directory) if own else files
-    writer = Writer(directory, base or timeline.base, timeline.other, files, check_all, numbered=window is not None)
+    writer = Writer(directory, base or timeline.base, timeline.other, files, check_all, numbered=window is not None,
+                    whole=timeline.whole)
     tids = itertools.count(LANE_TID_BASE)
     sources = []
     try:

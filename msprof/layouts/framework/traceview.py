@@ -11,7 +11,8 @@ writer (msprof.trace), streamed, in the CANN layout's array form (times as µs t
 * the CANN timeline of each device (msprof.layouts.prof.cann_trace); at Level0 without the host's API calls,
   as torch_npu prunes them, and so without the HostToDevice flows that start on them.
 
-Differences from torch_npu's file (docs/framework-plan.md §3): metadata come first and name each process once; a
+One file whatever its size (msprof's other timelines are cut in slices of 1M events). Differences from
+torch_npu's file (docs/framework-plan.md §3): metadata come first and name each process once; a
 slice that partially overlaps another of its thread is on an "(overlap)" thread; at Level0 the HostToDevice
 flows are left out with the calls they start on; fwdbwd flows, the Python tracer's calls and GC records are
 not written yet.
@@ -165,4 +166,5 @@ def trace_view(report) -> List[Timeline]:
     cann = sum(event_count(d) + d.count("task") for d in report.devices if d.has_tasks or d.has_api)
     if not framework and not cann:
         return []
-    return [Timeline("trace_view", None, _Sources(report.level), framework + cann)]
+    # (one file, as torch_npu writes it: the tools read trace_view.json by its name)
+    return [Timeline("trace_view", None, _Sources(report.level), framework + cann, whole=True)]
