@@ -186,8 +186,8 @@ def _framework_side(events, fw):
                                       "pt_l1_graph", "pt_l1_syscnt", "pt_l1_indep", "pt_l1_ranks"])
 def test_operator_details_and_trace_view_are_torch_npus(tmp_path, scenario):
     """operator_details.csv byte for byte; trace_view.json event for event where msprof writes every event
-    torch_npu does (TRACE_SAME), else but what Level0's pruning, the Python tracer's calls and GC records (not
-    written yet) and a static graph's CANN timeline (the PROF layout's) make differ: docs/framework-plan.md §7."""
+    torch_npu does (TRACE_SAME), else but what Level0's pruning, the Python tracer's calls (not written yet) and a
+    static graph's CANN timeline (the PROF layout's) make differ: docs/framework-plan.md §7."""
     oracle = fwkexpected.oracle_path()
     if not oracle.is_file():
         pytest.skip("torch_npu oracle not found at %s (set MSPROF_TORCH_NPU_ORACLE)" % oracle)
@@ -223,7 +223,8 @@ def _same_trace(scenario, fw, path, their_path):
         assert not meta - their_meta
         assert {json.loads(t)["pid"] for t in their_meta - meta} == {fw.desc["pid"] << 10 | 7 << 5 | 31}
     elif fw.desc["python_tracer"]:
-        # (the Python tracer's calls and the GC records are not written yet)
-        assert not events - theirs and missing == {"python_function", "GC"}
+        # (the Python tracer's calls are not written yet; the GC records are, with their process)
+        assert not events - theirs and missing == {"python_function"} and meta == their_meta
+        assert sum(1 for text in events if '"cat": "GC"' in text) == len(fw.gc) > 0
     else:
         assert fw.desc["graph"] and _framework_side(events, fw) == _framework_side(theirs, fw)

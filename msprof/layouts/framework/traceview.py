@@ -8,25 +8,29 @@ writer (msprof.trace), streamed, in the CANN layout's array form (times as µs t
   pair (a flow end whose start is missing, or the reverse, is left out: the trace must pair them);
 * ``LinkSource``: a ``torch_to_npu`` flow per linked kernel (msprof.layouts.framework.links), from the op's
   start to the kernel's, its id the kernel's start in ns;
+* ``GcSource``: the garbage collector's passes, in process ``Python GC``;
 * the CANN timeline of each device (msprof.layouts.prof.cann_trace); at Level0 without the host's API calls,
   as torch_npu prunes them, and so without the HostToDevice flows that start on them.
 
 One file whatever its size (msprof's other timelines are cut in slices of 1M events). Differences from
 torch_npu's file (docs/framework-plan.md §3): metadata come first and name each process once; a
 slice that partially overlaps another of its thread is on an "(overlap)" thread; at Level0 the HostToDevice
-flows are left out with the calls they start on; fwdbwd flows, the Python tracer's calls and GC records are
-not written yet.
+flows are left out with the calls they start on; fwdbwd flows and the Python tracer's calls are not written
+yet.
 """
 import json
 from typing import Iterator, List, Optional
 
 from msprof.contract import EventSource, Selection, Timeline
 from msprof.events import batches, device_number, jstr, us_text
+from msprof.layouts.framework.clock import FrameworkClock
 from msprof.layouts.framework.links import DEQUEUE, ENQUEUE
 from msprof.layouts.prof import cann_trace
 from msprof.layouts.prof.trace import CANN_DEVICE, _host_pid, cann_pid, event_count
 
 PYTHON = ("Python", "CPU", 0)              # torch_npu's process of the framework events: name, labels, sort
+GC_NAME = "Python GC"
+GC_PROCESS = (GC_NAME, "CPU", 1)           # and of the GC records
 # the levels whose CANN timeline keeps the host's API calls (Level0 prunes them: target §6)
 PRUNED_LEVELS = ("Level0",)
 OPTIONAL_ARGS = (("Input type", "input_dtypes"), ("Input Dims", "input_shapes"), ("Call stack", "call_stack"),
@@ -129,6 +133,37 @@ class LinkSource(_Framework):
         return None
 
 
+class GcSource(_Framework):
+    """The garbage collector's passes (``GC`` slices) in process ``Python GC``, whose pid is torch_npu's
+    (record pid << 10 | 1 << 5 | the PROF_'s first device, -1 without one), on the thread of the record's pid."""
+
+    noun = "GC record"
+
+    def __init__(self, report, device: int):
+        super().__init__(report, {})
+        self.device = device
+        clock = FrameworkClock(**(report.meta_json("clock") or {}))
+        self.times = f'{clock.local_sql("start")}, {clock.local_sql("end")}'
+
+    def batches(self, window=None) -> Iterator[list]:
+        return batches(self.report.conn.execute(f"SELECT {self.times}, pid FROM gc_record ORDER BY 1, seq"))
+
+    def write(self, rows: list, out, lanes) -> Optional[list]:
+        events = []
+        for start, end, tid in rows:
+            if end < start:
+                self.backwards += 1
+                continue
+            pid = tid << 10 | GC_PROCESS[2] << 5 | self.device
+            lane = lanes.place((pid, tid), tid, GC_NAME, tid, start, end)
+            if (pid, lane.tid) not in out.threads:      # (its thread is named "Python GC", as torch_npu names it)
+                out.use(pid, lane.tid, GC_PROCESS, cann_trace._Thread(GC_NAME, tid) if lane.tid == tid else lane)
+            events.append(',\n{"ph":"X","name":"GC","pid":%d,"tid":%d,"ts":"%s","dur":%r,"cat":"GC","args":{}}' % (
+                pid, lane.tid, us_text(start), (end - start) / 1000))
+        out.add("".join(events), len(events))
+        return None
+
+
 class _Sources:
     """Picklable factory of the trace's sources: each device's CANN timeline (its tasks drive), then the
     framework's."""
@@ -145,7 +180,9 @@ class _Sources:
             made += [s for s in cann if self.level not in PRUNED_LEVELS or not isinstance(s, cann_trace.CannHostSource)]
             pids[device.device_number] = cann_pid(_host_pid(device), CANN_DEVICE, device_number(device))
         sorts = thread_sorts(report.conn)
-        return made + [OpSource(report, sorts), QueueSource(report, sorts), LinkSource(report, pids)]
+        first = min(pids) if pids else -1          # (the PROF_'s first device: the GC records' pid)
+        return made + [OpSource(report, sorts), QueueSource(report, sorts), LinkSource(report, pids),
+                       GcSource(report, first)]
 
 
 def thread_sorts(conn) -> dict:
@@ -162,7 +199,8 @@ def thread_sorts(conn) -> dict:
 
 def trace_view(report) -> List[Timeline]:
     """The trace_view timeline of a framework unit (none without framework ops nor device data)."""
-    framework = report.count("fw_op") + 2 * (report.count("fw_queue") + report.count("fw_link"))
+    framework = report.count("fw_op") + 2 * (report.count("fw_queue") + report.count("fw_link")) + report.count(
+        "gc_record")
     cann = sum(event_count(d) + d.count("task") for d in report.devices if d.has_tasks or d.has_api)
     if not framework and not cann:
         return []
