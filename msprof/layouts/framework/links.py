@@ -192,22 +192,31 @@ def _merged(devices: list) -> Iterator[tuple]:
 
 
 def _device_sums(conn, marks: bool) -> None:
-    """fw_op_device: the sums torch_npu prints (target §5), added in its order: by the enqueue's place (with op
-    marks), then the launch, then the kernel's start; a kernel adds to its self op and every op above it."""
+    """fw_op_device: the sums torch_npu prints (target §5), added in its order: by the time that placed the
+    kernel — the launch, or with op marks its enqueue's start — then the launch and the kernel's start; a kernel
+    adds to its self op and every op above it. That time lies in the op's range, so an op whose end it has
+    passed has all its kernels: its sums are written then, and only the open ops' are held."""
     parents = array("q", (-1 if p is None else p for (p,) in conn.execute("SELECT parent FROM fw_op ORDER BY dfs")))
+    ends = array("q", (e for (e,) in conn.execute('SELECT "end" FROM fw_op ORDER BY dfs')))
     sums: Dict[int, list] = {}
-    # (with marks, a kernel's place is its enqueue's: the first enqueue of its corr id by start)
-    first = ("(SELECT q.start * 1 FROM fw_queue q WHERE q.kind = 0 AND q.corr_id = l.corr_id ORDER BY q.seq"
-             " LIMIT 1), (SELECT min(q.seq) FROM fw_queue q WHERE q.kind = 0 AND q.corr_id = l.corr_id), "
-             if marks else "")
-    rows = conn.execute(f"SELECT op, dur, task_type = '{AI_CORE}' FROM fw_link l WHERE op IS NOT NULL"
-                        f" ORDER BY {first}launch, start")
-    for op, dur, ai_core in rows:
+    done: List[int] = []           # (end, dfs) of the ops in ``sums``: a heap
+    # (with marks, a kernel's place is its enqueue's: the first enqueue of its corr id)
+    placed = ("(SELECT q.start FROM fw_queue q WHERE q.kind = 0 AND q.corr_id = l.corr_id ORDER BY q.seq LIMIT 1)"
+              if marks else "launch")
+    order = ", (SELECT min(q.seq) FROM fw_queue q WHERE q.kind = 0 AND q.corr_id = l.corr_id)" if marks else ""
+    rows = conn.execute(f"SELECT {placed} AS placed, op, dur, task_type = '{AI_CORE}' FROM fw_link l"
+                        f" WHERE op IS NOT NULL ORDER BY placed{order}, launch, start")
+    written: List[tuple] = []
+    for when, op, dur, ai_core in rows:
+        while done and done[0][0] < when:
+            _end, dfs = heapq.heappop(done)
+            written.append(_device_row(dfs, sums.pop(dfs)))
         node, own = op, True
         while node >= 0:
             entry = sums.get(node)
             if entry is None:
                 entry = sums[node] = [0, 0, 0, 0, 0]
+                heapq.heappush(done, (ends[node], node))
             if own:
                 entry[0] += dur
                 entry[2] += dur if ai_core else 0
@@ -215,7 +224,13 @@ def _device_sums(conn, marks: bool) -> None:
             entry[1] += dur
             entry[3] += dur if ai_core else 0
             node, own = parents[node], False
-    insert_rows(conn, "fw_op_device", DEVICE_COLUMNS,
-                [(dfs, *(None if isinstance(v, int) else v for v in entry[:4]), entry[4])
-                 for dfs, entry in sorted(sums.items())])
+        if len(written) >= BATCH:
+            insert_rows(conn, "fw_op_device", DEVICE_COLUMNS, written)
+            written = []
+    written += [_device_row(dfs, entry) for dfs, entry in sums.items()]
+    insert_rows(conn, "fw_op_device", DEVICE_COLUMNS, written)
 
+
+def _device_row(dfs: int, entry: list) -> tuple:
+    """An op's sums as stored: a sum no kernel reached (the integer 0) is NULL, printed ``0`` as torch_npu's."""
+    return (dfs, *(None if value.__class__ is int else value for value in entry[:4]), entry[4])
