@@ -37,7 +37,8 @@ def _groups(fw, step=None):
         g[2] += sum(s.task_end - s.task_start for s in own) / 1000
         g[3] += (op.end - op.start) / 1000
         g[4] += (op.end - op.start - sum(c.end - c.start for c in op.children)) / 1000
-        g[5] += sum(s.task_end - s.task_start for s in spans if s.kernel.get("task_type", "AI_CORE") == "AI_CORE") / 1000
+        g[5] += sum(s.task_end - s.task_start for s in spans
+                    if s.kernel.get("task_type", "AI_CORE") == "AI_CORE") / 1000
         for s in own:
             if s.kernel.get("task_type") == "AI_CPU":
                 count, us = g[6].get(s.kernel["name"], (0, 0))
