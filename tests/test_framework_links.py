@@ -59,6 +59,23 @@ def test_every_kernel_is_linked_to_the_op_that_launched_it_and_its_step(tmp_path
         assert queue == []
 
 
+def test_the_links_are_made_again_when_the_prof_databases_are(tmp_path):
+    """The framework database reads its PROF_'s: built after them, and again when one of them is rebuilt
+    (by this command or another), never left with links to tasks that are gone."""
+    fw, conn = _imported(tmp_path, "pt_l0_eager")
+    links = conn.execute("SELECT * FROM fw_link ORDER BY seq").fetchall()
+    conn.close()
+    again = run("query", "-dir", fw.root)
+    assert again.returncode == 0 and "importing" not in again.stderr          # (current: nothing to do)
+    shutil.rmtree(fw.root / fwkwrite.PROF_NAME / "device_0" / "sqlite")
+    proc = run("query", "-dir", fw.root)
+    assert proc.returncode == 0, proc.stderr
+    # (the PROF_ device's unit comes first and rebuilds its database; the framework unit's then is stale)
+    assert f"{fw.root.name}: importing (its PROF_ databases were built again)" in proc.stderr
+    conn = sqlite3.connect(str(fw.root / "sqlite" / "framework.db"))
+    assert conn.execute("SELECT * FROM fw_link ORDER BY seq").fetchall() == links
+
+
 def test_a_static_graph_links_the_first_run_of_each_task_only(tmp_path):
     fw, conn = _imported(tmp_path, "pt_l1_graph")
     (tasks,) = conn.execute("SELECT count(*) FROM fw_link").fetchone()
