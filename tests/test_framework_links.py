@@ -186,6 +186,38 @@ def test_trace_view_is_one_file_above_the_slice_limit(tmp_path, monkeypatch):
     assert slices            # (the PROF_ device's own timeline is cut)
 
 
+def _with_backward_ops(tmp_path):
+    """pt_l1_eager with, after its steps, a backward op on another thread for each step's aten::add (the same
+    autograd sequence number, forward thread id the main thread's): torch_npu draws a fwdbwd flow from the
+    latest forward op of a number to its latest backward op."""
+    from fixtures import fwkrecords
+
+    fw = fwkscenarios.write_scenario("pt_l1_eager", tmp_path)[0]
+    adds = sorted((op for op in fw.ops if op.name == "aten::add"), key=lambda op: op.start)
+    path = fw.root / "FRAMEWORK" / "torch.op_range"
+    start = fw.steps[-1].end + 1000
+    records = []
+    for k, op in enumerate(adds):
+        begin = start + 2000 * k
+        records.append(fwkrecords.op_range(fw.raw(begin), fw.raw(begin + 1000), op.seq, fw.desc["pid"], 4400,
+                                           "autograd::engine::evaluate_function: AddBackward0",
+                                           fwd_tid=fw.desc["main_tid"]))
+    path.write_bytes(path.read_bytes() + b"".join(records))
+    return fw, adds, start
+
+
+def test_trace_view_draws_a_flow_from_each_forward_op_to_its_backward_op(tmp_path):
+    fw, adds, start = _with_backward_ops(tmp_path)
+    done = run("export", "timeline", "-dir", fw.root)
+    assert done.returncode == 0, done.stderr
+    events = json.loads((fw.root / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())
+    flows = sorted((e["id"], e["ph"], e["tid"], e["ts"]) for e in events if e.get("cat") == "fwdbwd")
+    text = "%d.%03d"
+    assert flows == sorted(x for k, op in enumerate(adds) for x in (
+        (op.seq, "s", fw.desc["main_tid"], text % divmod(fw.local_ns(op.start), 1000)),
+        (op.seq, "f", 4400, text % divmod(fw.local_ns(start + 2000 * k), 1000))))
+
+
 # ------------------------------------------------------------------------------------------- torch_npu
 # the scenarios whose trace_view.json msprof writes event for event as torch_npu does (metadata included)
 TRACE_SAME = ("pt_l1_marks", "pt_l2_pmu", "pt_l1_syscnt", "pt_l1_indep", "pt_l1_ranks")
@@ -195,6 +227,31 @@ def _framework_side(events, fw):
     """The events of the framework's process and the torch_to_npu flows."""
     return collections.Counter({text: n for text, n in events.items() if json.loads(text)["pid"] == fw.desc["pid"]
                                 or '"torch_to_npu"' in text})
+
+
+@pytest.mark.reference
+@pytest.mark.oracles
+def test_fwdbwd_flows_are_torch_npus(tmp_path):
+    """torch_npu's trace_view of the directory with backward ops: every event of ours is its, and what it has
+    that ours lacks is the Python tracer's calls (not written yet)."""
+    oracle = fwkexpected.oracle_path()
+    if not oracle.is_file():
+        pytest.skip("torch_npu oracle not found at %s (set MSPROF_TORCH_NPU_ORACLE)" % oracle)
+    fw, adds, _start = _with_backward_ops(tmp_path / "in")
+    ours = tmp_path / "ours" / fw.root.name
+    shutil.copytree(fw.root, ours)
+    out = tmp_path / "out"
+    ok, _written, _missing = fwkexpected.run_one(fw, out, oracle, 600)
+    said = (out / "oracle.log").read_text()
+    if "reference analyser not found" in said:
+        pytest.skip(said.strip())
+    assert ok, said
+    assert run("export", "timeline", "-dir", ours).returncode == 0
+    meta, events = _events(ours / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
+    their_meta, theirs = _events(out / fw.root.name / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
+    assert sum(1 for text in events if '"cat": "fwdbwd"' in text) == 2 * len(adds)
+    assert not events - theirs and {json.loads(t)["cat"] for t in theirs - events} == {"python_function"}
+    assert meta == their_meta
 
 
 @pytest.mark.reference

@@ -8,6 +8,7 @@ writer (msprof.trace), streamed, in the CANN layout's array form (times as µs t
   pair (a flow end whose start is missing, or the reverse, is left out: the trace must pair them);
 * ``LinkSource``: a ``torch_to_npu`` flow per linked kernel (msprof.layouts.framework.links), from the op's
   start to the kernel's, its id the kernel's start in ns;
+* ``FwdBwdSource``: a ``fwdbwd`` flow from a forward op to its backward op on another thread;
 * ``GcSource``: the garbage collector's passes, in process ``Python GC``;
 * the CANN timeline of each device (msprof.layouts.prof.cann_trace); at Level0 without the host's API calls,
   as torch_npu prunes them, and so without the HostToDevice flows that start on them.
@@ -15,8 +16,7 @@ writer (msprof.trace), streamed, in the CANN layout's array form (times as µs t
 One file whatever its size (msprof's other timelines are cut in slices of 1M events). Differences from
 torch_npu's file (docs/framework-plan.md §3): metadata come first and name each process once; a
 slice that partially overlaps another of its thread is on an "(overlap)" thread; at Level0 the HostToDevice
-flows are left out with the calls they start on; fwdbwd flows and the Python tracer's calls are not written
-yet.
+flows are left out with the calls they start on; the Python tracer's calls are not written yet.
 """
 import json
 from typing import Iterator, List, Optional
@@ -133,6 +133,36 @@ class LinkSource(_Framework):
         return None
 
 
+class FwdBwdSource(_Framework):
+    """A ``fwdbwd`` flow per autograd sequence number: from its latest forward op (forward thread id 0) to its
+    latest backward op, when the two run on different threads (the first of equal starts, as torch_npu keeps
+    it); one whose backward starts before its forward is left out and counted (a flow cannot end before it
+    starts)."""
+
+    noun = "fwdbwd flow"
+
+    def batches(self, window=None) -> Iterator[list]:
+        latest = ("SELECT t.sequence_number AS n, t.fwd_tid != 0 AS backward, o.start, t.pid, o.tid, row_number()"
+                  " OVER (PARTITION BY t.sequence_number, t.fwd_tid != 0 ORDER BY o.start DESC, t.seq) AS r"
+                  " FROM fw_op o JOIN torch_op t ON t.seq = o.seq WHERE t.sequence_number >= 0")
+        return batches(self.report.conn.execute(
+            f"SELECT f.start, f.pid, f.tid, b.start, b.pid, b.tid, f.n FROM ({latest}) f JOIN ({latest}) b"
+            " ON b.n = f.n AND b.backward AND b.r = 1 WHERE NOT f.backward AND f.r = 1 AND f.tid != b.tid"
+            " ORDER BY f.start, f.n"))
+
+    def write(self, rows: list, out, lanes) -> Optional[list]:
+        events = []
+        for start, pid, tid, end, end_pid, end_tid, number in rows:
+            if end < start:
+                self.backwards += 1
+                continue
+            events += [',\n{"ph":"%s","bp":"e","name":"fwdbwd","id":%d,"pid":%d,"tid":%d,"ts":"%s","cat":"fwdbwd"}'
+                       % (ph, number, p, t, us_text(when)) for ph, p, t, when in (("s", pid, tid, start),
+                                                                                 ("f", end_pid, end_tid, end))]
+        out.add("".join(events), len(events))
+        return None
+
+
 class GcSource(_Framework):
     """The garbage collector's passes (``GC`` slices) in process ``Python GC``, whose pid is torch_npu's
     (record pid << 10 | 1 << 5 | the PROF_'s first device, -1 without one), on the thread of the record's pid."""
@@ -182,7 +212,7 @@ class _Sources:
         sorts = thread_sorts(report.conn)
         first = min(pids) if pids else -1          # (the PROF_'s first device: the GC records' pid)
         return made + [OpSource(report, sorts), QueueSource(report, sorts), LinkSource(report, pids),
-                       GcSource(report, first)]
+                       FwdBwdSource(report, {}), GcSource(report, first)]
 
 
 def thread_sorts(conn) -> dict:
