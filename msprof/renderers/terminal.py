@@ -94,8 +94,17 @@ class TextRenderer(Renderer):
                     if fits():
                         break
                 else:
-                    if not fits():
+                    # (a table whose texts wrap, not cut, leaves out columns rather than wrap its widest into a
+                    # column narrower than half a cut text)
+                    spare = [] if table.cut else cells.least_important_first(table.columns, ranked, spool.distinct)
+                    while not fits():
                         wrap = self._wrapped([max(len(headers[i]), width(i)) for i in shown])
+                        if not spare or max(w or 0 for w in wrap) >= LONGEST_CELL // 2:
+                            break
+                        index = spare.pop(0)
+                        shown.remove(index)
+                        self.hidden.append(headers[index])
+                        wrap = None
 
             def rows() -> Iterator[List[str]]:
                 return ([_cut(row[i]) if cut else row[i] for i in shown] for row in spool.texts())

@@ -11,7 +11,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
 from msprof.contract import Selection
 from msprof.layouts.prof.families.ffts_pmu import PLATFORMS as STARS_PMU_PLATFORMS
-from msprof.layouts.prof.statistics import NOT_IN_OP_SUMMARY, STARTED, api_rows
+from msprof.layouts.prof.statistics import NOT_IN_OP_SUMMARY, STARTED, api_durations, api_rows
 from msprof.layouts.prof import tasks
 from msprof.layouts.prof.tasks import HWTS_TASK_TYPES
 
@@ -100,6 +100,19 @@ class ProfFacts(Facts):
         return [(self._model_name(model_id), name, op_type, bool(cpu), count, total)
                 for kind, model_id, total, name, op_type, cpu, count in self._groups(selection) if kind == 1]
 
+    def op_durations(self, selection: Selection = Selection()) -> Iterable[tuple]:
+        where, args = self._scope(selection)
+        return [(self._model_name(model_id), name, duration, count) for model_id, name, duration, count in
+                self.conn.execute(
+                    f"{self._tasks(selection, where)} SELECT g.model_id, coalesce(o.op_name, o.kernel_name, {_HW_NAME}),"
+                    " g.d, g.n FROM (SELECT model_id, op_id, hw_type, dur / 1000.0 AS d, count(*) AS n FROM t"
+                    " GROUP BY model_id, op_id, hw_type, dur) g LEFT JOIN host.op o ON o.op_id = g.op_id", args)]
+
+    def _tasks(self, selection: Selection, where: str) -> str:
+        """The CTE ``t`` of the tasks in scope (``where``: ``_scope``'s), with their duration ``dur`` (ns)."""
+        return (f"WITH t AS (SELECT model_id, iteration, op_id, hw_type, start_ns, end_ns, end_ns - start_ns AS dur"
+                f" FROM ({tasks.task_query(self.report, _FIELDS, within=selection)}) WHERE {where})")
+
     def _groups(self, selection: Selection, idle: bool = False) -> List[tuple]:
         """The busy µs of each recorded iteration (kind 0) and the count and µs of each op (kind 1), from one
         pass over the tasks: their join with the launches is most of the cost (~1.5 s a million tasks), so
@@ -122,9 +135,7 @@ class ProfFacts(Facts):
                 iterations = ("SELECT 0, model_id, sum(dur) / 1000.0, iteration, NULL, NULL, NULL FROM t"
                               " GROUP BY model_id, iteration")
             rows = list(self.conn.execute(
-                f"WITH t AS (SELECT model_id, iteration, op_id, hw_type, start_ns, end_ns, end_ns - start_ns AS dur"
-                f" FROM ({tasks.task_query(self.report, _FIELDS, within=selection)}) WHERE {where})"
-                f" {iterations}"
+                f"{self._tasks(selection, where)} {iterations}"
                 f" UNION ALL SELECT 1, g.model_id, g.total, coalesce(o.op_name, o.kernel_name, {_HW_NAME}),"
                 f" coalesce(o.op_type, {_HW_NAME}), {task_type} = 'AI_CPU' OR ({task_type} = 'UNKNOWN' AND"
                 " hw_type = 1), g.n FROM (SELECT model_id, op_id, hw_type, count(*) AS n, sum(dur) / 1000.0 AS total"
@@ -137,6 +148,9 @@ class ProfFacts(Facts):
         # api_statistic's rows: (device, level, name, total, count, …); the application calls the acl level
         return [(name, level, level == "acl", count, total)
                 for _device, level, name, total, count, *_rest in api_rows(self.report)]
+
+    def api_durations(self) -> Iterable[tuple]:
+        return [(name, duration, count) for name, _level, duration, count in api_durations(self.report)]
 
     def layer_iterations(self, selection: Selection = Selection()) -> List[LayerIteration]:
         if self.single_op:
