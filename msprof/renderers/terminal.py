@@ -94,12 +94,13 @@ class TextRenderer(Renderer):
                     if fits():
                         break
                 else:
-                    # (a table whose texts wrap, not cut, leaves out columns rather than wrap its widest into a
-                    # column narrower than half a cut text)
+                    # (a table whose texts wrap, not cut, leaves out columns when even wrapped it is too wide)
                     spare = [] if table.cut else cells.least_important_first(table.columns, ranked, spool.distinct)
                     while not fits():
-                        wrap = self._wrapped([max(len(headers[i]), width(i)) for i in shown])
-                        if not spare or max(w or 0 for w in wrap) >= LONGEST_CELL // 2:
+                        sizes = [max(len(headers[i]), width(i)) for i in shown]
+                        wrap = self._wrapped(sizes)
+                        wrapped = [min(size, limit or size) for size, limit in zip(sizes, wrap)]
+                        if not spare or self._line_width(wrapped, [headers[i] for i in shown]) <= self.width:
                             break
                         index = spare.pop(0)
                         shown.remove(index)
@@ -193,14 +194,15 @@ class TextRenderer(Renderer):
         limits[widest] = max(self.width - others, 12)
         return limits
 
-    def _line_width(self, widths: List[int]) -> int:
-        """How wide tabulate draws columns of these widths in this style (drawn once, a row of x's)."""
+    def _line_width(self, widths: List[int], headers: Optional[List[str]] = None) -> int:
+        """How wide tabulate draws columns of these widths in this style (drawn once, a row of x's; under
+        ``headers``, else under headers as wide as the columns)."""
         if not widths:
             return 0
         from tabulate import tabulate
 
-        drawn = tabulate([["x" * w for w in widths]], headers=["h" * w for w in widths], tablefmt=self.style,
-                         disable_numparse=True)
+        drawn = tabulate([["x" * w for w in widths]], headers=headers or ["h" * w for w in widths],
+                         tablefmt=self.style, disable_numparse=True)
         return max(len(line) for line in drawn.splitlines())
 
 
