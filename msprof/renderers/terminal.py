@@ -79,8 +79,8 @@ class TextRenderer(Renderer):
                 return min(widths[i], LONGEST_CELL) if cut and not spool.numeric[i] else widths[i]
 
             if self.width is not None:
-                def fits() -> bool:
-                    return self._line_width([max(len(headers[i]), width(i)) for i in shown]) <= self.width
+                def fits() -> bool:       # (drawn under its own headers: a column is 2 wider than its header)
+                    return self._line_width([width(i) for i in shown], [headers[i] for i in shown]) <= self.width
 
                 ranked = table.column_index(table.sort)
                 order = [None] + cells.least_important_first(table.columns, ranked, spool.distinct) \
@@ -99,7 +99,7 @@ class TextRenderer(Renderer):
                     while not fits():
                         sizes = [max(len(headers[i]), width(i)) for i in shown]
                         wrap = self._wrapped(sizes)
-                        wrapped = [min(size, limit or size) for size, limit in zip(sizes, wrap)]
+                        wrapped = [min(width(i), limit or width(i)) for i, limit in zip(shown, wrap)]
                         if not spare or self._line_width(wrapped, [headers[i] for i in shown]) <= self.width:
                             break
                         index = spare.pop(0)
