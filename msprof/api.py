@@ -249,14 +249,14 @@ def _sections(units: List[Unit], command: str, tables, failures: Failures):
 # --- answers (msprof.analysis) ------------------------------------------------------------------------------
 def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[int] = None,
             fail_if_slower: Optional[float] = None, output: Optional[Path] = None, wide: bool = False,
-            tables: Sequence[str] = ()) -> dict:
+            tables: Sequence[str] = (), spread: bool = False) -> dict:
     """Compare two collections per model, op type, op and API: each one result directory (or a parent holding
     exactly one), or two PROF_ directories of several devices, compared device by device. Print the comparison
     (``fmt`` None: not; ``top``: the ops with the N largest changes, None: the format's default, 20 in the
     terminal and all for scripts, 0: all; ``tables``: only these sections) and return its whole document
     (what ``--format json`` prints without --top or --table: with several devices, {"comparisons": [one
     document per device]}). ``fail_if_slower``: raise RegressionError (exit 9) when a model both have grew by
-    more than that %."""
+    more than that %. ``spread``: the median and std dev of the durations too (msprof.analysis.compare.SPREAD)."""
     from msprof.analysis.compare import compare_sides, comparison
 
     # (nan compares false with every growth: a gate of nan would pass everything)
@@ -275,13 +275,14 @@ def compare(base: Path, new: Path, fmt: Optional[str] = "table", top: Optional[i
             with reading(unit, "compare"):        # imported when needed; what an import lost, said again
                 pass
         title = f"{printable(pair[0].label)} → {printable(pair[1].label)}"
-        documents.append((title, compare_sides(*_read_sides(pair))))
+        documents.append((title, compare_sides(*_read_sides(pair, spread))))
     _framework_ops(found, documents)
     try:
         if fmt is not None:
             renderer = _renderer(fmt, wide)
             limit = renderer.default_top if top is None else (top or None)
-            renderer.comparisons([(title, comparison(doc, limit, tables)) for title, doc in documents], Stdout())
+            renderer.comparisons([(title, comparison(doc, limit, tables, spread)) for title, doc in documents],
+                                 Stdout())
     except BrokenPipeError:
         # the reader had enough (``| head``), but a CI job's gate must still say and exit 9
         discard_stdout()
@@ -344,16 +345,16 @@ def _devices(units: List[Unit]) -> Optional[Dict[str, Unit]]:
     return {unit.path.name: unit for unit in units}
 
 
-def _read_sides(units: Tuple[Unit, Unit]) -> list:
+def _read_sides(units: Tuple[Unit, Unit], spread: bool = False) -> list:
     """The two sides' msprof.analysis.compare.Side, side by side with a second core (a large side takes
     seconds)."""
     if several_cores():
         with Pool(2) as pool:
-            return pool.each("comparing", _read_side, list(units))
+            return pool.each("comparing", _read_side, list(units), [spread] * 2)
     with progress.step("comparing", 2) as shown:
         sides = []
         for unit in units:
-            sides.append(_read_side(unit))
+            sides.append(_read_side(unit, spread))
             shown.advance()
     return sides
 
@@ -374,12 +375,12 @@ def _gate(documents: List[Tuple[str, dict]], fail_if_slower: Optional[float]) ->
         raise RegressionError("; ".join(failed))
 
 
-def _read_side(unit: Unit):
+def _read_side(unit: Unit, spread: bool = False):
     """What compare reads of one (imported) unit: its msprof.analysis.compare.Side (a worker may run this)."""
     from msprof.analysis.compare import Side
 
     with unit.open() as report:
-        return Side.read(unit.layout.facts(report))
+        return Side.read(unit.layout.facts(report), spread)
 
 
 def _share_a_database(one, other) -> bool:

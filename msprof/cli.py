@@ -283,7 +283,9 @@ def query_cmd(collection_dir, output, fmt, tables, wide, style):
 @click.option("--fail-if-slower", type=click.FloatRange(min=0), metavar="PCT",
               help="exit 9 when a model's time per iteration grew by more than PCT %, or when no model is timed "
               "on both sides (nothing could be checked)")
-def compare_cmd(base, new, output, fmt, top, tables, wide, fail_if_slower):
+@click.option("--spread", is_flag=True, help="models, ops and apis: each side's median and sample std dev of the "
+              "durations averaged too (a second pass over the tasks)")
+def compare_cmd(base, new, output, fmt, top, tables, wide, fail_if_slower, spread):
     """Compare two collections: time per iteration per model, per op type, per op, per ACL/API call.
 
     BASE and NEW are each a JOB or PROF_ directory (or a directory holding exactly one); two PROF_ directories
@@ -297,7 +299,8 @@ def compare_cmd(base, new, output, fmt, top, tables, wide, fail_if_slower):
     """
     from msprof import api
 
-    api.compare(base, new, fmt=fmt, top=top, fail_if_slower=fail_if_slower, output=output, wide=wide, tables=tables)
+    api.compare(base, new, fmt=fmt, top=top, fail_if_slower=fail_if_slower, output=output, wide=wide, tables=tables,
+                spread=spread)
 
 
 @cli.command("advise", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)

@@ -80,10 +80,9 @@ class Merged:
         written = self.files.commit()
         for path in written:
             log.info("wrote %s", path)
-        gone = self.files.removed
-        if gone:
-            notice(f"removed {len(gone)} earlier file(s) of these kinds: {', '.join(gone[:5])}"
-                   + (", …" if len(gone) > 5 else ""))
+        said = self.files.removed_notice("earlier file(s) of these kinds")
+        if said:
+            notice(said)
         return written
 
     def _join(self, parts: List[Path], name: str, extension: str, table: Optional[str] = None) -> bool:

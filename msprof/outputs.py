@@ -397,6 +397,12 @@ class FileSet:
                     if name in names or _identity(self.directory / name) == identity])
         return [self.directory / name for name in names]
 
+    def removed_notice(self, what: str) -> Optional[str]:
+        """What to tell of the files the commit removed ("removed N <what>: a, b, …", five named), None if none."""
+        gone = self.removed
+        listed = ", ".join(gone[:5]) + (", …" if len(gone) > 5 else "")
+        return f"removed {len(gone)} {what}: {listed}" if gone else None
+
     def _earlier(self) -> Dict[str, list]:
         """The files of the earlier set its manifest proves msprof wrote: name → identity."""
         found = _read_manifest(self.manifest) if self.manifest is not None else None

@@ -94,7 +94,8 @@ class Step:
         if self.total:
             fraction = min(1.0, self.done / self.total)
             filled = int(BAR * fraction)
-            return f"{self.label} [{'#' * filled}{'.' * (BAR - filled)}] {fraction:4.0%}  {elapsed}"
+            # (the percentage rounded down, as the bar: 100 % is said only of work that is done)
+            return f"{self.label} [{'#' * filled}{'.' * (BAR - filled)}] {int(fraction * 100):3d}%  {elapsed}"
         spinner = "|/-\\"[int(now / INTERVAL) % 4]
         count = f" {self.done:,.0f} {self.unit}" if self.unit else ""
         return f"{self.label} {spinner}{count}  {elapsed}"

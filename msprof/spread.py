@@ -1,6 +1,6 @@
 """The spread of durations that show adds to its statistic tables (issue 38 #8): the median and the sample
-standard deviation (n − 1, as nsys stats reports it) of each row's durations, beside the average. Only show
-prints them: the summary files keep the reference analysers' columns.
+standard deviation (n − 1, as nsys stats reports it) of each row's durations, beside the average; compare
+--spread gives each side's (msprof.analysis.compare). The summary files keep the reference analysers' columns.
 
 Both come from one SQL pass that counts each group's durations by value (``group_spread``): the runs of
 one op take a few distinct times, so Python sorts a few values per group, not every task, and squares each

@@ -45,10 +45,9 @@ def write_summary(report, files: List[SummaryFile], fmt: str, directory: Path,
         staged.commit()
     for path in written:
         log.info("wrote %s", path)
-    gone = staged.removed
-    if gone:
-        notice(f"removed {len(gone)} file(s) an earlier export wrote that this one does not: {', '.join(gone[:5])}"
-               + (", …" if len(gone) > 5 else ""))
+    said = staged.removed_notice("file(s) an earlier export wrote that this one does not")
+    if said:
+        notice(said)
     return written
 
 

@@ -311,6 +311,13 @@ def test_export_on_writes_one_file_per_kind_in_the_cann_place(tmp_path, msprof_c
     assert proc.returncode == 0, proc.stderr
     again = _exported(prof)
     assert all(len(again[kind]) == 1 and again[kind] != first[kind] for kind in EXPORTED), again
+    # (said per set of files: the timeline, then the summary files, each naming five at most)
+    timeline = first["msprof"]
+    tables = sorted([name for kind, names in first.items() if kind != "msprof" for name in names] + [
+        "op_summary_20200101000000.csv", "task_time_slice_0_20200101000000.csv"])
+    assert [line for line in proc.stderr.splitlines() if line.startswith("removed")] == [
+        f"removed 1 earlier file(s) of these kinds: {timeline[0]}",
+        f"removed {len(tables)} earlier file(s) of these kinds: {', '.join(tables[:5])}, …"]
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(EXPORTED)) == ["README.txt", "notes.txt"]
     assert (out / "op_summary_backup.csv").read_text() == "earlier\n"
 

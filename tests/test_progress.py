@@ -195,3 +195,15 @@ def test_the_timeline_line_counts_every_event_and_ends_at_100(kind, tmp_path):
     for name, pct in re.findall(rb"\rwriting (\S+) \[[#.]+\] +(\d+)%", screen):
         last[name] = int(pct)
     assert last and set(last.values()) == {100}, last
+
+
+def test_the_line_says_100_only_of_work_done():
+    """The percentage was rounded (99.6 % of the bytes imported read "100%" under a bar one mark short of
+    full); it is rounded down now, as the bar is, and says 100 only at the end."""
+    from msprof.progress import BAR, Step
+
+    step = Step("importing", 1000, "bytes")
+    for done, marks, pct in ((0, 0, "  0%"), (996, BAR - 1, " 99%"), (1000, BAR, "100%")):
+        step.done = done
+        line = step.text(step.started)
+        assert line == f"importing [{'#' * marks}{'.' * (BAR - marks)}] {pct}  0 s", line

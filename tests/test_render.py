@@ -233,11 +233,11 @@ def test_a_long_terminal_table_is_drawn_in_chunks_as_it_would_be_whole(style, na
         renderer = FORMATS["table"](style, width)
         return renderer.render(t), renderer.hidden
 
-    whole = {width: draw(width) for width in (None, 60)}
-    assert whole[60][1] and "…" in whole[60][0]           # (the narrow one cuts names and leaves columns out)
+    whole = {width: draw(width) for width in (None, 50)}
+    assert whole[50][1] and "…" in whole[50][0]           # (the narrow one cuts names and leaves columns out)
     monkeypatch.setattr(terminal, "HELD_ROWS", 10)
     monkeypatch.setattr(terminal, "CHUNK_ROWS", 7)
-    for width in (None, 60):
+    for width in (None, 50):
         assert draw(width) == whole[width]
     t = Table("t", "t", columns, [rows])
     with terminal._Spool(t) as spool:

@@ -9,6 +9,10 @@ reader can check them by subtraction. ``None`` (JSON null, N/A in the tables) wh
 a model, op or API the other side lacks, and every op type of a side with no device task data (a PROF_ host
 without devices: nothing was timed). An op type one side lacks otherwise is 0 on that side (it ran 0 times).
 Everything is matched by name (models: see ``matched_models``).
+
+``--spread`` adds each side's median and sample std dev (msprof.spread) of the durations a row averages:
+of a model's iterations, an op's tasks, an API's calls (``SPREAD``). An op type's row is a time per iteration
+summed over its ops, no average of durations: it has none.
 """
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -18,6 +22,7 @@ from msprof.console import log, notice
 from msprof.errors import RegressionError
 from msprof.paths import printable
 from msprof.renderers.documents import DEFAULT_TOP, Comparison
+from msprof.spread import Spread, counted_spread
 from msprof.tables import NUMBER, TEXT, Column, Table
 
 # the document's sections: key → (its rows' keys, title of the table view)
@@ -39,6 +44,9 @@ SECTIONS = {
 JOINED = {"model_name": ("base_model_name", "new_model_name"), "op_type": ("base_op_type", "new_op_type")}
 _NAME_COLUMNS = {"model_name", "op_type", "op_name", "name", "input_shapes", *JOINED["model_name"], *JOINED["op_type"]}
 CUT = ("ops", "framework_ops")       # the sections --top cuts
+# --spread: the sections whose rows average durations, and the field after which their spread goes
+SPREAD = {"models": "delta_pct", "ops": "delta_us", "apis": "delta_avg_us"}
+SPREAD_KEYS = ["base_median_us", "new_median_us", "base_stddev_us", "new_stddev_us"]
 
 
 @dataclass
@@ -50,17 +58,26 @@ class Side:
     op_types: Optional[Dict[str, TypeTime]]   # None: no device task data (nothing timed)
     ops: Dict[Tuple[str, str], OpAverage]      # (model name, op name) → the op
     apis: Optional[Dict[str, ApiTime]]         # None: no ACL/API data collected
+    # --spread: per section of SPREAD, its rows' keys (models: name, ops: (model, op), apis: name) → spread
+    spread: Optional[Dict[str, Dict[object, Spread]]] = None
 
     def has_model(self, name: str) -> bool:
         """Whether this side ran the model: timed iterations or ops of it."""
         return name in self.models or any(model == name for model, _op in self.ops)
 
     @classmethod
-    def read(cls, facts) -> "Side":
-        return cls(printable(facts.path), dict(facts.model_iterations()),
+    def read(cls, facts, spread: bool = False) -> "Side":
+        """``spread``: with the median and std dev of the durations (a second pass over the tasks)."""
+        side = cls(printable(facts.path), dict(facts.model_iterations()),
                    {t.type: t for t in facts.op_types()} if facts.report.has_tasks else None,
                    {(o.model_name, o.name): o for o in facts.ops()},
                    {a.name: a for a in facts.apis()} if facts.has_api else None)
+        if spread:
+            side.spread = {
+                "models": counted_spread((name, us, 1) for name, times in side.models.items() for us in times),
+                "ops": counted_spread(((model, name), us, n) for model, name, us, n in facts.op_durations()),
+                "apis": counted_spread(facts.api_durations()) if facts.has_api else {}}
+        return side
 
 
 def r3(value: Optional[float]) -> Optional[float]:
@@ -85,6 +102,25 @@ def _type_values(side: Side, name: str) -> tuple:
         return None, None
     found = side.op_types.get(name)
     return (r3(found.us_per_iteration), _count(found.count_per_iteration)) if found else (0.0, 0)
+
+
+def section_keys(section: str, spread: bool = False) -> List[str]:
+    """The keys of a section's rows, in order: SECTIONS', with ``spread`` SPREAD_KEYS after SPREAD's field."""
+    keys = SECTIONS[section][0]
+    if not spread or section not in SPREAD:
+        return keys
+    at = keys.index(SPREAD[section]) + 1
+    return keys[:at] + SPREAD_KEYS + keys[at:]
+
+
+def _spread(row: dict, section: str, base: Side, new: Side, base_key, new_key) -> dict:
+    """The row with each side's median and std dev of ``section`` by its key, when both sides have them."""
+    if base.spread is None or new.spread is None:
+        return row
+    (b_median, b_dev), (n_median, n_dev) = (side.spread[section].get(key, (None, None))
+                                            for side, key in ((base, base_key), (new, new_key)))
+    row.update(zip(SPREAD_KEYS, (b_median, n_median, b_dev, n_dev)))
+    return {key: row[key] for key in section_keys(section, True)}
 
 
 def _mean(values: Optional[List[float]]) -> Optional[float]:
@@ -115,10 +151,11 @@ def compare_sides(base: Side, new: Side) -> dict:
     for _label, base_name, new_name in matched:
         b, n = _mean(base.models.get(base_name)), _mean(new.models.get(new_name))
         delta = _minus(n, b)
-        models.append({"base_model_name": base_name if base.has_model(base_name) else None,
-                       "new_model_name": new_name if new.has_model(new_name) else None,
-                       "base_us": b, "new_us": n, "delta_us": delta,
-                       "delta_pct": r3(delta / b * 100) if delta is not None and b else None})
+        models.append(_spread({"base_model_name": base_name if base.has_model(base_name) else None,
+                               "new_model_name": new_name if new.has_model(new_name) else None,
+                               "base_us": b, "new_us": n, "delta_us": delta,
+                               "delta_pct": r3(delta / b * 100) if delta is not None and b else None},
+                              "models", base, new, base_name, new_name))
 
     op_types = []
     for name in set(base.op_types or ()) | set(new.op_types or ()):
@@ -135,19 +172,20 @@ def compare_sides(base: Side, new: Side) -> dict:
     for label, base_name, new_name in matched:
         mine = {name: op for (model, name), op in base.ops.items() if model == base_name}
         theirs = {name: op for (model, name), op in new.ops.items() if model == new_name}
-        per_model.append((label, mine, theirs))
+        per_model.append((label, mine, theirs, base_name, new_name))
     labels: Dict[str, int] = {}
-    for _label, mine, theirs in per_model:
+    for _label, mine, theirs, _base_name, _new_name in per_model:
         for name in mine.keys() | theirs.keys():
             labels[name] = labels.get(name, 0) + 1
     ops = []
-    for label, mine, theirs in per_model:
+    for label, mine, theirs, base_name, new_name in per_model:
         for name in mine.keys() | theirs.keys():
             b, n = mine.get(name), theirs.get(name)
             b_us, n_us = (r3(b.avg_us) if b else None), (r3(n.avg_us) if n else None)
-            ops.append({"op_name": f"{label}: {name}" if labels[name] > 1 else name,
-                        "base_op_type": b.type if b else None, "new_op_type": n.type if n else None,
-                        "base_us": b_us, "new_us": n_us, "delta_us": _minus(n_us, b_us)})
+            ops.append(_spread({"op_name": f"{label}: {name}" if labels[name] > 1 else name,
+                                "base_op_type": b.type if b else None, "new_op_type": n.type if n else None,
+                                "base_us": b_us, "new_us": n_us, "delta_us": _minus(n_us, b_us)},
+                               "ops", base, new, (base_name, name), (new_name, name)))
     # the largest changes first; an op on one side only changed by its whole time
     ops.sort(key=lambda r: (-abs((r["new_us"] or 0.0) - (r["base_us"] or 0.0)), r["op_name"]))
 
@@ -159,10 +197,10 @@ def compare_sides(base: Side, new: Side) -> dict:
         for name in set(base.apis) | set(new.apis):
             b, n = base.apis.get(name), new.apis.get(name)
             b_avg, n_avg = (r3(b.avg_us) if b else None), (r3(n.avg_us) if n else None)
-            apis.append({"name": name, "base_count": b.count if b else None, "new_count": n.count if n else None,
-                         "base_avg_us": b_avg, "new_avg_us": n_avg, "delta_avg_us": _minus(n_avg, b_avg),
-                         "base_total_us": r3(b.total_us) if b else None,
-                         "new_total_us": r3(n.total_us) if n else None})
+            apis.append(_spread({"name": name, "base_count": b.count if b else None,
+                                 "new_count": n.count if n else None, "base_avg_us": b_avg, "new_avg_us": n_avg,
+                                 "delta_avg_us": _minus(n_avg, b_avg), "base_total_us": r3(b.total_us) if b else None,
+                                 "new_total_us": r3(n.total_us) if n else None}, "apis", base, new, name, name))
         apis.sort(key=lambda r: (-max(r["base_total_us"] or 0.0, r["new_total_us"] or 0.0), r["name"]))
     return {"base": base.path, "new": new.path, "models": models, "op_types": op_types, "ops": ops,
             "apis": apis}
@@ -245,15 +283,18 @@ def joined(row: dict, column: str) -> Optional[str]:
     return new if base is None or base == new else base if new is None else f"{base} → {new}"
 
 
-def comparison(document: dict, top: Optional[int] = DEFAULT_TOP, sections: Sequence[str] = ()) -> Comparison:
+def comparison(document: dict, top: Optional[int] = DEFAULT_TOP, sections: Sequence[str] = (),
+               spread: bool = False) -> Comparison:
     """What compare prints in every format (msprof.renderers): the document, its verdict, and its sections
     (``sections``: only those; every one by default) as tables, ops cut to the ``top`` largest changes (None:
-    all) — in the table view ("base → new" in one column) and in the document's (each value in its field)."""
+    all) — in the table view ("base → new" in one column) and in the document's (each value in its field).
+    ``spread``: the document's rows have SPREAD_KEYS (compare_sides of sides read with spread)."""
     out, script, cut = [], [], {}
     shown = dict(document)
-    for key, (names, title) in SECTIONS.items():
+    for key, (_names, title) in SECTIONS.items():
         if key not in document:
             continue
+        names = section_keys(key, spread)
         if sections and key not in sections:
             del shown[key]
             continue

@@ -195,6 +195,14 @@ class Facts:
         """(name, level, top, count, total µs); a name may repeat (the rows are summed)."""
         raise NotImplementedError
 
+    def op_durations(self, selection: Selection = Selection()) -> Iterable[Tuple[str, str, float, int]]:
+        """``_op_rows``' tasks counted by duration: (model name, op name, µs, tasks); compare --spread's."""
+        raise NotImplementedError
+
+    def api_durations(self) -> Iterable[Tuple[str, float, int]]:
+        """``_api_rows``' calls counted by duration: (name, µs, calls); compare --spread's."""
+        raise NotImplementedError
+
     def layer_iterations(self, selection: Selection = Selection()) -> List[LayerIteration]:
         """The iterations whose layers advise reads: the selected one, else the last recorded iteration
         of each model (the one ``show`` prints)."""

@@ -36,7 +36,8 @@ PRIORITY = (
     "count", "base_us", "new_us", "avg_us", "avg_time_us", "base_avg_us", "new_avg_us", "base_count",
     "new_count", "ratio_pct", "total_time_ratio_pct", "time_ratio", "memory_bound",
     # its spread
-    "median_us", "median_time_us", "stddev_us", "stddev_time_us", "min_us", "max_us", "min_time_us", "max_time_us",
+    "median_us", "median_time_us", "stddev_us", "stddev_time_us", "base_median_us", "new_median_us",
+    "base_stddev_us", "new_stddev_us", "min_us", "max_us", "min_time_us", "max_time_us",
     # what tells rows of one name apart
     "task_id", "layer_id", "iteration_id", "iterations", "stream_id", "device", "device_id", "level",
     "task_type", "core_type", "records", "lost", "kind", "directory", "family", "platform", "tid", "domain",

@@ -79,8 +79,8 @@ class TextRenderer(Renderer):
                 return min(widths[i], LONGEST_CELL) if cut and not spool.numeric[i] else widths[i]
 
             if self.width is not None:
-                def fits() -> bool:
-                    return self._line_width([max(len(headers[i]), width(i)) for i in shown]) <= self.width
+                def fits() -> bool:       # (drawn under its own headers: a column is 2 wider than its header)
+                    return self._line_width([width(i) for i in shown], [headers[i] for i in shown]) <= self.width
 
                 ranked = table.column_index(table.sort)
                 order = [None] + cells.least_important_first(table.columns, ranked, spool.distinct) \
@@ -94,8 +94,18 @@ class TextRenderer(Renderer):
                     if fits():
                         break
                 else:
-                    if not fits():
-                        wrap = self._wrapped([max(len(headers[i]), width(i)) for i in shown])
+                    # (a table whose texts wrap, not cut, leaves out columns when even wrapped it is too wide)
+                    spare = [] if table.cut else cells.least_important_first(table.columns, ranked, spool.distinct)
+                    while not fits():
+                        sizes = [max(len(headers[i]), width(i)) for i in shown]
+                        wrap = self._wrapped(sizes)
+                        wrapped = [min(width(i), limit or width(i)) for i, limit in zip(shown, wrap)]
+                        if not spare or self._line_width(wrapped, [headers[i] for i in shown]) <= self.width:
+                            break
+                        index = spare.pop(0)
+                        shown.remove(index)
+                        self.hidden.append(headers[index])
+                        wrap = None
 
             def rows() -> Iterator[List[str]]:
                 return ([_cut(row[i]) if cut else row[i] for i in shown] for row in spool.texts())
@@ -184,14 +194,15 @@ class TextRenderer(Renderer):
         limits[widest] = max(self.width - others, 12)
         return limits
 
-    def _line_width(self, widths: List[int]) -> int:
-        """How wide tabulate draws columns of these widths in this style (drawn once, a row of x's)."""
+    def _line_width(self, widths: List[int], headers: Optional[List[str]] = None) -> int:
+        """How wide tabulate draws columns of these widths in this style (drawn once, a row of x's; under
+        ``headers``, else under headers as wide as the columns)."""
         if not widths:
             return 0
         from tabulate import tabulate
 
-        drawn = tabulate([["x" * w for w in widths]], headers=["h" * w for w in widths], tablefmt=self.style,
-                         disable_numparse=True)
+        drawn = tabulate([["x" * w for w in widths]], headers=headers or ["h" * w for w in widths],
+                         tablefmt=self.style, disable_numparse=True)
         return max(len(line) for line in drawn.splitlines())
 
 

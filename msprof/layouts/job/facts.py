@@ -67,26 +67,40 @@ class JobFacts(Facts):
         return [(self._model_name(model_id), busy) for model_id, busy in cursor]
 
     def _op_rows(self, selection: Selection) -> Iterable[tuple]:
+        return self._named_ops(selection, "count(*), sum(t.dur_us)")
+
+    def op_durations(self, selection: Selection = Selection()) -> Iterable[tuple]:
+        for model, name, _kind, _cpu, duration, count in self._named_ops(selection, "t.dur_us, count(*)",
+                                                                         ", t.dur_us"):
+            yield model, name, duration, count
+
+    def _named_ops(self, selection: Selection, values: str, by: str = "") -> Iterator[tuple]:
+        """(model name, op name, op type, cpu, *values) of the recorded tasks grouped by op (and ``by``)."""
         # grouped by integer ids (a cheap sort of the tasks), named from the small layer table afterwards
         where, args = self._where(selection)
         # (a layer row is a task's by its (stream, task) too: report.LAYER_OF_TASK)
         layers: Dict[tuple, tuple] = {(m, i, st, tk): (name, kind) for m, i, st, tk, name, kind in self.conn.execute(
             "SELECT model_id, layer_id, stream_id, task_id, layer_name, layer_type FROM layer")}
         cursor = self.conn.execute(
-            f"SELECT t.model_id, t.layer_id, t.stream_id, t.task_id, t.task_type, count(*), sum(t.dur_us) FROM task t"
-            f" WHERE {where} GROUP BY t.model_id, t.layer_id, t.stream_id, t.task_id, t.task_type", args)
-        for model_id, layer_id, stream_id, task_id, task_type, count, total in cursor:
+            f"SELECT t.model_id, t.layer_id, t.stream_id, t.task_id, t.task_type, {values} FROM task t"
+            f" WHERE {where} GROUP BY t.model_id, t.layer_id, t.stream_id, t.task_id, t.task_type{by}", args)
+        for model_id, layer_id, stream_id, task_id, task_type, *rest in cursor:
             fallback = TASK_TYPES.get(task_type, str(task_type))      # a task missing from layer.info
             name, kind = layers.get((model_id, layer_id, stream_id, task_id), (None, None))
             # (a name of spaces names nothing, as in the timeline)
             yield (self._model_name(model_id), name if name and name.strip() else fallback,
-                   kind if kind and kind.strip() else fallback, task_type == AA_CPU, count, total)
+                   kind if kind and kind.strip() else fallback, task_type == AA_CPU, *rest)
 
     def _api_rows(self) -> Iterable[tuple]:
         scale = self.report.time.host_us_per_unit
         for name, api_type, count, total in self.conn.execute(
                 "SELECT name, min(api_type), count(*), sum([end] - start) FROM acl_api GROUP BY name"):
             yield name, API_TYPES.get(api_type, str(api_type)), True, count, total * scale
+
+    def api_durations(self) -> Iterable[tuple]:
+        scale = self.report.time.host_us_per_unit
+        return [(name, delta * scale, count) for name, delta, count in self.conn.execute(
+            "SELECT name, [end] - start AS d, count(*) FROM acl_api GROUP BY name, d")]
 
     def layer_iterations(self, selection: Selection = Selection()) -> List[LayerIteration]:
         return [LayerIteration(it.model_id, it.model_name, it.index_id)

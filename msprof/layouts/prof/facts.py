@@ -11,7 +11,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
 from msprof.contract import Selection
 from msprof.layouts.prof.families.ffts_pmu import PLATFORMS as STARS_PMU_PLATFORMS
-from msprof.layouts.prof.statistics import NOT_IN_OP_SUMMARY, STARTED, api_rows
+from msprof.layouts.prof.statistics import NOT_IN_OP_SUMMARY, STARTED, api_durations, api_rows
 from msprof.layouts.prof import tasks
 from msprof.layouts.prof.tasks import HWTS_TASK_TYPES
 
@@ -98,11 +98,25 @@ class ProfFacts(Facts):
 
     def _op_rows(self, selection: Selection) -> Iterable[tuple]:
         return [(self._model_name(model_id), name, op_type, bool(cpu), count, total)
-                for kind, model_id, total, name, op_type, cpu, count in self._groups(selection) if kind == 1]
+                for kind, model_id, total, name, op_type, cpu, count, _n in self._groups(selection) if kind == 1]
+
+    def op_durations(self, selection: Selection = Selection()) -> Iterable[tuple]:
+        where, args = self._scope(selection)
+        return [(self._model_name(model_id), name, duration, count) for model_id, name, duration, count in
+                self.conn.execute(
+                    f"{self._tasks(selection, where)} SELECT g.model_id,"
+                    f" coalesce(o.op_name, o.kernel_name, {_HW_NAME}), g.d, g.n FROM (SELECT model_id, op_id, hw_type,"
+                    " dur / 1000.0 AS d, count(*) AS n FROM t GROUP BY model_id, op_id, hw_type, dur) g"
+                    " LEFT JOIN host.op o ON o.op_id = g.op_id", args)]
+
+    def _tasks(self, selection: Selection, where: str) -> str:
+        """The CTE ``t`` of the tasks in scope (``where``: ``_scope``'s), with their duration ``dur`` (ns)."""
+        return (f"WITH t AS (SELECT model_id, iteration, op_id, hw_type, start_ns, end_ns, end_ns - start_ns AS dur"
+                f" FROM ({tasks.task_query(self.report, _FIELDS, within=selection)}) WHERE {where})")
 
     def _groups(self, selection: Selection, idle: bool = False) -> List[tuple]:
-        """The busy µs of each recorded iteration (kind 0) and the count and µs of each op (kind 1), from one
-        pass over the tasks: their join with the launches is most of the cost (~1.5 s a million tasks), so
+        """The busy µs and tasks of each recorded iteration (kind 0) and the count and µs of each op (kind 1), from
+        one pass over the tasks: their join with the launches is most of the cost (~1.5 s a million tasks), so
         both groupings share it (SQLite materialises a CTE that is used twice). Ops are named afterwards,
         from the small op table (by HWTS task type when no launch is known). With ``idle`` (or ``with_idle``),
         an iteration's row also has ``_idle_rows``' idle µs, first start and last end: a window over every
@@ -115,28 +129,43 @@ class ProfFacts(Facts):
             if idle:
                 iterations = (
                     "SELECT 0, model_id, sum(dur) / 1000.0, iteration, sum(max(0, start_ns - before)) / 1000.0,"
-                    " min(start_ns) / 1000.0, max(end_ns) / 1000.0 FROM (SELECT model_id, iteration, start_ns, end_ns,"
-                    " dur, max(end_ns) OVER (PARTITION BY model_id, iteration ORDER BY start_ns ROWS BETWEEN UNBOUNDED"
-                    " PRECEDING AND 1 PRECEDING) AS before FROM t) GROUP BY model_id, iteration")
+                    " min(start_ns) / 1000.0, max(end_ns) / 1000.0, count(*) FROM (SELECT model_id, iteration,"
+                    " start_ns, end_ns, dur, max(end_ns) OVER (PARTITION BY model_id, iteration ORDER BY start_ns"
+                    " ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before FROM t) GROUP BY model_id, iteration")
             else:
-                iterations = ("SELECT 0, model_id, sum(dur) / 1000.0, iteration, NULL, NULL, NULL FROM t"
+                iterations = ("SELECT 0, model_id, sum(dur) / 1000.0, iteration, NULL, NULL, NULL, count(*) FROM t"
                               " GROUP BY model_id, iteration")
             rows = list(self.conn.execute(
-                f"WITH t AS (SELECT model_id, iteration, op_id, hw_type, start_ns, end_ns, end_ns - start_ns AS dur"
-                f" FROM ({tasks.task_query(self.report, _FIELDS, within=selection)}) WHERE {where})"
-                f" {iterations}"
+                f"{self._tasks(selection, where)} {iterations}"
                 f" UNION ALL SELECT 1, g.model_id, g.total, coalesce(o.op_name, o.kernel_name, {_HW_NAME}),"
                 f" coalesce(o.op_type, {_HW_NAME}), {task_type} = 'AI_CPU' OR ({task_type} = 'UNKNOWN' AND"
-                " hw_type = 1), g.n FROM (SELECT model_id, op_id, hw_type, count(*) AS n, sum(dur) / 1000.0 AS total"
-                " FROM t GROUP BY model_id, op_id, hw_type) g LEFT JOIN host.op o ON o.op_id = g.op_id"
-                " ORDER BY 1, 2, 4", args))
+                " hw_type = 1), g.n, NULL FROM (SELECT model_id, op_id, hw_type, count(*) AS n,"
+                " sum(dur) / 1000.0 AS total FROM t GROUP BY model_id, op_id, hw_type) g"
+                " LEFT JOIN host.op o ON o.op_id = g.op_id ORDER BY 1, 2, 4", args))
             self._grouped[selection] = (idle, rows)
         return rows
+
+    def _iteration_counts(self) -> Iterable[Tuple[int, int, int, int]]:
+        """The timed tasks of each recorded iteration (the pass above), and its tasks that lack a start or an end
+        (a record lost: a query of those alone, few)."""
+        if self.single_op:
+            return []
+        where, args = self._scope(Selection())
+        query = tasks.task_query(self.report, ("task_type",), timed=False)
+        untimed = dict(((model, index), n) for model, index, n in self.conn.execute(
+            f"SELECT model_id, iteration, count(*) FROM ({query}) WHERE model_id IS NOT NULL AND iteration IS NOT NULL"
+            f" AND task_type NOT IN ({_SKIP}) GROUP BY model_id, iteration", args))
+        timed = {(row[1], row[3]): row[7] for row in self._groups(Selection()) if row[0] == 0}
+        return [(model, index, timed.get((model, index), 0) + untimed.get((model, index), 0),
+                 timed.get((model, index), 0)) for model, index in sorted(timed.keys() | untimed.keys())]
 
     def _api_rows(self) -> Iterable[tuple]:
         # api_statistic's rows: (device, level, name, total, count, …); the application calls the acl level
         return [(name, level, level == "acl", count, total)
                 for _device, level, name, total, count, *_rest in api_rows(self.report)]
+
+    def api_durations(self) -> Iterable[tuple]:
+        return [(name, duration, count) for name, _level, duration, count in api_durations(self.report)]
 
     def layer_iterations(self, selection: Selection = Selection()) -> List[LayerIteration]:
         if self.single_op:
@@ -161,7 +190,7 @@ class ProfFacts(Facts):
 
     def _idle_rows(self, selection: Selection) -> Iterable[tuple]:
         return [(self._model_name(model_id), iteration, busy, idle, first, last)
-                for kind, model_id, busy, iteration, idle, first, last in self._groups(selection, idle=True)
+                for kind, model_id, busy, iteration, idle, first, last, _n in self._groups(selection, idle=True)
                 if kind == 0]
 
     def _loss_rows(self) -> Iterable[tuple]:

@@ -1,7 +1,7 @@
 """PROF statistics of one device: op_statistic (docs/prof-format.md §6) and api_statistic (§7), with the reference
 analyser's sums, rounding and order."""
 from operator import itemgetter
-from typing import Dict, List, Tuple
+from typing import Dict, Iterator, List, Tuple
 
 from msprof.decode.api_event import LEVELS, NAMED_BY_TYPE
 from msprof.contract import Selection
@@ -214,11 +214,16 @@ def api_rows(report) -> list:
 
 
 def api_spread(report) -> dict:
-    """(name, level name) → (median, sample std dev) of the µs of api_statistic's row (show), from the import's
-    groups of calls of one duration."""
+    """(name, level name) → (median, sample std dev) of the µs of api_statistic's row (show)."""
+    return counted_spread(((name, level), us, n) for name, level, us, n in api_durations(report))
+
+
+def api_durations(report) -> Iterator[Tuple[str, str, float, int]]:
+    """api_statistic's calls counted by duration, from the import's groups of calls of one duration: (name,
+    level name, µs, calls)."""
     to_us = report.time.host_us
-    return counted_spread(((name, LEVELS.get(level, str(level))), to_us(delta), n)
-                          for name, level, _k, delta, n in report.conn.execute(_API_GROUPS))
+    return ((name, LEVELS.get(level, str(level)), to_us(delta), n)
+            for name, level, _k, delta, n in report.conn.execute(_API_GROUPS))
 
 
 # The import's groups of calls (level, key, duration in ticks, count), each named. The levels named by their

@@ -40,10 +40,12 @@ TASK_FIELDS = {
     "end_ns": ProfTime.device_ns_sql("t.end_syscnt"),
 }
 SELECTED = ("model_id", "iteration")       # what a --model-id/--iteration-id selection filters on
+_TIMED = "t.start_syscnt IS NOT NULL AND t.end_syscnt IS NOT NULL"
 
 
 def task_query(report, fields, pmu: bool = False, span: str = "", order: str = "", inner=(), selected: bool = True,
-               counters: Optional[List[int]] = None, within: Selection = Selection()) -> str:
+               counters: Optional[List[int]] = None, within: Selection = Selection(),
+               timed: bool = True) -> str:
     """Timed device tasks in start order (``order`` "DESC": backwards) with ``fields`` (TASK_FIELDS): their
     host launch and op (when an op task launched them) and times as the reference computes them; with
     ``pmu``, also their PMU record (total_cycles, c0…c7, each counter's ratio to the cycles ``r0``…``r7``)
@@ -51,7 +53,8 @@ def task_query(report, fields, pmu: bool = False, span: str = "", order: str = "
     record ``p``; ``counters``: only these counters c<slot>, by default all). ``span``: a condition on
     t.start_syscnt. ``selected``: also what a selection filters on (SELECTED). ``within``: only the tasks of
     this selection (its parameters are ``where``'s): the query that wraps this one filters on the same
-    fields, but only after the rows are made; this filter comes before their PMU join and columns."""
+    fields, but only after the rows are made; this filter comes before their PMU join and columns. ``timed``
+    False: the tasks that lack a start or an end instead (a record lost), with their launch and op."""
     columns = [f"{TASK_FIELDS[f]} AS {f}" for f in dict.fromkeys(tuple(fields) + (SELECTED if selected else ()))]
     join = ""
     if any(TASK_FIELDS[f].startswith("tn.") for f in fields):
@@ -78,7 +81,7 @@ def task_query(report, fields, pmu: bool = False, span: str = "", order: str = "
                                 AND h.occ = CASE WHEN lc.launches = 1 THEN 0 ELSE t.exec_n END
         LEFT JOIN host.op o ON o.op_id = h.op_id
         {join}
-        WHERE t.start_syscnt IS NOT NULL AND t.end_syscnt IS NOT NULL {span} {_within(within)}
+        WHERE {_TIMED if timed else f"NOT ({_TIMED})"} {span} {_within(within)}
         ORDER BY t.start_syscnt {order}, t.seq {order} LIMIT -1 OFFSET 0"""
 
 
