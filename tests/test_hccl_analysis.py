@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from famtest import generate, need_reference, reference
+from reference_runner import reference_script
+from test_ecosystem import _oracle_env, oracles  # noqa: F401 (a fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL_EXPORT = 0x072211
@@ -141,3 +144,34 @@ def test_an_unknown_rule_is_refused_before_anything_is_read(tmp_path):
     assert proc.returncode == 2 and "--rule=bandwidth: unknown rule" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and not (written.path / "analyze").exists()
     assert not (written.path / "host" / "sqlite").exists()
+
+
+# the checks of ../shared/oracles/consumers.py that read analyze/ (the cluster's communication files and its
+# groups); the others read the timeline's Communication lanes, not this command's files
+CLUSTER_CHECKS = ("cluster: ran on both exports", "cluster: cluster_analysis_output/cluster_communication.json",
+                  "cluster: cluster_analysis_output/cluster_communication_matrix.json",
+                  "cluster: cluster_analysis_output/communication_group.json")
+
+
+@pytest.mark.oracles
+def test_msprof_analyze_cluster_reads_our_analyses_as_the_references(tmp_path, oracles):
+    """msprof-analyze's cluster analysis of our PROF_ (--export=on, --analyze=on) and of the reference's
+    (export timeline, summary, analyze): the same cluster_communication*.json and communication_group.json."""
+    written = generate(tmp_path, SCENARIOS["rdma_and_links"])
+    ours, theirs = tmp_path / "ours" / written.path.name, tmp_path / "ref" / written.path.name
+    shutil.copytree(written.path, ours)
+    shutil.copytree(written.path, theirs)
+    for option in ("--export=on", "--analyze=on"):
+        proc = _msprof(option, "--output=%s" % ours)
+        assert proc.returncode == 0, proc.stderr
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTHONPATH", None)
+    for args in (["import"], ["export", "timeline"], ["export", "summary"],
+                 ["analyze", "-r", ",".join(RULES)]):
+        command = [sys.executable, "-B", str(reference_script()), args[0]] + args[1:2] * (args[0] == "export")
+        command += ["-dir", str(theirs)] + args[1:] * (args[0] == "analyze")
+        assert subprocess.run(command, env=env, capture_output=True, timeout=600).returncode == 0, command
+    proc = subprocess.run([sys.executable, oracles / "consumers.py", ours, theirs, "--out", tmp_path / "consumers",
+                           "--timeout", "300"], capture_output=True, text=True, env=_oracle_env(), timeout=1800)
+    passed = {line[len("PASS "):] for line in proc.stdout.splitlines() if line.startswith("PASS ")}
+    assert set(CLUSTER_CHECKS) <= passed, proc.stdout[-3000:] + proc.stderr[-2000:]
