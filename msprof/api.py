@@ -179,7 +179,8 @@ def cann_analyze(path: Path, rules: Sequence[str] = ANALYZE_RULES) -> List[Path]
     """``msprof --analyze=on --output=PATH``: the communication analyses (``rules``) of every PROF_ under
     ``path``, from its HCCL data, written in PROF_x/analyze/ (msprof.layouts.prof.families.hccl_analysis); a
     PROF_ without HCCL data gets none (as with the CANN msprof, which succeeds)."""
-    from msprof.layouts.prof.families.hccl_analysis import device_executions, write_analyses
+    from msprof.layouts.prof.families.hccl_analysis import write_analyses
+    from msprof.layouts.prof.family_files import device_executions
 
     unknown = [rule for rule in rules if rule not in ANALYZE_RULES]
     if unknown:

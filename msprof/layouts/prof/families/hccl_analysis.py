@@ -264,23 +264,11 @@ def _payloads(events: List[dict], at: int, closing: int):
     return count, ((events[end]["duration"] + events[end]["start"] - events[at]["start"]) / 1e6, size)
 
 
-def device_executions(report):
-    """The op executions of a device's report (executions) and its clock, or None when it has no
-    communication tasks."""
-    from msprof.layouts.prof.family_files import FILES, Clocks, present
-
-    if not present(report, FILES["communication_statistic"]):
-        return None
-    context = Clocks(report).device
-    ops = executions(report.conn, context)
-    return (ops, context) if ops else None
-
-
 def write_analyses(root: Path, devices: List[tuple], rules: Sequence[str]) -> List[Path]:
-    """Write ``rules``' files into ``root``/analyze from ``devices`` (device_executions of each device with
-    data, in the reference's order: directory names descending). As the reference, communication.json keeps
-    each execution as the last device that has it saw it, timed with that last device's clock, and the matrix
-    adds up every device's tasks of an execution."""
+    """Write ``rules``' files into ``root``/analyze from ``devices``: (executions, clock) of each device with
+    data (family_files.device_executions), in the reference's order, directory names descending. As the
+    reference, communication.json keeps each execution as the last device that has it saw it, timed with that
+    last device's clock, and the matrix adds up every device's tasks of an execution."""
     if not devices:
         return []
     latest: Dict[str, List[dict]] = {}
