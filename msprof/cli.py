@@ -212,9 +212,9 @@ class _Styles(click.Choice):
 
 # the table keys show and query print (msprof.layouts: each layout's show_tables/query_tables)
 SHOW_TABLES = ["op_summary", "op_statistic", "acl_statistic", "api_statistic", "frequency", "step_trace",
-               "communication_statistic", "msprof_tx", "steps"]
+               "communication_statistic", "msprof_tx", "aicpu", "npu_mem", "operator_memory", "l2_cache", "steps"]
 QUERY_TABLES = ["collection", "data", "families", "steps", "notices"]
-COMPARE_TABLES = ["models", "op_types", "ops", "apis"]      # (msprof.analysis.compare.SECTIONS)
+COMPARE_TABLES = ["models", "op_types", "ops", "apis", "steps", "communication"]   # (msprof.analysis.compare.SECTIONS)
 
 
 def view_options(tables):

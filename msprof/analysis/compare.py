@@ -13,6 +13,7 @@ Everything is matched by name (models: see ``matched_models``).
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from msprof.analysis import family_compare
 from msprof.analysis.facts import ApiTime, OpAverage, TypeTime
 from msprof.console import log, notice
 from msprof.errors import RegressionError
@@ -30,6 +31,7 @@ SECTIONS = {
             "Ops: average duration (µs)"),
     "apis": (["name", "base_count", "new_count", "base_avg_us", "new_avg_us", "delta_avg_us", "base_total_us",
               "new_total_us"], "ACL/API calls: count, average and total (µs)"),
+    **family_compare.SECTIONS,       # (only in the document of collections with those families)
 }
 # the terminal's columns that show a pair of the document's in one ("base → new" where they differ)
 JOINED = {"model_name": ("base_model_name", "new_model_name"), "op_type": ("base_op_type", "new_op_type")}
@@ -45,6 +47,7 @@ class Side:
     op_types: Optional[Dict[str, TypeTime]]   # None: no device task data (nothing timed)
     ops: Dict[Tuple[str, str], OpAverage]      # (model name, op name) → the op
     apis: Optional[Dict[str, ApiTime]]         # None: no ACL/API data collected
+    families: dict                             # family_compare.read
 
     def has_model(self, name: str) -> bool:
         """Whether this side ran the model: timed iterations or ops of it."""
@@ -55,7 +58,8 @@ class Side:
         return cls(printable(facts.path), dict(facts.model_iterations()),
                    {t.type: t for t in facts.op_types()} if facts.report.has_tasks else None,
                    {(o.model_name, o.name): o for o in facts.ops()},
-                   {a.name: a for a in facts.apis()} if facts.has_api else None)
+                   {a.name: a for a in facts.apis()} if facts.has_api else None,
+                   family_compare.read(facts.families()))
 
 
 def r3(value: Optional[float]) -> Optional[float]:
@@ -160,7 +164,7 @@ def compare_sides(base: Side, new: Side) -> dict:
                          "new_total_us": r3(n.total_us) if n else None})
         apis.sort(key=lambda r: (-max(r["base_total_us"] or 0.0, r["new_total_us"] or 0.0), r["name"]))
     return {"base": base.path, "new": new.path, "models": models, "op_types": op_types, "ops": ops,
-            "apis": apis}
+            "apis": apis, **family_compare.sections(base.families, new.families)}
 
 
 # --- verdict and gate ----------------------------------------------------------------------------------------
@@ -225,8 +229,8 @@ def comparison(document: dict, top: Optional[int] = DEFAULT_TOP, sections: Seque
     out, script, cut = [], [], {}
     shown = dict(document)
     for key, (names, title) in SECTIONS.items():
-        if sections and key not in sections:
-            del shown[key]
+        if (sections and key not in sections) or key not in document:
+            shown.pop(key, None)
             continue
         rows = document[key]
         if key == "ops" and top is not None and len(rows) > top:
