@@ -148,3 +148,98 @@ def test_no_family_no_finding(tmp_path, msprof_cli):
     written = generate(tmp_path, {"platform_version": "5", "iterations": 2})
     findings = _findings(msprof_cli, written.path)
     assert not {"step_time", "communication_not_overlapped", "aicpu_overhead", "memory_peak"} & set(findings)
+
+
+SHOWN_NUMBERS = {"aicpu": {"Compute_time(us)", "Memcpy_time(us)", "Task_time(us)", "Dispatch_time(us)",
+                           "Total_time(us)"},
+                 "npu_mem": {"ddr(KB)", "hbm(KB)", "memory(KB)"}, "operator_memory": {"Size(KB)", "Duration(us)"},
+                 "l2_cache": {"Hit Rate", "Victim Rate"}}
+
+
+@pytest.mark.reference
+def test_show_aicpu_memory_and_l2_tables(tmp_path, msprof_cli):
+    """``show --table aicpu|npu_mem|operator_memory|l2_cache --format json``: the reference's rows of those
+    files, in its order, the columns show ranks by as numbers (N/A as null)."""
+    need_reference()
+    written = generate(tmp_path, TOGETHER["stars_per_launch"])
+    tables = sorted(SHOWN_NUMBERS)
+    ref = reference(written, tmp_path, tables)
+    result = msprof_cli("show", "-dir", written.path, *sum((["--table", t] for t in tables), []), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    [unit] = json.loads(result.stdout).values()
+    got = unit["tables"]
+    assert sorted(got) == sorted(t for t in tables if ref["rows"][t]) and len(got) >= 3
+    for table in got:
+        header = ref["headers"][table]
+        expected = [[None if cell == "N/A" and name in SHOWN_NUMBERS[table] else
+                     float(cell) if name in SHOWN_NUMBERS[table] else int(cell) if name == "Device_id" else cell
+                     for name, cell in zip(header, row)] for row in ref["rows"][table]]
+        assert [list(row.values()) for row in got[table]["rows"]] == expected, table
+    # the terminal ranks npu_mem's samples by their whole: the peak first
+    table = msprof_cli("show", "-dir", written.path, "--table", "npu_mem", "--top", "1")
+    peak = max(float(row[ref["headers"]["npu_mem"].index("memory(KB)")]) for row in ref["rows"]["npu_mem"])
+    assert table.returncode == 0 and ("%.3f" % peak) in table.stdout, table.stdout
+
+
+def _side(tmp_path, name, desc):
+    written = generate(tmp_path / name, desc)
+    ref = reference(written, tmp_path / name, ["step_trace", "communication_statistic"])
+    return written, {t: _columns(ref, t) for t in ("step_trace", "communication_statistic")}
+
+
+@pytest.mark.reference
+def test_compare_steps_and_communication(tmp_path, msprof_cli):
+    """compare's steps and communication tables: each side's step_trace and communication_statistic files
+    (the reference's) summed up here, base against new."""
+    need_reference()
+    import copy
+
+    desc = copy.deepcopy(TOGETHER["stars_per_launch"])
+    desc["iterations"] = 3
+    desc["families"]["hccl"] = {"ops": [{"name": "hcom_allGather_", "type": "HcomAllGather", "tasks": [
+        {"name": "Memcpy", "kind": "MEMCPY_ASYNC", "stream": 31, "dur_us": 12, "size": 65536}]}]}
+    base, base_files = _side(tmp_path, "base", TOGETHER["stars_per_launch"])
+    new, new_files = _side(tmp_path, "new", desc)
+    result = msprof_cli("compare", base.path, new.path, "--format", "json", "--table", "steps",
+                        "--table", "communication")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert list(document) == ["base", "new", "steps", "communication"]
+
+    def mean(rows, column):
+        values = [float(r[column]) for r in rows if r[column] != "N/A"]
+        return round(sum(values) / len(values), 3) if values else None
+
+    [row] = document["steps"]
+    for side, files in (("base", base_files), ("new", new_files)):
+        steps = files["step_trace"]
+        times = [float(r["Iteration Time(us)"]) for r in steps]
+        assert row["model_id"] == steps[0]["Model ID"]
+        assert (row[side + "_iterations"], row[side + "_mean_us"], row[side + "_min_us"], row[side + "_max_us"]) == (
+            len(steps), round(sum(times) / len(times), 3), round(min(times), 3), round(max(times), 3))
+        assert (row[side + "_fp_bp_us"], row[side + "_refresh_us"], row[side + "_data_aug_us"]) == tuple(
+            mean(steps, c) for c in ("FP to BP Time(us)", "Iteration Refresh(us)", "Data Aug Bound(us)"))
+    assert row["delta_mean_us"] == round(row["new_mean_us"] - row["base_mean_us"], 3)
+    expected = {}
+    for side, files in (("base", base_files), ("new", new_files)):
+        for r in files["communication_statistic"]:
+            expected.setdefault(r["OP Type"], {})[side] = (int(r["Count"]), float(r["Total Time(us)"]),
+                                                           float(r["Avg Time(us)"]))
+    assert {r["op_type"]: {side: (r[side + "_count"], r[side + "_total_us"], r[side + "_avg_us"])
+                           for side in ("base", "new") if r[side + "_count"] is not None}
+            for r in document["communication"]} == expected
+    assert set(expected) == {"HcomAllReduce", "HcomAllGather"}
+
+
+def test_compare_without_the_families_has_no_such_tables(tmp_path, msprof_cli):
+    """Neither side has a step trace or HCCL data: the document is what it was before them, and asking for
+    their tables says why there is none."""
+    written = generate(tmp_path, {"platform_version": "5", "iterations": 2})
+    result = msprof_cli("compare", written.path, written.path, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert list(json.loads(result.stdout)) == ["base", "new", "models", "op_types", "ops", "apis"]
+    result = msprof_cli("compare", written.path, written.path, "--format", "json", "--table", "steps",
+                        "--table", "communication")
+    assert result.returncode == 0 and list(json.loads(result.stdout)) == ["base", "new"]
+    assert "no step trace (step_trace) on either side: steps not compared" in result.stderr
+    assert "no communication (HCCL) data on either side: communication not compared" in result.stderr

@@ -230,6 +230,8 @@ def comparison(document: dict, top: Optional[int] = DEFAULT_TOP, sections: Seque
     shown = dict(document)
     for key, (names, title) in SECTIONS.items():
         if (sections and key not in sections) or key not in document:
+            if key in sections:
+                notice(f"{family_compare.MISSING[key]} on either side: {key} not compared")
             shown.pop(key, None)
             continue
         rows = document[key]

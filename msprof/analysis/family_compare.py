@@ -21,6 +21,9 @@ SECTIONS = {
     "communication": (COMMUNICATION_COLUMNS, "Communication per op type: count, total and average (µs)"),
 }
 
+# what a side lacks when it has no such section
+MISSING = {"steps": "no step trace (step_trace)", "communication": "no communication (HCCL) data"}
+
 
 def r3(value: Optional[float]) -> Optional[float]:
     return None if value is None else us(value)
