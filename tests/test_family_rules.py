@@ -10,6 +10,7 @@ from collections import defaultdict
 import pytest
 
 from famtest import generate, need_reference, reference
+from test_ecosystem import _sections as _union
 from test_families_reference import TOGETHER
 
 from msprof.analysis.family_rules import THRESHOLDS
@@ -104,16 +105,6 @@ def test_memory_peak(together, msprof_cli):
                       r["Duration(us)"] == "N/A" or peak_at < float(r["Allocation Time(us)"]) + float(r["Duration(us)"])))
     assert [e["key"]["name"] for e in finding["evidence"] if e["table"] == "operator_memory"] == \
         [name for _kb, name in sorted(live, key=lambda a: (-a[0], a[1]))][:5]
-
-
-def _union(intervals):
-    merged = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return merged
 
 
 @pytest.mark.reference
