@@ -175,17 +175,18 @@ def _whole_prof(path: Path) -> Path:
     return root
 
 
-def cann_analyze(path: Path, rules: Sequence[str] = ANALYZE_RULES) -> List[Path]:
-    """``msprof --analyze=on --output=PATH``: the communication analyses (``rules``) of every PROF_ under
-    ``path``, from its HCCL data, written in PROF_x/analyze/ (msprof.layouts.prof.families.hccl_analysis); a
-    PROF_ without HCCL data gets none (as with the CANN msprof, which succeeds)."""
+def cann_analyze(path: Path, rules: Sequence[str] = ANALYZE_RULES, output: Optional[Path] = None) -> List[Path]:
+    """``msprof --analyze=on --output=PATH`` (and ``msprof analyze -dir PATH``): the communication analyses
+    (``rules``) of every PROF_ under ``path``, from its HCCL data, written in PROF_x/analyze/ (under ``output``
+    when given; msprof.layouts.prof.families.hccl_analysis); a PROF_ without HCCL data gets none (as with the
+    CANN msprof, which succeeds)."""
     from msprof.layouts.prof.families.hccl_analysis import write_analyses
     from msprof.layouts.prof.family_files import device_executions
 
     unknown = [rule for rule in rules if rule not in ANALYZE_RULES]
     if unknown:
         raise UsageError(f"--rule={','.join(unknown)}: unknown rule; the rules are {', '.join(ANALYZE_RULES)}")
-    units = find_units(path)
+    units = find_units(path, output)
     merged = [target for target in targets(units, time.strftime("%Y%m%d%H%M%S")) if target.merged is not None]
     if not merged:
         raise UsageError(f"{printable(path)}: --analyze=on analyses PROF_ directories, and there is none here")

@@ -175,3 +175,16 @@ def test_msprof_analyze_cluster_reads_our_analyses_as_the_references(tmp_path, o
                            "--timeout", "300"], capture_output=True, text=True, env=_oracle_env(), timeout=1800)
     passed = {line[len("PASS "):] for line in proc.stdout.splitlines() if line.startswith("PASS ")}
     assert set(CLUSTER_CHECKS) <= passed, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def test_the_analyze_command_and_its_output_option(tmp_path):
+    """``msprof analyze -dir D -r communication --output OUT``: the reference's syntax; with --output the
+    databases and analyze/ go under OUT, and the collection is left as it was."""
+    written = generate(tmp_path, SCENARIOS["stars_per_launch"])
+    out = tmp_path / "out"
+    proc = _msprof("analyze", "-dir", written.path, "-r", "communication", "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in (out / written.path.name / "analyze").iterdir()] == ["communication.json"]
+    assert not (written.path / "analyze").exists() and not (written.path / "host" / "sqlite").exists()
+    document = json.loads((out / written.path.name / "analyze" / "communication.json").read_text())
+    assert len(document) == 3 and "Total HCCL Operators" in document
