@@ -175,24 +175,37 @@ def _whole_prof(path: Path) -> Path:
     return root
 
 
-def cann_analyze(path: Path, rules: Sequence[str] = ANALYZE_RULES) -> List[Path]:
-    """``msprof --analyze=on --output=PATH``: the communication analyses of every PROF_ under ``path``, from
-    HCCL data. msprof does not analyse HCCL data yet: it says so for each PROF_ and writes nothing (without
-    HCCL data the CANN msprof writes nothing either, and succeeds)."""
+def cann_analyze(path: Path, rules: Sequence[str] = ANALYZE_RULES, output: Optional[Path] = None) -> List[Path]:
+    """``msprof --analyze=on --output=PATH`` (and ``msprof analyze -dir PATH``): the communication analyses
+    (``rules``) of every PROF_ under ``path``, from its HCCL data, written in PROF_x/analyze/ (under ``output``
+    when given; msprof.layouts.prof.families.hccl_analysis); a PROF_ without HCCL data gets none (as with the
+    CANN msprof, which succeeds)."""
+    from msprof.layouts.prof.families.hccl_analysis import write_analyses
+    from msprof.layouts.prof.family_files import device_executions
+
     unknown = [rule for rule in rules if rule not in ANALYZE_RULES]
     if unknown:
         raise UsageError(f"--rule={','.join(unknown)}: unknown rule; the rules are {', '.join(ANALYZE_RULES)}")
-    roots = {target.summary_dir.parent: None for target in targets(find_units(path), time.strftime("%Y%m%d%H%M%S"))
-             if target.merged is not None}
-    if not roots:
+    units = find_units(path, output)
+    merged = [target for target in targets(units, time.strftime("%Y%m%d%H%M%S")) if target.merged is not None]
+    if not merged:
         raise UsageError(f"{printable(path)}: --analyze=on analyses PROF_ directories, and there is none here")
-    for root in roots:
-        hccl = [p for p in root.glob("*/data/*hccl*") if p.is_file()]
-        if hccl:
-            log.warning("%s: msprof does not analyse communication (HCCL) data yet: nothing written", printable(root))
-        else:
+    failures = Failures(len(units))
+    written: List[Path] = []
+    for target in merged:
+        root = target.summary_dir.parent
+        devices = []
+        # (the reference's order, device directories by name descending: the last one's clock times the file)
+        for unit in sorted(target.units, key=lambda u: u.path.name, reverse=True):
+            with failures.each(unit), reading(unit, "--analyze=on", target) as report:
+                devices.append(device_executions(report))
+        files = write_analyses(root, [found for found in devices if found], rules)
+        if not files:
             notice(f"{printable(root)}: no communication (HCCL) data, nothing to analyse")
-    return []
+        written += files
+    _announce(written)
+    failures.done()
+    return written
 
 
 # --- terminal ----------------------------------------------------------------------------------------------

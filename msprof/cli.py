@@ -212,10 +212,11 @@ class _Styles(click.Choice):
 
 # the table keys show and query print (msprof.layouts: each layout's show_tables/query_tables)
 SHOW_TABLES = ["op_summary", "op_statistic", "acl_statistic", "api_statistic", "frequency", "step_trace",
-               "communication_statistic", "msprof_tx", "steps",
+               "communication_statistic", "msprof_tx", "aicpu", "npu_mem", "operator_memory", "l2_cache", "steps",
                "framework_ops"]
 QUERY_TABLES = ["collection", "data", "families", "steps", "notices"]
-COMPARE_TABLES = ["models", "op_types", "ops", "apis", "framework_ops"]      # (msprof.analysis.compare.SECTIONS)
+COMPARE_TABLES = ["models", "op_types", "ops", "apis", "framework_ops", "step_trace",
+                  "communication"]   # (msprof.analysis.compare.SECTIONS)
 
 
 def view_options(tables):
@@ -303,6 +304,18 @@ def compare_cmd(base, new, output, fmt, top, tables, wide, fail_if_slower, sprea
                 spread=spread)
 
 
+@cli.command("analyze", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
+@command_options
+@click.option("-r", "--rule", "rules", default="communication,communication_matrix", show_default=True,
+              metavar="RULES", help="the analyses to run, comma-separated")
+def analyze_cmd(collection_dir, output, rules):
+    """Communication analyses of a PROF_'s HCCL data: PROF_x/analyze/communication.json and
+    communication_matrix.json, as the CANN msprof writes them (msprof --analyze=on does the same)."""
+    from msprof import api
+
+    api.cann_analyze(resolve_dir(collection_dir), [r for r in rules.split(",") if r], output)
+
+
 @cli.command("advise", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)
 @command_options
 @selection_options
@@ -311,7 +324,8 @@ def compare_cmd(base, new, output, fmt, top, tables, wide, fail_if_slower, sprea
 def advise_cmd(collection_dir, output, model_id, iteration_id, fmt):
     """Findings: decomposed activations, memory-bound layers, CPU fallbacks, ACL hotspots, idle device, lost data.
 
-    Each result directory under the path is advised on (each device of a PROF_). Layer findings read the
+    On a PROF_ device with them, also: the step time breakdown, communication no computation hides, the AI
+    CPU kernels' overhead and the memory peak. Each result directory under the path is advised on (each device of a PROF_). Layer findings read the
     last complete iteration of each model (said when it is not the last recorded: a run cut off) unless
     --model-id/--iteration-id select one.
 

@@ -16,48 +16,18 @@ Numbers in findings: µs rounded to 3 decimals, percentages to 2.
 """
 import heapq
 from collections import deque
-from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from msprof import progress
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
+from msprof.analysis.family_rules import FAMILY_RULES
+from msprof.analysis.rule import Hit, Rule, grade as _grade, pct as _pct, us as _us
 from msprof.console import notice
 from msprof.contract import Selection
 from msprof.renderers.documents import Findings
 
 SEVERITIES = ("high", "medium", "info")
 EVIDENCE_LIMIT = 20          # evidence items per finding (the largest first); the message gives the count
-
-
-@dataclass
-class Hit:
-    """What a rule's check found: one finding before its message is written."""
-
-    severity: str
-    impact: float            # share (0..1) of the time the advice could save, at best
-    fields: dict             # the message template's fields
-    evidence: List[dict]
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    check: Callable[[Facts, Selection], Iterable[Hit]]
-    message: str             # str.format template over Hit.fields
-    evidence_line: object    # str.format template over an evidence item's key and values, for the table
-    #                          view; or {evidence table: template} when a rule cites several tables
-
-
-def _grade(share: float, high: float, medium: float) -> str:
-    return "high" if share >= high else "medium" if share >= medium else "info"
-
-
-def _us(value: float) -> float:
-    return round(value, 3) or 0.0
-
-
-def _pct(part: float, whole: float) -> float:
-    return round(part * 100.0 / whole, 2) if whole else 0.0
 
 
 def _where(iteration: LayerIteration) -> str:
@@ -375,7 +345,7 @@ RULES: List[Rule] = [
          {"decode_count": "{stream} ({kind}): {records} record(s) read, {skipped} skipped, {head_lost} byte(s) lost "
                           "at the head, {tail_lost} at the tail",
           "notice": "warning: {message}"}),
-]
+] + FAMILY_RULES
 
 # the rules of other facts (msprof.analysis.framework_rules: a framework unit's ops), which those facts name
 # (``rules``): what the findings' evidence lines are written with

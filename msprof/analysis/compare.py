@@ -17,6 +17,7 @@ summed over its ops, no average of durations: it has none.
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from msprof.analysis import family_compare
 from msprof.analysis.facts import ApiTime, OpAverage, TypeTime
 from msprof.console import log, notice
 from msprof.errors import RegressionError
@@ -39,6 +40,7 @@ SECTIONS = {
     "framework_ops": (["op_name", "input_shapes", "base_device_us", "new_device_us", "delta_device_us",
                        "base_host_us", "new_host_us", "delta_host_us", "base_count", "new_count"],
                       "Framework ops: device time (own kernels and callees') and host time per call (µs)"),
+    **family_compare.SECTIONS,       # (only in the document of collections with those families)
 }
 # the terminal's columns that show a pair of the document's in one ("base → new" where they differ)
 JOINED = {"model_name": ("base_model_name", "new_model_name"), "op_type": ("base_op_type", "new_op_type")}
@@ -58,6 +60,7 @@ class Side:
     op_types: Optional[Dict[str, TypeTime]]   # None: no device task data (nothing timed)
     ops: Dict[Tuple[str, str], OpAverage]      # (model name, op name) → the op
     apis: Optional[Dict[str, ApiTime]]         # None: no ACL/API data collected
+    families: dict                             # family_compare.read
     # --spread: per section of SPREAD, its rows' keys (models: name, ops: (model, op), apis: name) → spread
     spread: Optional[Dict[str, Dict[object, Spread]]] = None
 
@@ -71,7 +74,8 @@ class Side:
         side = cls(printable(facts.path), dict(facts.model_iterations()),
                    {t.type: t for t in facts.op_types()} if facts.report.has_tasks else None,
                    {(o.model_name, o.name): o for o in facts.ops()},
-                   {a.name: a for a in facts.apis()} if facts.has_api else None)
+                   {a.name: a for a in facts.apis()} if facts.has_api else None,
+                   family_compare.read(facts.families()))
         if spread:
             side.spread = {
                 "models": counted_spread((name, us, 1) for name, times in side.models.items() for us in times),
@@ -203,7 +207,7 @@ def compare_sides(base: Side, new: Side) -> dict:
                                  "new_total_us": r3(n.total_us) if n else None}, "apis", base, new, name, name))
         apis.sort(key=lambda r: (-max(r["base_total_us"] or 0.0, r["new_total_us"] or 0.0), r["name"]))
     return {"base": base.path, "new": new.path, "models": models, "op_types": op_types, "ops": ops,
-            "apis": apis}
+            "apis": apis, **family_compare.sections(base.families, new.families)}
 
 
 def framework_op_rows(base: list, new: list) -> List[dict]:
@@ -292,11 +296,11 @@ def comparison(document: dict, top: Optional[int] = DEFAULT_TOP, sections: Seque
     out, script, cut = [], [], {}
     shown = dict(document)
     for key, (_names, title) in SECTIONS.items():
-        if key not in document:
-            continue
         names = section_keys(key, spread)
-        if sections and key not in sections:
-            del shown[key]
+        if (sections and key not in sections) or key not in document:
+            if key in sections:
+                notice(f"{family_compare.MISSING.get(key, 'no ' + key)} on either side: {key} not compared")
+            shown.pop(key, None)
             continue
         rows = document[key]
         if key in CUT and top is not None and len(rows) > top:

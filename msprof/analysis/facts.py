@@ -181,6 +181,10 @@ class Facts:
     def has_api(self) -> bool:
         raise NotImplementedError
 
+    def families(self):
+        """The data families' facts (msprof.analysis.family_rules.FamilyFacts); None: the layout has none."""
+        return None
+
     # --- primitives (per layout, SQL) ------------------------------------------------------------------
     def _iteration_rows(self, selection: Selection) -> Iterable[Tuple[str, float]]:
         """(model name, busy µs) of each recorded iteration, in model then iteration order."""

@@ -10,7 +10,8 @@ msprof.layouts.framework.opstats).
 from dataclasses import dataclass
 from typing import Iterator, List
 
-from msprof.analysis.advise import Hit, Rule, _grade, _pct, _us, register
+from msprof.analysis.advise import register
+from msprof.analysis.rule import Hit, Rule, grade as _grade, pct as _pct, us as _us
 
 # an op is overhead when its host self time is at least this many times its device time
 OVERHEAD_RATIO = 10.0

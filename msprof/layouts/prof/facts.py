@@ -11,6 +11,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
 from msprof.contract import Selection
 from msprof.layouts.prof.families.ffts_pmu import PLATFORMS as STARS_PMU_PLATFORMS
+from msprof.layouts.prof.family_facts import ProfFamilyFacts
 from msprof.layouts.prof.statistics import NOT_IN_OP_SUMMARY, STARTED, api_durations, api_rows
 from msprof.layouts.prof import tasks
 from msprof.layouts.prof.tasks import HWTS_TASK_TYPES
@@ -51,6 +52,10 @@ class ProfFacts(Facts):
         # model mode when the host placed any launch in a model execution
         self.single_op = not self.conn.execute(
             "SELECT 1 FROM host.launch WHERE model_id IS NOT NULL LIMIT 1").fetchone()
+        self._families = ProfFamilyFacts(report)
+
+    def families(self) -> ProfFamilyFacts:
+        return self._families
 
     def _model_name(self, model_id) -> str:
         return SINGLE_OP if self.single_op else self._names.get(model_id, str(model_id))

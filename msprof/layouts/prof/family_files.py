@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 from msprof.collection import read_result_dir
 from msprof.contract import Selection, SummaryFile
 from msprof.layouts.prof import families
-from msprof.layouts.prof.families import aicpu, hccl, l2_cache, memory, msproftx, step_trace
+from msprof.layouts.prof.families import aicpu, hccl, hccl_analysis, l2_cache, memory, msproftx, step_trace
 from msprof.layouts.prof.families.base import Context
 from msprof.tables import NUMBER, Column, Table
 
@@ -84,6 +84,12 @@ SHOWN: Dict[str, Shown] = {
         "Communication statistic", ("Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
                                     "Ratio(%)"), "Total Time(us)"),
     "msprof_tx": Shown("msproftx markers and ranges"),
+    "aicpu": Shown("AI CPU tasks", ("Compute_time(us)", "Memcpy_time(us)", "Task_time(us)", "Dispatch_time(us)",
+                                    "Total_time(us)"), "Total_time(us)"),
+    # (ranked by the whole: the peak sample first)
+    "npu_mem": Shown("NPU memory", ("ddr(KB)", "hbm(KB)", "memory(KB)"), "memory(KB)"),
+    "operator_memory": Shown("Operator memory", ("Size(KB)", "Duration(us)"), "Size(KB)"),
+    "l2_cache": Shown("L2 cache", ("Hit Rate", "Victim Rate"), "Victim Rate"),
 }
 
 
@@ -150,6 +156,16 @@ def family_table(report, name: str, selection: Selection = Selection()) -> Table
     if entry.device_first:
         return Table(name, name, [report.device_column()] + [Column(c) for c in columns], [rows])
     return Table(name, name, [Column(c) for c in columns], [rows])
+
+
+def device_executions(report) -> Optional[tuple]:
+    """The communication op executions of a device (hccl_analysis.executions) and its clock, for the
+    analyses of --analyze=on; None when it has no communication tasks."""
+    if not present(report, FILES["communication_statistic"]):
+        return None
+    context = Clocks(report).device
+    ops = hccl_analysis.executions(report.conn, context)
+    return (ops, context) if ops else None
 
 
 def families_table(report) -> Optional[Table]:

@@ -17,7 +17,7 @@ FAMILIES: List[Family] = [step_trace.FAMILY, msproftx.FAMILY, hccl.FAMILY, aicpu
 # what msprof does not make yet of a family it decodes: said at import when the family is found (issue 37 item 3)
 NOT_MADE_YET = {
     "ffts_pmu": "op_summary's STARS AI Core PMU columns",
-    "hccl": "the COMMUNICATION rows of op_summary, the Communication timeline and analyze/communication*.json",
+    "hccl": "the COMMUNICATION rows of op_summary and the Communication timeline",
     "step_trace": "the Step Trace timeline",
     "msproftx": "the msproftx timeline",
     "memory": "the NPU MEM timeline counters",

@@ -12,7 +12,7 @@ device run of a task is the run paired with its launch (``launch.occ`` = ``task.
 this family's tables are).
 """
 from collections import defaultdict
-from typing import Dict, List, Tuple
+from typing import Dict, Iterator, List, Tuple
 
 from msprof.decode.compact import CompactDecoder, aging_of
 from msprof.decode.hccl import HCCL_INFO, HCCL_OP_INFO, LEVEL_HCCL
@@ -44,6 +44,8 @@ SELECT l.seq, l.thread, l.ts, l.stream_id, l.task_id, l.batch_id, t.start_syscnt
         ORDER BY i.ts DESC LIMIT 1) AS plane_id,
        (SELECT i.group_id FROM host.hccl_info i WHERE i.thread = l.thread AND i.ts BETWEEN h.begin AND h.end
         ORDER BY i.ts DESC LIMIT 1) AS group_id,
+       (SELECT i.rowid FROM host.hccl_info i WHERE i.thread = l.thread AND i.ts BETWEEN h.begin AND h.end
+        ORDER BY i.ts DESC LIMIT 1) AS info,
        o.begin AS op_begin, o.item_id AS op_item, o.end AS op_end,
        (SELECT ni.op_type_hash FROM host.node_info ni WHERE ni.thread = l.thread AND ni.ts BETWEEN o.begin AND o.end
         ORDER BY ni.ts DESC LIMIT 1) AS op_type_hash
@@ -61,12 +63,12 @@ def communication_tasks(conn, context: Context) -> List[dict]:
     (host launch time, then device start)."""
     names = dict(conn.execute("SELECT hash, text FROM host.hash_string"))
     tasks = []
-    for (seq, thread, ts, stream, task, batch, start, end, role, size, plane, group, op_begin, op_item, op_end,
+    for (seq, thread, ts, stream, task, batch, start, end, role, size, plane, group, info, op_begin, op_item, op_end,
          op_type) in conn.execute(TASKS_SQL, {"device": int(context.device_id)}):
         start_ns = context.device_ns(start)
         tasks.append({"thread": thread, "host_ts": ts, "stream": stream, "task": task, "start": start_ns,
                       "duration": context.device_ns(end) - start_ns, "master": role == "master", "size": size,
-                      "plane": plane, "op_begin": op_begin, "batch": batch,
+                      "plane": plane, "op_begin": op_begin, "batch": batch, "info": info,
                       "group": "N/A" if group is None else str(group & 0xFFFFFFFFFFFFFFFF),
                       "op_name": names.get(op_item, str(op_item)) if op_item is not None else "N/A",
                       "op_type": names.get(op_type, str(op_type)) if op_type is not None else "N/A"})
@@ -121,12 +123,22 @@ def _round3(conn, value: float) -> str:
 def op_rows(conn, context: Context) -> List[tuple]:
     """The COMMUNICATION rows op_summary adds (op name as the reference names an execution, op type, start
     and duration in ns, as integers), in the order of their groups: every execution of a communication op
-    (its master tasks, the collection's beginning not applied), named ``<op>_<last 3 characters of the
-    group id>_<execution of that group since the collection began>_<run of the task id>``."""
-    tasks = communication_tasks(conn, context)
+    (its master tasks, the collection's beginning not applied)."""
+    ops: Dict[tuple, list] = {}
+    for name, task in named_tasks(communication_tasks(conn, context), context):
+        if task["master"]:
+            op = ops.setdefault((name, task["op_begin"]), [name, task["op_type"], task["start"],
+                                                            task["start"] + task["duration"]])
+            op[2] = min(op[2], task["start"])
+            op[3] = max(op[3], task["start"] + task["duration"])
+    return [(name, op_type, int(start), int(end - start)) for name, op_type, start, end in ops.values()]
+
+
+def named_tasks(tasks: List[dict], context: Context) -> Iterator[Tuple[str, dict]]:
+    """Each communication task with the name the reference gives its op execution: ``<op>_<last 3 characters
+    of the group id>_<execution of that group since the collection began>_<run of the task id>``."""
     groups: Dict[str, dict] = {}
     runs: Dict[tuple, int] = defaultdict(int)
-    ops: Dict[tuple, list] = {}
     for task in tasks:
         key = (task["stream"], task["task"], task["batch"])
         runs[key] += 1
@@ -134,10 +146,4 @@ def op_rows(conn, context: Context) -> List[tuple]:
         if task["start"] > context.begin_raw_ns and task["op_begin"] > group["first"]:
             group["first"] = task["op_begin"]
             group["count"] += 1
-        name = f"{task['op_name']}_{task['group'][-3:]}_{group['count']}_{runs[key]}"
-        if task["master"]:
-            op = ops.setdefault((name, task["op_begin"]), [name, task["op_type"], task["start"],
-                                                            task["start"] + task["duration"]])
-            op[2] = min(op[2], task["start"])
-            op[3] = max(op[3], task["start"] + task["duration"])
-    return [(name, op_type, int(start), int(end - start)) for name, op_type, start, end in ops.values()]
+        yield f"{task['op_name']}_{task['group'][-3:]}_{group['count']}_{runs[key]}", task
