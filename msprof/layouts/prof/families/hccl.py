@@ -65,6 +65,7 @@ def communication_tasks(conn, context: Context) -> List[dict]:
          op_type) in conn.execute(TASKS_SQL, {"device": int(context.device_id)}):
         start_ns = context.device_ns(start)
         tasks.append({"thread": thread, "host_ts": ts, "stream": stream, "task": task, "start": start_ns,
+                      "syscnt": start,
                       "duration": context.device_ns(end) - start_ns, "master": role == "master", "size": size,
                       "plane": plane, "op_begin": op_begin, "batch": batch,
                       "group": "N/A" if group is None else str(group & 0xFFFFFFFFFFFFFFFF),
@@ -120,7 +121,7 @@ def _round3(conn, value: float) -> str:
 
 def op_rows(conn, context: Context) -> List[tuple]:
     """The COMMUNICATION rows op_summary adds (op name as the reference names an execution, op type, start
-    and duration in ns, as integers), in the order of their groups: every execution of a communication op
+    and duration in ns, as integers, and the device counter of that start), in the order of their groups: every execution of a communication op
     (its master tasks, the collection's beginning not applied), named ``<op>_<last 3 characters of the
     group id>_<execution of that group since the collection began>_<run of the task id>``."""
     tasks = communication_tasks(conn, context)
@@ -137,7 +138,8 @@ def op_rows(conn, context: Context) -> List[tuple]:
         name = f"{task['op_name']}_{task['group'][-3:]}_{group['count']}_{runs[key]}"
         if task["master"]:
             op = ops.setdefault((name, task["op_begin"]), [name, task["op_type"], task["start"],
-                                                            task["start"] + task["duration"]])
-            op[2] = min(op[2], task["start"])
+                                                            task["start"] + task["duration"], task["syscnt"]])
+            if task["start"] < op[2]:
+                op[2], op[4] = task["start"], task["syscnt"]
             op[3] = max(op[3], task["start"] + task["duration"])
-    return [(name, op_type, int(start), int(end - start)) for name, op_type, start, end in ops.values()]
+    return [(name, op_type, int(start), int(end - start), syscnt) for name, op_type, start, end, syscnt in ops.values()]
