@@ -24,7 +24,7 @@ from msprof.decode.acl import API_TYPES
 from msprof.decode.api_event import LEVEL_ACL, LEVEL_NODE, LEVELS, NAMED_BY_TYPE
 from msprof.events import FETCH_ROWS, FLOW_CATEGORY, batches, device_number, jstr, us_text
 from msprof.contract import EventSource, Selection, Timeline
-from msprof.layouts.prof import tasks
+from msprof.layouts.prof import family_trace, tasks
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.timebase import ProfTime
 from msprof.layouts.prof.trace import (AI_CORE_FREQ_PLATFORMS, CANN_FREQ, CANN_OVERLAP, FREQ_STEP_US, LEVEL_NAMES,
@@ -212,11 +212,12 @@ class _Sources:
     def __call__(self, report) -> List[EventSource]:
         calls = CannHostSource(report, self.selection, self.host)
         made = [CannTaskSource(report, self.selection, calls), calls]
+        families = family_trace.sources(report)
         if report.has_tasks:
-            made.append(OverlapSource(report, self.selection))
+            made.append(OverlapSource(report, self.selection, family_trace.numbered_before_overlap(families)))
         if report.platform in AI_CORE_FREQ_PLATFORMS and report.aic_mhz:
             made.append(FreqSource(report))
-        return made
+        return made + families
 
 
 class CannTaskSource(ProfTaskSource):
@@ -307,11 +308,14 @@ class OverlapSource(EventSource):
 
     noun, owner = "overlap section", "section kind"
 
-    def __init__(self, report, selection: Selection):
+    def __init__(self, report, selection: Selection, before: int = 0):
         self.report, self.selection = report, selection
         device = device_number(report)
-        self.pid = cann_pid(_host_pid(report), CANN_OVERLAP, device)
-        self.process = cann_process(CANN_OVERLAP, device)
+        # (the reference numbers the processes it has no place for in the order it writes them: ``before``,
+        # those before this one)
+        process = (CANN_OVERLAP[0], CANN_OVERLAP[1] + before)
+        self.pid = cann_pid(_host_pid(report), process, device)
+        self.process = cann_process(process, device)
         self.formats = _formats(_OVERLAP, self.pid, cann=True)
         self.lanes = {tid: _Thread(name, None) for tid, name in OVERLAP_THREADS.items()}
         self.kept = Kept(report)
