@@ -11,6 +11,7 @@ from msprof.layouts.prof.families import hccl
 from msprof.layouts.prof.families.base import Context
 
 TABLE = "temp.communication_op"
+TASKS = "temp.communication_task"           # (stream, task) of the communication ops' tasks
 TASK_TYPE = "COMMUNICATION"
 # the fields a COMMUNICATION row has (every other field of the task query is NULL in it): ``start_syscnt`` is
 # the counter of its first task plus a half, so that it comes after the tasks starting then (the reference
@@ -25,14 +26,29 @@ def make(report) -> int:
             "SELECT 1 FROM host.sqlite_master WHERE name = 'hccl_info'").fetchone() is None or \
             report.conn.execute("SELECT 1 FROM host.hccl_info LIMIT 1").fetchone() is None:
         return 0
+    context = Context(read_result_dir(report.unit.path))
+    tasks = hccl.communication_tasks(report.conn, context)
     rows = [(syscnt + 0.5, name, op_type, TASK_TYPE, 1, start, start + duration)
-            for name, op_type, start, duration, syscnt in
-            hccl.op_rows(report.conn, Context(read_result_dir(report.unit.path)))]
+            for name, op_type, start, duration, syscnt in hccl.op_rows(report.conn, context, tasks)]
     if rows:
-        report.conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS communication_op ({', '.join(FIELDS)})")
-        report.conn.execute(f"DELETE FROM {TABLE}")
-        report.conn.executemany(f"INSERT INTO {TABLE} VALUES ({', '.join('?' * len(FIELDS))})", rows)
+        conn = report.conn
+        conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS communication_op ({', '.join(FIELDS)})")
+        conn.execute(f"DELETE FROM {TABLE}")
+        conn.executemany(f"INSERT INTO {TABLE} VALUES ({', '.join('?' * len(FIELDS))})", rows)
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS communication_task (stream_id, task_id,"
+                     " PRIMARY KEY (stream_id, task_id)) WITHOUT ROWID")
+        conn.execute(f"DELETE FROM {TASKS}")
+        conn.executemany(f"INSERT OR IGNORE INTO {TASKS} VALUES (?, ?)", ((t["stream"], t["task"]) for t in tasks))
     return len(rows)
+
+
+def task_name(report, name: str) -> str:
+    """SQL of a task's name in the timeline (``name``: its name otherwise): the reference names a communication
+    op's task (no GE task) by its task type."""
+    if not report.communication_ops:
+        return name
+    return (f"CASE WHEN ge = 0 AND EXISTS (SELECT 1 FROM {TASKS} c WHERE c.stream_id = q.stream_id"
+            f" AND c.task_id = q.task_id) THEN task_type ELSE {name} END")
 
 
 def merged(report, tasks: str, args: dict, span: str) -> str:

@@ -15,6 +15,7 @@ writer (msprof.trace) beside msprof.layouts.prof.cann_trace's:
 The families' rows are few (an iteration, a sample a millisecond): they are read a batch at a time, each
 event formatted with its times as the reference prints them (msprof.layouts.prof.families.base.Context).
 """
+import heapq
 import json
 from decimal import Decimal
 from typing import Iterator, List, Optional
@@ -22,9 +23,11 @@ from typing import Iterator, List, Optional
 from msprof.collection import read_result_dir
 from msprof.contract import EventSource
 from msprof.events import FETCH_ROWS, device_number
+from msprof.layouts.prof import communication_rows, tasks
 from msprof.layouts.prof.families import memory, step_trace
 from msprof.layouts.prof.families.base import Context
 from msprof.layouts.prof.trace import CANN_DEVICE, _host_pid, cann_pid, cann_process
+from msprof.layouts.timebase import ProfTime
 
 STEP_TID_BASE = 70000            # the reference's offset of the step trace threads' tids and sort indexes
 CANN_NPU_MEM = ("NPU MEM", 20)
@@ -200,3 +203,83 @@ class NpuMemSource(_Events):
 
     def named(self, out) -> None:
         out.use(self.pid, 0, self.process, None)
+
+
+# --- Overlap Analysis with communication ---------------------------------------------------------------------
+# the task types the reference counts as computing (its COMP_TASK_TYPE): the others bound the Free time before the
+# first section and after the last
+COMPUTING_TYPES = ("AI_CORE", "AI_VECTOR_CORE", "FFTS_PLUS", "MIX_AIC", "MIX_AIV")
+COMPUTING, COMMUNICATION, NOT_OVERLAPPED, FREE = 0, 1, 2, 3
+
+
+def communication_sections(report) -> List[tuple]:
+    """The communication op runs' sections (epoch ns), merged where they touch or overlap, in start order."""
+    sections: List[list] = []
+    for start, end in report.conn.execute(
+            f"SELECT {ProfTime.epoch_ns_sql('start_ns')}, {ProfTime.epoch_ns_sql('end_ns')} FROM"
+            f" {communication_rows.TABLE} ORDER BY start_ns", report.params):
+        if sections and start <= sections[-1][1]:
+            sections[-1][1] = max(sections[-1][1], end)
+        else:
+            sections.append([start, end])
+    return [tuple(s) for s in sections]
+
+
+def task_bounds(report) -> tuple:
+    """(earliest start, latest end) in epoch ns of the tasks that are not computing (None, None without)."""
+    query = tasks.task_query(report, ("start_ns", "end_ns", "task_type"), selected=False)
+    types = ", ".join(f"'{t}'" for t in COMPUTING_TYPES)
+    return report.conn.execute(f"SELECT min({ProfTime.epoch_ns_sql('start_ns')}), max({ProfTime.epoch_ns_sql('end_ns')})"
+                               f" FROM ({query}) WHERE task_type NOT IN ({types}, 'UNKNOWN')", report.params).fetchone()
+
+
+def with_communication(computing: Iterator[tuple], communication: List[tuple], bounds: tuple) -> Iterator[tuple]:
+    """(tid, start, end) of the Overlap Analysis sections as the reference computes them from the computing
+    sections (in start order) and the communication ones: each of both, the communication no computing covers
+    and the gaps between all of them (and from the first and to the last task that is not computing, ``bounds``:
+    (earliest start, latest end) or None). The walk keeps one section: the one reaching furthest so far, and
+    whether it is communication."""
+    merged = _merged(communication, computing)
+    current = next(merged, None)
+    if current is None:
+        return
+    lowest, highest = current[0], current[1]
+    yield from _drawn(current)
+    for section in merged:
+        yield from _drawn(section)
+        highest = max(highest, section[1])
+        start, end, comm = section[:3]
+        if current[1] < start:                        # a gap
+            yield FREE, current[1], start
+            if current[2]:
+                yield NOT_OVERLAPPED, current[0], current[1]
+            current = section
+        elif current[1] < end:                        # overlapping, not containing
+            if current[2]:
+                yield NOT_OVERLAPPED, current[0], start
+                current = (current[1], end, False)
+            if comm:
+                current = (current[1], end, True)
+        else:                                         # containing
+            if current[2]:
+                yield NOT_OVERLAPPED, current[0], start
+                current = (end, current[1], True)
+            if comm:
+                current = (end, current[1], False)
+    if current[2]:
+        yield NOT_OVERLAPPED, current[0], current[1]
+    if bounds is not None and bounds[1] is not None and highest < bounds[1]:
+        yield FREE, highest, bounds[1]
+    if bounds is not None and bounds[0] is not None and lowest > bounds[0]:
+        yield FREE, bounds[0], lowest
+
+
+def _merged(communication: List[tuple], computing: Iterator[tuple]) -> Iterator[tuple]:
+    """Both kinds of sections by start, communication first at the same start (the reference's stable sort of
+    the two lists, communication's first): (start, end, is communication, drawn tid)."""
+    return heapq.merge(((s, e, True, COMMUNICATION) for s, e in communication),
+                       ((s, e, False, COMPUTING) for s, e in computing), key=lambda section: section[0])
+
+
+def _drawn(section: tuple) -> Iterator[tuple]:
+    yield section[3], section[0], section[1]

@@ -12,7 +12,7 @@ device run of a task is the run paired with its launch (``launch.occ`` = ``task.
 this family's tables are).
 """
 from collections import defaultdict
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from msprof.decode.compact import CompactDecoder, aging_of
 from msprof.decode.hccl import HCCL_INFO, HCCL_OP_INFO, LEVEL_HCCL
@@ -119,12 +119,12 @@ def _round3(conn, value: float) -> str:
     return repr(conn.execute("SELECT round(?, 3)", (value,)).fetchone()[0])
 
 
-def op_rows(conn, context: Context) -> List[tuple]:
+def op_rows(conn, context: Context, tasks: Optional[List[dict]] = None) -> List[tuple]:
     """The COMMUNICATION rows op_summary adds (op name as the reference names an execution, op type, start
     and duration in ns, as integers, and the device counter of that start), in the order of their groups: every execution of a communication op
     (its master tasks, the collection's beginning not applied), named ``<op>_<last 3 characters of the
     group id>_<execution of that group since the collection began>_<run of the task id>``."""
-    tasks = communication_tasks(conn, context)
+    tasks = communication_tasks(conn, context) if tasks is None else tasks
     groups: Dict[str, dict] = {}
     runs: Dict[tuple, int] = defaultdict(int)
     ops: Dict[tuple, list] = {}
