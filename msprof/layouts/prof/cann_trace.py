@@ -25,6 +25,7 @@ from msprof.decode.api_event import LEVEL_ACL, LEVEL_NODE, LEVELS, NAMED_BY_TYPE
 from msprof.events import FETCH_ROWS, FLOW_CATEGORY, batches, device_number, jstr, us_text
 from msprof.contract import EventSource, Selection, Timeline
 from msprof.layouts.prof import communication_rows, family_trace, tasks
+from msprof.layouts.prof.communication_trace import CommunicationSource
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.timebase import ProfTime
 from msprof.layouts.prof.trace import (AI_CORE_FREQ_PLATFORMS, CANN_FREQ, CANN_OVERLAP, FREQ_STEP_US, LEVEL_NAMES,
@@ -213,6 +214,8 @@ class _Sources:
         calls = CannHostSource(report, self.selection, self.host)
         made = [CannTaskSource(report, self.selection, calls), calls]
         families = family_trace.sources(report)
+        if self.selection.everything and report.communication_ops:
+            families.append(CommunicationSource(report, calls))
         if report.has_tasks:
             made.append(OverlapSource(report, self.selection, family_trace.numbered_before_overlap(families)))
         if report.platform in AI_CORE_FREQ_PLATFORMS and report.aic_mhz:
@@ -243,9 +246,12 @@ class CannTaskSource(ProfTaskSource):
         query = tasks.task_query(report, self.FIELDS + (("ge",) if communication else ()), span=window_span(window),
                                  within=self.selection)
         name = communication_rows.task_name(report, TASK_NAME_SQL) if communication else TASK_NAME_SQL
+        # (a communication task has no flow of its own: CommunicationSource draws the reference's)
+        track = time.host_ns_sql('last_ts')
+        track = f"CASE WHEN {communication_rows.is_task()} THEN NULL ELSE {track} END" if communication else track
         sql = (f"SELECT stream_id, task_id, {name}, task_type, coalesce(model_id, {UNKNOWN_MODEL}),"
                f" {EPOCH_NS('start_ns')}, {EPOCH_NS('end_ns')}, end_ns - start_ns, thread,"
-               f" {time.host_ns_sql('last_ts')}, {time.host_ns_sql('call_begin')}, coalesce(batch_id, 0), call_seq"
+               f" {track}, {time.host_ns_sql('call_begin')}, coalesce(batch_id, 0), call_seq"
                f" FROM ({query}) q WHERE {conditions}")
         return batches(report.conn.execute(sql, args))
 

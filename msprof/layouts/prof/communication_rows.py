@@ -47,8 +47,13 @@ def task_name(report, name: str) -> str:
     op's task (no GE task) by its task type."""
     if not report.communication_ops:
         return name
-    return (f"CASE WHEN ge = 0 AND EXISTS (SELECT 1 FROM {TASKS} c WHERE c.stream_id = q.stream_id"
-            f" AND c.task_id = q.task_id) THEN task_type ELSE {name} END")
+    return f"CASE WHEN {is_task()} THEN task_type ELSE {name} END"
+
+
+def is_task() -> str:
+    """SQL: whether the task of a task query's row ``q`` (with ``ge``) is a communication op's."""
+    return (f"(ge = 0 AND EXISTS (SELECT 1 FROM {TASKS} c WHERE c.stream_id = q.stream_id"
+            f" AND c.task_id = q.task_id))")
 
 
 def merged(report, tasks: str, args: dict, span: str) -> str:
