@@ -17,7 +17,7 @@ FAMILIES: List[Family] = [step_trace.FAMILY, msproftx.FAMILY, hccl.FAMILY, aicpu
 # what msprof does not make yet of a family it decodes: said at import when the family is found (issue 37 item 3)
 NOT_MADE_YET = {
     "ffts_pmu": "op_summary's STARS AI Core PMU columns",
-    "hccl": "the Communication timeline and analyze/communication*.json",
+    "hccl": "analyze/communication*.json and msprof's own timeline of it (the CANN layout's timeline has it)",
     "step_trace": "the Step Trace threads of device_N/timeline (the CANN layout's timeline has them)",
     "msproftx": "the msproftx timeline",
     "memory": "the NPU MEM counters of device_N/timeline (the CANN layout's timeline has them)",
