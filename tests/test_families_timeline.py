@@ -56,3 +56,21 @@ def test_an_iterations_op_summary_has_no_communication_rows_outside_it(tmp_path,
     summary = written.path / ("device_%d" % written.prof.desc["device_id"]) / "summary"
     ours = _rows(summary / "op_summary_model1_iter2.csv")
     assert ours == ref["rows"]["op_summary"] and len(ours) == 6
+
+
+@pytest.mark.parametrize("computing, communication, bounds, expected", [
+    # communication bridging two computing sections: not overlapped between them only
+    ([(0, 10), (20, 30)], [(5, 25)], None, [(0, 0, 10), (1, 5, 25), (0, 20, 30), (2, 10, 20)]),
+    # communication inside computing: all of it overlapped
+    ([(0, 100)], [(10, 20)], None, [(0, 0, 100), (1, 10, 20)]),
+    # communication first, a gap, then computing; a non-computing task ending after both: Free to its end
+    ([(10, 20)], [(0, 5)], (0, 40), [(1, 0, 5), (0, 10, 20), (3, 5, 10), (2, 0, 5), (3, 20, 40)]),
+    # communication running past the last computing section: its tail not overlapped
+    ([(0, 10)], [(5, 30)], None, [(0, 0, 10), (1, 5, 30), (2, 10, 30)]),
+])
+def test_overlap_walk(computing, communication, bounds, expected):
+    """The Overlap Analysis sections with communication, worked out by hand from the reference's rules
+    (docs/prof-format.md §11.4): (tid, start, end), tid 0 Computing, 1 Communication, 2 Not Overlapped, 3 Free."""
+    from msprof.layouts.prof.family_trace import with_communication
+
+    assert list(with_communication(iter(computing), communication, bounds)) == expected

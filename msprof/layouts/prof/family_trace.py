@@ -156,7 +156,8 @@ class StepTraceSource(_Events):
                        args={"Iteration ID": index, f"Reduce Start {k}": text(start), f"Reduce End {k}": text(stop)},
                        cat="Reduce", **common)
                 for k, (start, stop) in enumerate(self.report.conn.execute(
-                    "SELECT start, end FROM all_reduce WHERE step_end = ? AND model_id = ? ORDER BY seq", (end, model)))]
+                    "SELECT start, end FROM all_reduce WHERE step_end = ? AND model_id = ? ORDER BY seq",
+                    (end, model)))]
 
     def _get_next(self, model: int, index: int, common: dict) -> List[str]:
         text, ctx = self.context.device_text, self.context
@@ -229,8 +230,9 @@ def task_bounds(report) -> tuple:
     """(earliest start, latest end) in epoch ns of the tasks that are not computing (None, None without)."""
     query = tasks.task_query(report, ("start_ns", "end_ns", "task_type"), selected=False)
     types = ", ".join(f"'{t}'" for t in COMPUTING_TYPES)
-    return report.conn.execute(f"SELECT min({ProfTime.epoch_ns_sql('start_ns')}), max({ProfTime.epoch_ns_sql('end_ns')})"
-                               f" FROM ({query}) WHERE task_type NOT IN ({types}, 'UNKNOWN')", report.params).fetchone()
+    first, last = ProfTime.epoch_ns_sql("start_ns"), ProfTime.epoch_ns_sql("end_ns")
+    return report.conn.execute(f"SELECT min({first}), max({last}) FROM ({query})"
+                               f" WHERE task_type NOT IN ({types}, 'UNKNOWN')", report.params).fetchone()
 
 
 def with_communication(computing: Iterator[tuple], communication: List[tuple], bounds: tuple) -> Iterator[tuple]:

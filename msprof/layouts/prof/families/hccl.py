@@ -134,7 +134,8 @@ def _round3(conn, value: float) -> str:
 
 def op_rows(conn, context: Context, tasks: Optional[List[dict]] = None) -> List[tuple]:
     """The COMMUNICATION rows op_summary adds (op name as the reference names an execution, op type, start
-    and duration in ns, as integers, and the device counter of that start), in the order of their groups: every execution of a communication op
+    and duration in ns, as integers, and the device counter of that start), in the order of their groups:
+    every execution of a communication op
     (its master tasks, the collection's beginning not applied), named ``<op>_<last 3 characters of the
     group id>_<execution of that group since the collection began>_<run of the task id>`` (each task's
     ``unique_name``)."""
