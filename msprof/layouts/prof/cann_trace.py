@@ -24,7 +24,8 @@ from msprof.decode.acl import API_TYPES
 from msprof.decode.api_event import LEVEL_ACL, LEVEL_NODE, LEVELS, NAMED_BY_TYPE
 from msprof.events import FETCH_ROWS, FLOW_CATEGORY, batches, device_number, jstr, us_text
 from msprof.contract import EventSource, Selection, Timeline
-from msprof.layouts.prof import tasks
+from msprof.layouts.prof import communication_rows, family_trace, tasks
+from msprof.layouts.prof.communication_trace import CommunicationSource
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.timebase import ProfTime
 from msprof.layouts.prof.trace import (AI_CORE_FREQ_PLATFORMS, CANN_FREQ, CANN_OVERLAP, FREQ_STEP_US, LEVEL_NAMES,
@@ -212,11 +213,14 @@ class _Sources:
     def __call__(self, report) -> List[EventSource]:
         calls = CannHostSource(report, self.selection, self.host)
         made = [CannTaskSource(report, self.selection, calls), calls]
+        families = family_trace.sources(report)
+        if self.selection.everything and report.communication_ops:
+            families.append(CommunicationSource(report, calls))
         if report.has_tasks:
-            made.append(OverlapSource(report, self.selection))
+            made.append(OverlapSource(report, self.selection, family_trace.numbered_before_overlap(families)))
         if report.platform in AI_CORE_FREQ_PLATFORMS and report.aic_mhz:
             made.append(FreqSource(report))
-        return made
+        return made + families
 
 
 class CannTaskSource(ProfTaskSource):
@@ -238,11 +242,17 @@ class CannTaskSource(ProfTaskSource):
     def batches(self, window=None) -> Iterator[list]:
         report, time = self.report, self.time
         conditions, args = tasks.where(report, self.selection)
-        query = tasks.task_query(report, self.FIELDS, span=window_span(window), within=self.selection)
-        sql = (f"SELECT stream_id, task_id, {TASK_NAME_SQL}, task_type, coalesce(model_id, {UNKNOWN_MODEL}),"
+        communication = self.selection.everything and report.communication_ops
+        query = tasks.task_query(report, self.FIELDS + (("ge",) if communication else ()), span=window_span(window),
+                                 within=self.selection)
+        name = communication_rows.task_name(report, TASK_NAME_SQL) if communication else TASK_NAME_SQL
+        # (a communication task has no flow of its own: CommunicationSource draws the reference's)
+        track = time.host_ns_sql('last_ts')
+        track = f"CASE WHEN {communication_rows.is_task()} THEN NULL ELSE {track} END" if communication else track
+        sql = (f"SELECT stream_id, task_id, {name}, task_type, coalesce(model_id, {UNKNOWN_MODEL}),"
                f" {EPOCH_NS('start_ns')}, {EPOCH_NS('end_ns')}, end_ns - start_ns, thread,"
-               f" {time.host_ns_sql('last_ts')}, {time.host_ns_sql('call_begin')}, coalesce(batch_id, 0), call_seq"
-               f" FROM ({query}) WHERE {conditions}")
+               f" {track}, {time.host_ns_sql('call_begin')}, coalesce(batch_id, 0), call_seq"
+               f" FROM ({query}) q WHERE {conditions}")
         return batches(report.conn.execute(sql, args))
 
     def start(self, row) -> int:
@@ -307,24 +317,37 @@ class OverlapSource(EventSource):
 
     noun, owner = "overlap section", "section kind"
 
-    def __init__(self, report, selection: Selection):
+    def __init__(self, report, selection: Selection, before: int = 0):
         self.report, self.selection = report, selection
         device = device_number(report)
-        self.pid = cann_pid(_host_pid(report), CANN_OVERLAP, device)
-        self.process = cann_process(CANN_OVERLAP, device)
+        # (the reference numbers the processes it has no place for in the order it writes them: ``before``,
+        # those before this one)
+        process = (CANN_OVERLAP[0], CANN_OVERLAP[1] + before)
+        self.pid = cann_pid(_host_pid(report), process, device)
+        self.process = cann_process(process, device)
         self.formats = _formats(_OVERLAP, self.pid, cann=True)
         self.lanes = {tid: _Thread(name, None) for tid, name in OVERLAP_THREADS.items()}
         self.kept = Kept(report)
 
     def batches(self, window=None) -> Iterator[list]:
         conditions, args = tasks.where(self.report, self.selection)
-        # (each half of a split timeline its own sections: one may be cut at the split)
-        query = tasks.task_query(self.report, ("start_ns", "end_ns", "model_id", "iteration"),
-                                 span=window_span(window), within=self.selection)
+        # (with communication ops, one walk over the whole run: the first half of a split timeline has it; without,
+        # each half its own sections: one may be cut at the split)
+        communication = self.selection.everything and self.report.communication_ops
+        if communication and window is not None and window[0] == 1:
+            return iter(())
+        query = tasks.task_query(self.report, ("start_ns", "end_ns", "model_id", "iteration", "ge"),
+                                 span="" if communication else window_span(window), within=self.selection)
+        # (the reference's computing: the GE tasks, not the communication ops' tasks)
         sql = (f"SELECT {EPOCH_NS('start_ns')}, {EPOCH_NS('end_ns')} FROM ({query})"
-               f" WHERE {conditions}")
-        sections = (s for s in self._sections(self.report.conn.execute(sql, args)) if self.kept.event(*s[1:]))
-        return iter(lambda: list(itertools.islice(sections, FETCH_ROWS)), [])
+               f" WHERE {conditions}" + (" AND ge = 1" if communication else ""))
+        sections = self._sections(self.report.conn.execute(sql, args))
+        if communication:
+            sections = family_trace.with_communication((s[1:] for s in sections if s[0] == 0),
+                                                       family_trace.communication_sections(self.report),
+                                                       family_trace.task_bounds(self.report))
+        kept = (s for s in sections if self.kept.event(*s[1:]))
+        return iter(lambda: list(itertools.islice(kept, FETCH_ROWS)), [])
 
     @staticmethod
     def _sections(rows) -> Iterator[tuple]:

@@ -86,7 +86,7 @@ class ProfFamilyFacts(FamilyFacts):
             return None
         context = Clocks(self.report).device
         ops = sorted(({"name": name, "op_type": op_type, "start": start, "end": start + duration}
-                      for name, op_type, start, duration in hccl.op_rows(self.report.conn, context)),
+                      for name, op_type, start, duration, _count in hccl.op_rows(self.report.conn, context)),
                      key=lambda op: op["start"])
         if not ops:
             return None

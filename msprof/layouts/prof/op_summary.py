@@ -7,6 +7,7 @@ from operator import sub, truediv
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from msprof.contract import Selection
+from msprof.layouts.prof import communication_rows
 from msprof.layouts.prof.associate import UNKNOWN_MODEL
 from msprof.layouts.prof.families.ffts_pmu import StarsPmu
 from msprof.layouts.prof.statistics import NOT_IN_OP_SUMMARY, OpTotals
@@ -60,13 +61,14 @@ def summary_tables(report, selection: Selection, part: Optional[Tuple[int, int]]
     waits = _Wait(previous, functools.partial(_unseen, report, conditions, args, span) if unseen else lambda: iter(()))
     stars = report.stars_pmu(selection.everything or not as_file) if pmu and report.stars_pmu else None
     tables = [Table("op_summary", "op_summary", _op_summary_columns(report, metrics, stars,
-                                                                     selection if as_file else Selection()),
+                                                                     selection if as_file else Selection(),
+                                                                     selection.everything),
                     source=source,
                     where=included(report, conditions), running=Runnings(waits, stars) if stars else waits,
                     ties=report.ge_order if report.has_ties else None)]
     if task_time:
         tables.append(Table("task_time", "task_time", _task_time_columns(report), source=source,
-                            where=_seen() if unseen else "",
+                            where=_task_time_rows(report, unseen),
                             ties=report.first_appearance if report.has_ties else None))
     return tables
 
@@ -84,26 +86,31 @@ def _source(report, selection: Selection, metrics, span: str, args: dict, task_t
     tasks = task_query(report, fields, metrics is not None, span, inner=metrics.inner("p.") if metrics else (),
                        selected=not selection.everything, counters=metrics.counters() if metrics else None,
                        within=selection)
+    if selection.everything:
+        tasks = communication_rows.merged(report, tasks, args, span)
     return RowSource(report.conn, f"SELECT *, {', '.join(derived)} FROM ({tasks}) LIMIT -1 OFFSET 0", args,
                      order="start_syscnt", taps=[OpTotals()] if task_time else [])
 
 
-def _op_summary_columns(report, metrics, stars, selection: Selection) -> List[Column]:
-    ops = "SELECT {} FROM host.op"
-    task_types = f"{ops.format('task_type')} UNION ALL SELECT 'UNKNOWN'"
+def _op_summary_columns(report, metrics, stars, selection: Selection, everything: bool) -> List[Column]:
+    # (the export of every task has the COMMUNICATION rows: N/A in the columns of a task, their texts)
+    comm = everything and report.communication_ops > 0
+    ops = "SELECT {} FROM host.op" + (" UNION ALL SELECT {} FROM " + communication_rows.TABLE if comm else "")
+    task_types = f"{ops.format('task_type', 'task_type')} UNION ALL SELECT 'UNKNOWN'"
     columns = [report.device_column(), *_iteration_columns(report, selection, "Model Name"),
                Column("Model ID", INT, sql=f"coalesce(model_id, {UNKNOWN_MODEL})", nullable=False),
-               Column("Task ID", INT, sql="task_id", nullable=False),
-               Column("Stream ID", INT, sql="stream_id", nullable=False),
+               Column("Task ID", INT, sql="task_id", nullable=comm),
+               Column("Stream ID", INT, sql="stream_id", nullable=comm),
                *_iteration_columns(report, selection, "Infer ID"),
-               Column("Op Name", sql="op_name", domain=ops.format("op_name")),
-               Column("OP Type", sql="op_type", domain=ops.format("op_type")),
-               Column("OP State", sql="op_state", domain=ops.format("op_state")),
+               Column("Op Name", sql="op_name", domain=ops.format("op_name", "op_name")),
+               Column("OP Type", sql="op_type", domain=ops.format("op_type", "op_type")),
+               Column("OP State", sql="op_state", domain=ops.format("op_state", "NULL")),
                Column("Task Type", sql="task_type", domain=task_types, nullable=False),
                Column("Task Start Time(us)", EPOCH_US, sql="e_start", nullable=False),
                Column("Task Duration(us)", ROUND3, sql="dur / 1000.0", nullable=False),
                Column("Task Wait Time(us)", ROUND3),
-               Column("Block Num", INT, sql="block_dim & 65535")]
+               Column("Block Num", INT, sql="CASE WHEN seq IS NULL THEN 0 ELSE block_dim & 65535 END" if comm
+                      else "block_dim & 65535")]
     if report.is_stars:
         columns.append(Column("Mix Block Num", INT, sql="(block_dim & 65535) * (block_dim >> 16 & 65535)"))
     columns.append(Column("HF32 Eligible", sql="CASE WHEN op_flag THEN 'YES' WHEN op_flag IS NOT NULL THEN 'NO' END",
@@ -122,6 +129,13 @@ def _op_summary_columns(report, metrics, stars, selection: Selection) -> List[Co
         columns += [Column(name, kinds[printed], sql=expr, null_when="total_cycles IS NULL")
                     for name, printed, expr in metrics.column_sql("aicore2", report.aic_mhz)]
     return columns
+
+
+def _task_time_rows(report, unseen: bool) -> str:
+    """task_time's rows of the source: every task (seen, when some were not), no COMMUNICATION row."""
+    rows = [_seen()] if unseen else []
+    rows += ["seq IS NOT NULL"] if report.communication_ops else []
+    return " AND ".join(rows)
 
 
 def _iteration_columns(report, selection: Selection, which: str) -> List[Column]:

@@ -15,7 +15,7 @@ from typing import List, Optional, Tuple
 
 from msprof import store
 from msprof.contract import Iteration, Report, Selection
-from msprof.layouts.prof import statistics, tasks
+from msprof.layouts.prof import communication_rows, statistics, tasks
 from msprof.layouts.prof.op_summary import any_unseen, summary_tables
 from msprof.layouts.prof.families.ffts_pmu import PLATFORMS as STARS_PMU_PLATFORMS, StarsPmu
 from msprof.layouts.prof.schema import HOST
@@ -109,6 +109,11 @@ class ProfReport(Report):
     def unseen_tasks(self) -> bool:
         """Whether a task may have ended before the collection began (``any_unseen``)."""
         return any_unseen(self)
+
+    @functools.cached_property
+    def communication_ops(self) -> int:
+        """How many COMMUNICATION rows op_summary has (communication_rows: made once, in a TEMP table)."""
+        return communication_rows.make(self)
 
     @property
     def has_api(self) -> bool:

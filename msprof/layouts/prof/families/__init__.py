@@ -17,10 +17,10 @@ FAMILIES: List[Family] = [step_trace.FAMILY, msproftx.FAMILY, hccl.FAMILY, aicpu
 # what msprof does not make yet of a family it decodes: said at import when the family is found (issue 37 item 3)
 NOT_MADE_YET = {
     "ffts_pmu": "op_summary's STARS AI Core PMU columns",
-    "hccl": "the COMMUNICATION rows of op_summary and the Communication timeline",
-    "step_trace": "the Step Trace timeline",
+    "hccl": "msprof's own timeline of it (the CANN layout's timeline has it)",
+    "step_trace": "the Step Trace threads of device_N/timeline (the CANN layout's timeline has them)",
     "msproftx": "the msproftx timeline",
-    "memory": "the NPU MEM timeline counters",
+    "memory": "the NPU MEM counters of device_N/timeline (the CANN layout's timeline has them)",
 }
 
 # families whose records are timed by the device counter: their reports need info.json's hwts_frequency

@@ -44,10 +44,13 @@ def npu_mem_rows(conn, context: Context) -> Tuple[List[str], List[List[str]]]:
     field = "ts_v2" if str(context.result.info.get("version", "")) == "2.0" else "ts_v1"
     rows = []
     for ts, event, ddr, hbm in conn.execute(f"SELECT {field}, event, ddr, hbm FROM npu_mem ORDER BY rowid"):
-        ns = _sample_ns(context, ts)
-        rows.append([EVENTS.get(event, ""), _kb(ddr), _kb(hbm), _kb(ddr + hbm),
-                     str((Decimal(str(ns)) / 1000).quantize(Decimal("0.000")))])
+        rows.append([EVENTS.get(event, ""), _kb(ddr), _kb(hbm), _kb(ddr + hbm), sample_text(context, ts)])
     return NPU_MEM_HEADERS, rows
+
+
+def sample_text(context: Context, ts: int) -> str:
+    """An npu_mem sample's time as the reference prints it (its file's and its timeline's)."""
+    return str((Decimal(str(_sample_ns(context, ts))) / 1000).quantize(Decimal("0.000")))
 
 
 def _sample_ns(context: Context, ts: int) -> int:
