@@ -16,7 +16,7 @@ from msprof.console import notice
 from msprof.contract import Database, Layout, Selection, SummaryFile, Target, Unit
 from msprof.errors import DataError
 from msprof.layouts.base import ID_LIST, data_table, out_dir
-from msprof.layouts.framework import where
+from msprof.layouts.framework import memory, where
 from msprof.layouts.framework.importer import LAYOUT, framework_sources
 from msprof.layouts.framework.kernels import kernel_details
 from msprof.layouts.framework.report import NO_LEVEL, FrameworkReport
@@ -26,6 +26,9 @@ from msprof.store import stale
 from msprof.tables import EPOCH_US, INT, Column, Table
 
 DB_NAME = "framework.db"
+# the CANN export's statistics torch_npu copies into ASCEND_PROFILER_OUTPUT, and the levels it does so at
+STATISTICS = ("op_statistic", "api_statistic")
+STATISTICS_LEVELS = ("Level1", "Level2")
 
 
 class FrameworkDatabase(Database):
@@ -93,25 +96,42 @@ class FrameworkLayout(Layout):
             notice(f"{label}: ASCEND_PROFILER_OUTPUT covers the whole run: an export without --iteration-id "
                    "writes it")
             return []
+        weight = report.unit.database.path.stat().st_size
+        files = [SummaryFile(name, getattr(FrameworkLayout, name), (), weight)
+                 for name in ("memory_record", "operator_memory") if memory.has_memory(report)]
+        if report.level == NO_LEVEL:
+            notice(f"{label}: profiler level {NO_LEVEL}: no kernel_details nor step_trace_time, as torch_npu")
+            return files
         if not report.has_tasks:
             notice(f"{label}: no device task data: kernel_details skipped")
-            return []
+            return files
         if report.has_marks():
             notice(f"{label}: op marks (the task queue) recorded: steps are given their launches by host time, "
                    "not yet through the queue as torch_npu does (Step Id may differ)")
-        if report.level == NO_LEVEL:
-            notice(f"{label}: profiler level {NO_LEVEL}: no kernel_details nor step_trace_time, as torch_npu")
-            return []
-        weight = report.unit.database.path.stat().st_size
-        return [SummaryFile("kernel_details", FrameworkLayout.kernel_details, (), weight),
-                SummaryFile("step_trace_time", FrameworkLayout.step_trace_time, (), weight)]
+        names = ("kernel_details", "step_trace_time") + (STATISTICS if report.level in STATISTICS_LEVELS else ())
+        return [SummaryFile(name, getattr(FrameworkLayout, name), (), weight) for name in names] + files
+
+    @staticmethod
+    def memory_record(report) -> Table:
+        return memory.memory_record(report)
+
+    @staticmethod
+    def operator_memory(report) -> Table:
+        return memory.operator_memory(report)
+
+    @staticmethod
+    def op_statistic(report) -> Table:
+        return _joined([device.op_statistic() for device in report.devices if device.has_tasks])
+
+    @staticmethod
+    def api_statistic(report) -> Table:
+        return _joined([device.api_statistic() for device in report.devices if device.has_tasks])
 
     @staticmethod
     def kernel_details(report) -> Table:
         ranges = report.device_ranges()
-        tables = [kernel_details(device, ranges, report.metrics) for device in report.devices if device.has_tasks]
-        first = tables[0]
-        return dataclasses.replace(first, batches=itertools.chain.from_iterable(t.batches for t in tables))
+        return _joined([kernel_details(device, ranges, report.metrics) for device in report.devices
+                        if device.has_tasks])
 
     @staticmethod
     def step_trace_time(report) -> Table:
@@ -149,6 +169,12 @@ class FrameworkLayout(Layout):
 
     def facts(self, report, idle: bool = False):
         raise NotImplementedError("compare and advise do not read framework units yet (has_facts)")
+
+
+def _joined(tables: List[Table]) -> Table:
+    """The devices' tables as one file (the first one's header), with torch_npu's CR LF line ends."""
+    return dataclasses.replace(tables[0], batches=itertools.chain.from_iterable(t.batches for t in tables),
+                               line_end="\r\n")
 
 
 def _import(directory: Path, target: Path, spare_cores: bool = True) -> Path:
