@@ -101,3 +101,34 @@ def test_memory_and_statistics_files_are_torch_npus_byte_for_byte(tmp_path, scen
     assert done.returncode == 0, done.stderr
     for name in FILES:
         assert (ours / "ASCEND_PROFILER_OUTPUT" / name).read_bytes() == (theirs / name).read_bytes(), name
+
+
+# ------------------------------------------------------------------------------------------- MindSpore
+def test_mindspore_steps_come_from_the_records_step_numbers_and_memory_record_is_mindsporess(tmp_path):
+    """A MindSpore PyNative directory: its steps (the records' step numbers, counter times on the epoch) in
+    query, no notice that torch.op_range is missing, and the file family with MindSpore's memory_record."""
+    fw = fwkscenarios.write_scenario("ms_pynative", tmp_path)[0]
+    done = run("export", "summary", "-dir", fw.root)
+    assert done.returncode == 0, done.stderr
+    assert "torch.op_range" not in done.stderr
+    written = sorted(p.name for p in (fw.root / "ASCEND_PROFILER_OUTPUT").iterdir())
+    assert written == ["api_statistic.csv", "kernel_details.csv", "memory_record.csv", "op_statistic.csv",
+                       "step_trace_time.csv"]
+    query = run("query", "-dir", fw.root, "--wide")
+    assert query.returncode == 0, query.stderr
+    assert "torch.op_range" not in query.stdout and "MindSpore" in query.stdout
+    for step in fw.steps:
+        line = next(line for line in query.stdout.splitlines() if line.split()[:1] == [str(step.step)])
+        assert line.split()[1:3] == [_us(fw.local_ns(t)).strip() for t in (step.start, step.end)]
+    rows = _rows(fw.root / "ASCEND_PROFILER_OUTPUT" / "memory_record.csv")
+    expected = []
+    for m in sorted(fw.memory, key=lambda m: m.time):
+        raw = fw.raw(m.time)                # (MindSpore prints the file's time as written, ns / 1000)
+        text = ("%d.%03d" % divmod(raw, 1000)).rstrip("0").rstrip(".")
+        cells = [text, repr(m.allocated / 1024 / 1000), repr(m.reserved / 1024 / 1000),
+                 repr(m.active / 1024 / 1000), "NPU:0"]
+        expected += [["MindSpore"] + cells, ["MindSpore+GE"] + cells]
+    assert rows == expected
+    kernels = _rows(fw.root / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv")
+    truth = [str(step.step) for step in fw.steps for op in step.walk() for span in op.spans if span.kernel]
+    assert [row[0] for row in kernels] == truth

@@ -97,8 +97,7 @@ class FrameworkLayout(Layout):
                    "writes it")
             return []
         weight = report.unit.database.path.stat().st_size
-        files = [SummaryFile(name, getattr(FrameworkLayout, name), (), weight)
-                 for name in ("memory_record", "operator_memory") if memory.has_memory(report)]
+        files = [SummaryFile(name, getattr(FrameworkLayout, name), (), weight) for name in memory.memory_files(report)]
         if report.level == NO_LEVEL:
             notice(f"{label}: profiler level {NO_LEVEL}: no kernel_details nor step_trace_time, as torch_npu")
             return files
@@ -152,7 +151,7 @@ class FrameworkLayout(Layout):
         steps = [step for step, *_rest in report.steps()]
         collection = Table("collection", "Collection", [Column("Framework"), Column("Steps", INT),
                                                         Column("Step Ids", ID_LIST)],
-                           [[(report.meta.get("layout"), len(steps), tuple(steps))]])
+                           [[(report.meta.get("framework"), len(steps), tuple(steps))]])
         data = data_table(report)
         return [collection, self._steps(report, Selection()), data]
 

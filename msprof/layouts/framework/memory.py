@@ -7,7 +7,7 @@ Numbers are printed as torch_npu's ``csv.writer`` prints them: sizes in KB and M
 1024, bytes / 1024²) printed by ``repr``, times are µs text of local epoch ns with a TAB after them.
 """
 import bisect
-import itertools
+from decimal import Decimal
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from msprof.events import us_text
@@ -29,6 +29,7 @@ DEQUEUE_START, DEQUEUE_END, ENQUEUE_START, ENQUEUE_END = 2, 3, 0, 1
 
 RECORD_COLUMNS = ("Component", "Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)", "Total Active(MB)",
                   "Stream Ptr", "Device Type")
+MS_RECORD_COLUMNS = tuple(c for c in RECORD_COLUMNS if c != "Stream Ptr")
 OPERATOR_COLUMNS = ("Name", "Size(KB)", "Allocation Time(us)", "Release Time(us)", "Active Release Time(us)",
                     "Duration(us)", "Active Duration(us)", "Allocation Total Allocated(MB)",
                     "Allocation Total Reserved(MB)", "Allocation Total Active(MB)", "Release Total Allocated(MB)",
@@ -47,9 +48,12 @@ def _device(report) -> Optional[int]:
     return next(iter(numbers)) if len(numbers) == 1 else None
 
 
-def has_memory(report) -> bool:
-    return report.conn.execute("SELECT 1 FROM torch_memory WHERE device_type = ? LIMIT 1", (NPU,)).fetchone() \
-        is not None
+def memory_files(report) -> tuple:
+    """The memory files a framework unit writes: both from torch's NPU records, memory_record alone from
+    MindSpore's (its analysis writes operator_memory from CANN data only)."""
+    if report.conn.execute("SELECT 1 FROM torch_memory WHERE device_type = ? LIMIT 1", (NPU,)).fetchone():
+        return ("memory_record", "operator_memory")
+    return ("memory_record",) if report.count("ms_memory") else ()
 
 
 def _records(report, where: str = "", args: tuple = ()) -> Iterator[tuple]:
@@ -64,6 +68,34 @@ def _text(value) -> str:
 
 
 def memory_record(report) -> Table:
+    return ms_memory_record(report) if report.count("ms_memory") else pta_memory_record(report)
+
+
+def ms_memory_record(report) -> Table:
+    """MindSpore's memory_record (target §9; MindSpore 2.5's analysis, read, not run): per record of
+    cpu_ms_memory_record in time order a ``MindSpore`` row and a ``MindSpore+GE`` one, times as written (ns /
+    1000 in decimal, trailing zeros dropped), sizes in its "MB" of bytes / 1024 / 1000, the rank's NPU."""
+    rank = report.meta.get("rank") or "0"
+    rank = rank if rank.lstrip("-").isdigit() and int(rank) >= 0 else "0"
+
+    def batches() -> Iterator[List[tuple]]:
+        rows = report.conn.execute("SELECT time, allocated, reserved, active FROM ms_memory ORDER BY time, seq")
+        while True:
+            chunk = rows.fetchmany(BATCH)
+            if not chunk:
+                return
+            out = []
+            for time, *sizes in chunk:
+                cells = (str(Decimal(time) / 1000),) + tuple(str(size / KB / 1000) for size in sizes) + (
+                    f"NPU:{rank}",)
+                out += [("MindSpore",) + cells, ("MindSpore+GE",) + cells]
+            yield out
+
+    return Table("memory_record", "memory_record", [Column(name, TEXT) for name in MS_RECORD_COLUMNS], batches(),
+                 line_end="\r\n")
+
+
+def pta_memory_record(report) -> Table:
     """One row per NPU record (a workspace record: ``WORKSPACE``), each caching one followed by its ``PTA+GE``."""
     device = _device(report)
 

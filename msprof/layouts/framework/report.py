@@ -44,10 +44,11 @@ class FrameworkReport(Report):
         return self.info.get("_aic_metrics") not in (None, NO_METRICS)
 
     def steps(self) -> List[tuple]:
-        """(step, host start ns, host end ns, ops) of every step, in tree order."""
+        """(step, host start ns, host end ns, ops) of every step, in tree order. A torch step's ops are its op's
+        subtree (numbered consecutively from it); a MindSpore step's, the op range records of its number."""
         return list(self.conn.execute(
-            "SELECT s.step, s.start, s.end, (SELECT count(*) FROM fw_op o WHERE o.dfs BETWEEN s.dfs AND"
-            " (SELECT dfs_end FROM fw_op WHERE dfs = s.dfs)) FROM fw_step s ORDER BY s.dfs"))
+            "SELECT s.step, s.start, s.end, coalesce((SELECT dfs_end - dfs + 1 FROM fw_op WHERE dfs = s.dfs),"
+            " (SELECT count(*) FROM ms_op m WHERE m.step = s.step)) FROM fw_step s ORDER BY s.dfs"))
 
     def device_ranges(self) -> List[tuple]:
         """(step, device start ns, device end ns) of the steps that launched something (target §3)."""
