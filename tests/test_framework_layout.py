@@ -72,12 +72,29 @@ def test_query_lists_the_steps_with_their_host_ranges(eager):
     assert "importing" not in proc.stderr          # (the import's database is current)
 
 
-def test_iteration_id_selects_a_step_on_the_framework_unit(eager):
-    proc = run("show", "-dir", eager.root, "--iteration-id", 6)
-    # (the PROF_ device of eager data records no model execution: --iteration-id names none there, said)
-    assert proc.returncode == 2 and "--iteration-id 6 alone needs one model, and 0 are recorded" in proc.stderr
-    rows = [line.split()[0] for line in proc.stdout.splitlines() if line.lstrip()[:1].isdigit()]
-    assert rows == ["6"]
+def test_iteration_id_selects_a_step_on_the_framework_unit_and_on_its_device(eager, tmp_path):
+    """Eager data records no model execution: the device's iterations are the steps, and --iteration-id N
+    selects the tasks starting in step N's device range (msprof.layouts.framework.stepprof)."""
+    proc = run("show", "-dir", eager.root, "--iteration-id", 6, "--table", "op_summary", "--table", "steps",
+               "--wide", "--top", 0)
+    assert proc.returncode == 0, proc.stderr
+    step = next(s for s in eager.steps if s.step == 6)
+    kernels = [span for op in step.walk() for span in op.spans if span.kernel]
+    starts = ["%d.%03d" % divmod(eager.local_ns(span.task_start), 1000) for span in kernels]
+    shown = [word for line in proc.stdout.splitlines() for word in line.split() if word.startswith("1700000000")]
+    assert sorted(set(starts) & set(shown)) == sorted(starts) and len(starts) == 7
+    others = ["%d.%03d" % divmod(eager.local_ns(span.task_start), 1000) for s in eager.steps if s.step != 6
+              for op in s.walk() for span in op.spans if span.kernel]
+    assert not set(others) & set(shown)
+    rows = [line.split()[0] for line in proc.stdout.splitlines() if line.split()[:1] == ["6"]]
+    assert rows == ["6"]                                  # (the framework unit's steps table: step 6 alone)
+    out = tmp_path / "out"
+    done = run("export", "summary", "-dir", eager.root, "--iteration-id", 6, "--output", out)
+    assert done.returncode == 0, done.stderr
+    (summary,) = out.glob("*/PROF_*/device_0/summary/op_summary_model0_iter6.csv")
+    lines = summary.read_text().splitlines()[1:]
+    assert [line.split(",")[10] for line in lines] == starts
+    assert run("show", "-dir", eager.root, "--iteration-id", 9).returncode == 2      # (no step 9: said)
 
 
 def test_results_alone_are_refused_naming_what_is_missing(tmp_path):

@@ -20,6 +20,7 @@ from msprof.layouts.framework import memory, where
 from msprof.layouts.framework.importer import LAYOUT, framework_sources
 from msprof.layouts.framework.kernels import kernel_details
 from msprof.layouts.framework.report import NO_LEVEL, FrameworkReport
+from msprof.layouts.framework.stepprof import StepProfLayout, step_units
 from msprof.layouts.framework.steptime import step_trace_time
 from msprof.layouts.prof import ProfLayout, prof_root
 from msprof.store import stale
@@ -49,6 +50,7 @@ class FrameworkLayout(Layout):
 
     def __init__(self, prof: ProfLayout):
         self.prof = prof
+        self.step_prof = StepProfLayout()
 
     def claims(self, result_dir: Path) -> bool:
         return where.framework_root(prof_root(result_dir)) is not None
@@ -63,17 +65,20 @@ class FrameworkLayout(Layout):
         units: List[Unit] = []
         for directory, mine in by_dir.items():
             base = out_dir(directory, output)
+            database = FrameworkDatabase(LAYOUT, "main", directory, base / "sqlite" / DB_NAME,
+                                         functools.partial(_import, directory), empty_ok=True)
             # (the PROF_ under --output goes inside the framework directory's place, as it lies in the data)
             prof_units = self.prof.units(mine, base if output is not None else None)
-            units += prof_units + [self._unit(directory, base, prof_units)]
+            if len(where.prof_dirs(directory)) == 1:      # (with two, the framework data cannot be read: _unit)
+                prof_units = step_units(prof_units, database, self.step_prof)
+            units += prof_units + [self._unit(directory, base, prof_units, database)]
         return units
 
-    def _unit(self, directory: Path, base: Path, prof_units: List[Unit]) -> Unit:
+    def _unit(self, directory: Path, base: Path, prof_units: List[Unit], database: Database) -> Unit:
         """The framework unit: its database last, after those of its PROF_ devices (its reports read them)."""
         profs = where.prof_dirs(directory)
-        database = FrameworkDatabase(LAYOUT, "main", directory, base / "sqlite" / DB_NAME,
-                                     functools.partial(_import, directory), empty_ok=True)
-        theirs = {d.path: d for unit in prof_units if unit.problem is None for d in unit.databases}
+        theirs = {d.path: d for unit in prof_units if unit.problem is None for d in unit.databases
+                  if d.path != database.path}
         problem = None
         if len(profs) > 1:
             problem = DataError(f"{directory}: {len(profs)} PROF_ directories ({', '.join(p.name for p in profs)}):"

@@ -32,6 +32,8 @@ def _py_round(value, digits):
 class ProfReport(Report):
     """Read-only view of one device of a PROF_ directory (its database plus the host database)."""
 
+    task_fields = tasks.TASK_FIELDS      # what the task query computes each field as (msprof.layouts.prof.tasks)
+
     def __init__(self, unit):
         super().__init__(unit)
         host = unit.databases[0].path if len(unit.databases) > 1 else None

@@ -1,0 +1,80 @@
+"""The PROF_ device of a framework directory, whose iterations are the framework's steps when it recorded no
+model execution (eager data: docs/framework-plan.md §4). ``--iteration-id N`` then selects step N on the device
+too: the tasks starting in the step's device range (kernels.device_ranges, the range kernel_details' Step Id
+comes from), so that show, export and advise of step N read only that step's tasks. A device with model
+executions (a static graph) keeps the PROF meaning of --model-id / --iteration-id.
+
+The unit lists the framework database between its host and device databases, so that it is imported with the
+device (its steps are needed before the framework unit's turn); the report attaches it as ``fw``.
+"""
+import dataclasses
+import functools
+from typing import List
+
+from msprof import store
+from msprof.contract import Database, Iteration, Selection, Unit
+from msprof.layouts.framework.kernels import device_ranges, launches
+from msprof.layouts.framework.report import STEPS_MODEL, STEPS_MODEL_NAME
+from msprof.layouts.prof import ProfLayout
+from msprof.layouts.prof.report import ProfReport
+from msprof.layouts.prof.tasks import TASK_FIELDS
+
+
+class StepProfLayout(ProfLayout):
+    """The PROF layout, with reports that know their framework directory's steps."""
+
+    def report(self, unit: Unit) -> ProfReport:
+        return StepProfReport(unit)
+
+
+def step_units(prof_units: List[Unit], framework: Database, layout: StepProfLayout) -> List[Unit]:
+    """The PROF units of a framework directory with its framework database before their device's."""
+    return [unit if unit.problem is not None or len(unit.databases) < 2 else dataclasses.replace(
+        unit, layout=layout, databases=unit.databases[:-1] + [framework, unit.databases[-1]]) for unit in prof_units]
+
+
+class StepProfReport(ProfReport):
+    """A framework directory's PROF_ device: the steps are its iterations (model STEPS_MODEL) when it recorded
+    no model execution."""
+
+    def __init__(self, unit: Unit):
+        super().__init__(unit)
+        framework = unit.databases[-2].path
+        self.has_steps = framework.is_file() and not self.models()
+        if self.has_steps:
+            self.conn.execute("ATTACH DATABASE ? AS fw", (store.readonly_uri(framework),))
+
+    @functools.cached_property
+    def step_ranges(self) -> List[tuple]:
+        """(step, device start ns, device end ns) on the epoch, as kernel_details gives a kernel its step."""
+        steps = list(self.conn.execute("SELECT step, start, end FROM fw.fw_step ORDER BY dfs"))
+        return device_ranges(steps, launches(self)) if steps else []
+
+    def iterations(self, selection: Selection = Selection()) -> List[Iteration]:
+        if not self.has_steps:
+            return super().iterations(selection)
+        if selection.model_id not in (None, STEPS_MODEL):
+            return []
+        return [Iteration(STEPS_MODEL, STEPS_MODEL_NAME, step) for step, _lo, _hi in self.step_ranges
+                if selection.iteration_id in (None, step)]
+
+    def resolve(self, selection: Selection) -> Selection:
+        chosen = super().resolve(selection)
+        if self.has_steps and chosen.iteration_id is not None:
+            self._select_steps()
+        return chosen
+
+    def check(self, selection: Selection) -> List[Iteration]:
+        self.resolve(selection)
+        return super().check(selection)
+
+    def _select_steps(self) -> None:
+        """Tasks get the step whose device range holds their start (the first, in step order) as their
+        iteration, and the steps' model: only while a step is selected (the lookup costs a subquery a task)."""
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS step_range (step INTEGER, lo INTEGER, hi INTEGER)")
+        self.conn.execute("DELETE FROM temp.step_range")
+        self.conn.executemany("INSERT INTO temp.step_range VALUES (?, ?, ?)", self.step_ranges)
+        start = self.time.on_the_epoch().relative_ns_sql(TASK_FIELDS["start_ns"])
+        step = (f"(SELECT r.step FROM temp.step_range r WHERE r.lo <= {start} AND {start} <= r.hi"
+                " ORDER BY r.lo LIMIT 1)")
+        self.task_fields = dict(TASK_FIELDS, model_id=str(STEPS_MODEL), iteration=step)
