@@ -24,7 +24,7 @@ from msprof.layouts.framework.stepprof import StepProfLayout, step_units
 from msprof.layouts.framework.steptime import step_trace_time
 from msprof.layouts.prof import ProfLayout, prof_root
 from msprof.store import stale
-from msprof.tables import EPOCH_US, INT, Column, Table
+from msprof.tables import EPOCH_US, INT, ROUND3, Column, Table
 
 DB_NAME = "framework.db"
 # the CANN export's statistics torch_npu copies into ASCEND_PROFILER_OUTPUT, and the levels it does so at
@@ -162,13 +162,20 @@ class FrameworkLayout(Layout):
 
     @staticmethod
     def _steps(report, selection: Selection) -> Table:
-        """The steps: host range, device range (none for a step that launched nothing), framework ops."""
+        """The steps: host range, device range (none for a step that launched nothing), framework ops, kernels,
+        the device's time in step_trace_time's lanes and the memory peaks."""
         device = {step: (start, end) for step, start, end in report.device_ranges()}
-        rows = [(step, start, end, *device.get(step, (None, None)), ops) for step, start, end, ops in report.steps()
+        stats = {stat.step: stat for stat in report.step_stats()}
+        rows = [(step, start, end, *device.get(step, (None, None)), ops, stats[step].kernels,
+                 stats[step].computing_us, stats[step].free_us, stats[step].preparing_us, stats[step].allocated_mb,
+                 stats[step].reserved_mb) for step, start, end, ops in report.steps()
                 if selection.iteration_id in (None, step)]
         return Table("steps", "Steps", [Column("Step", INT), Column("Host Start(us)", EPOCH_US),
                                         Column("Host End(us)", EPOCH_US), Column("Device Start(us)", EPOCH_US),
-                                        Column("Device End(us)", EPOCH_US), Column("Framework Ops", INT)],
+                                        Column("Device End(us)", EPOCH_US), Column("Framework Ops", INT),
+                                        Column("Kernels", INT), Column("Computing(us)", ROUND3),
+                                        Column("Free(us)", ROUND3), Column("Preparing(us)", ROUND3),
+                                        Column("Peak Allocated(MB)", ROUND3), Column("Peak Reserved(MB)", ROUND3)],
                      [rows])
 
     def facts(self, report, idle: bool = False):

@@ -4,7 +4,9 @@ import heapq
 from typing import List
 
 from msprof.contract import Iteration, Report, Selection, Unit
+from msprof.layouts.framework.clock import FrameworkClock
 from msprof.layouts.framework.kernels import NO_METRICS, device_ranges, launches
+from msprof.layouts.framework.stepstats import StepStat, memory_sql, step_stats
 from msprof.layouts.prof.report import ProfReport
 
 # the framework's one "model" (--iteration-id N alone selects step N: README)
@@ -58,6 +60,14 @@ class FrameworkReport(Report):
         merged = heapq.merge(*(launches(device) for device in self.devices if device.has_tasks),
                              key=lambda row: row[0])
         return device_ranges(steps, merged)
+
+    def step_stats(self) -> List[StepStat]:
+        """Each step's kernels, lanes and memory peaks (msprof.layouts.framework.stepstats), in step order."""
+        steps = [row[:3] for row in self.steps()]
+        (first_op,) = self.conn.execute("SELECT min(start) FROM fw_op").fetchone()
+        clock = FrameworkClock(**(self.meta_json("clock") or {}))
+        return step_stats([d for d in self.devices if d.has_tasks], steps, self.device_ranges(), first_op,
+                          self.conn.execute(memory_sql(clock)))
 
     def has_marks(self) -> bool:
         return self.count("op_mark") > 0
