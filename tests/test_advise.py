@@ -427,7 +427,8 @@ def test_rules_are_data(networks):
     """A rule is one Rule object; find() runs any list of them."""
     job, path = networks["leakyrelu"]
     assert [rule.id for rule in RULES] == ["decomposed_activation", "memory_bound", "cpu_fallback",
-                                           "acl_hotspot", "host_bound", "device_idle", "data_loss"]
+                                           "acl_hotspot", "host_bound", "device_idle", "data_loss",
+                                           "host_bound_steps", "slow_steps"]
 
     def slowest_layer(facts, selection):
         from msprof.analysis.advise import Hit

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from msprof import progress
+from msprof.analysis import step_rules
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
 from msprof.console import notice
 from msprof.contract import Selection
@@ -376,6 +377,11 @@ RULES: List[Rule] = [
                           "at the head, {tail_lost} at the tail",
           "notice": "warning: {message}"}),
 ]
+
+
+# the step rules read the steps of a torch_npu/MindSpore directory's device (Facts.steps; none elsewhere)
+RULES += [Rule(rule_id, lambda facts, selection, check=check: (Hit(*hit) for hit in check(facts.steps(selection))),
+               message, line) for rule_id, check, message, line in step_rules.RULES]
 
 
 def find(facts: Facts, selection: Selection = Selection(), rules: List[Rule] = RULES) -> List[dict]:

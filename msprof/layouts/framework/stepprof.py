@@ -9,13 +9,17 @@ device (its steps are needed before the framework unit's turn); the report attac
 """
 import dataclasses
 import functools
+import json
 from typing import List
 
 from msprof import store
 from msprof.contract import Database, Iteration, Selection, Unit
+from msprof.layouts.framework.clock import FrameworkClock
 from msprof.layouts.framework.kernels import device_ranges, launches
 from msprof.layouts.framework.report import STEPS_MODEL, STEPS_MODEL_NAME
+from msprof.layouts.framework.stepstats import StepStat, memory_sql, step_stats
 from msprof.layouts.prof import ProfLayout
+from msprof.layouts.prof.facts import ProfFacts
 from msprof.layouts.prof.report import ProfReport
 from msprof.layouts.prof.tasks import TASK_FIELDS
 
@@ -25,6 +29,16 @@ class StepProfLayout(ProfLayout):
 
     def report(self, unit: Unit) -> ProfReport:
         return StepProfReport(unit)
+
+    def facts(self, report, idle: bool = False) -> ProfFacts:
+        return StepProfFacts(report, idle) if report.has_steps else ProfFacts(report, idle)
+
+
+class StepProfFacts(ProfFacts):
+    """A framework directory's eager device: the PROF facts, and the steps (advise's step rules)."""
+
+    def steps(self, selection: Selection = Selection()) -> list:
+        return [stat for stat in self.report.step_stats() if selection.iteration_id in (None, stat.step)]
 
 
 def step_units(prof_units: List[Unit], framework: Database, layout: StepProfLayout) -> List[Unit]:
@@ -49,6 +63,14 @@ class StepProfReport(ProfReport):
         """(step, device start ns, device end ns) on the epoch, as kernel_details gives a kernel its step."""
         steps = list(self.conn.execute("SELECT step, start, end FROM fw.fw_step ORDER BY dfs"))
         return device_ranges(steps, launches(self)) if steps else []
+
+    def step_stats(self) -> List[StepStat]:
+        """This device's share of each step (msprof.layouts.framework.stepstats)."""
+        steps = list(self.conn.execute("SELECT step, start, end FROM fw.fw_step ORDER BY dfs"))
+        (first_op,) = self.conn.execute("SELECT min(start) FROM fw.fw_op").fetchone()
+        (clock,) = self.conn.execute("SELECT value FROM fw.meta WHERE key = 'clock'").fetchone() or ("{}",)
+        memory = self.conn.execute(memory_sql(FrameworkClock(**json.loads(clock)), "fw"))
+        return step_stats([self] if self.has_tasks else [], steps, self.step_ranges, first_op, memory)
 
     def iterations(self, selection: Selection = Selection()) -> List[Iteration]:
         if not self.has_steps:
