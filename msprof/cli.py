@@ -215,7 +215,7 @@ class _Styles(click.Choice):
 SHOW_TABLES = ["op_summary", "op_statistic", "acl_statistic", "api_statistic", "frequency", "step_trace",
                "communication_statistic", "msprof_tx", "steps"]
 QUERY_TABLES = ["collection", "data", "families", "steps", "notices"]
-COMPARE_TABLES = ["models", "op_types", "ops", "apis"]      # (msprof.analysis.compare.SECTIONS)
+COMPARE_TABLES = ["models", "op_types", "ops", "apis", "steps"]     # (msprof.analysis.compare.SECTIONS)
 
 
 def view_options(tables):

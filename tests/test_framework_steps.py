@@ -111,3 +111,33 @@ def test_slow_steps_are_those_above_one_and_a_half_medians():
     assert share == pytest.approx(300 / 700) and severity == "medium"
     assert [item["key"]["step"] for item in evidence] == [3]
     assert list(slow_steps(steps[:2])) == []             # (fewer than three steps: no median to speak of)
+
+
+def _device_us(fw):
+    """Per step from the truth: (Computing + Free + Preparing, Computing) µs; Preparing in torch_npu's float µs
+    of epoch times (the first kernel's start after the step op's start)."""
+    out = {}
+    for step in fw.steps:
+        computing, free = _lanes(fw)[step.step]
+        first = _kernels(step)[0].task_start
+        preparing = fw.local_ns(first) / 1000 - fw.local_ns(step.start) / 1000
+        out[step.step] = (computing + free + preparing, computing)
+    return out
+
+
+def test_compare_two_framework_directories_step_by_step_and_by_their_median_step(host_bound, tmp_path):
+    slower = [dict(op, kernels=[dict(op["kernels"][0], dur_us=5)]) for op in HOST_BOUND]
+    new = fwkwrite.write(tmp_path, {"model": slower, "memory": False})
+    proc = run("compare", host_bound.root, new.root, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["steps"]
+    base_us, new_us = _device_us(host_bound), _device_us(new)
+    assert [row["step"] for row in rows] == ["1", "2", "3", "median"]
+    for row in rows[:3]:
+        step = int(row["step"])
+        assert (row["base_us"], row["new_us"]) == (round(base_us[step][0], 3), round(new_us[step][0], 3))
+        assert (row["base_computing_us"], row["new_computing_us"]) == (round(base_us[step][1], 3),
+                                                                       round(new_us[step][1], 3))
+        assert row["delta_us"] == round(row["new_us"] - row["base_us"], 3)
+    median = sorted(v[0] for v in new_us.values())[1]
+    assert rows[3]["new_us"] == round(median, 3) and rows[3]["base_computing_us"] == 8.0

@@ -8,8 +8,10 @@ Numbers: µs rounded to 3 decimals, percentages too; deltas are computed from th
 reader can check them by subtraction. ``None`` (JSON null, N/A in the tables) where a side has no value:
 a model, op or API the other side lacks, and every op type of a side with no device task data (a PROF_ host
 without devices: nothing was timed). An op type one side lacks otherwise is 0 on that side (it ran 0 times).
-Everything is matched by name (models: see ``matched_models``).
+Everything is matched by name (models: see ``matched_models``); a framework's steps by number, and the median
+steps of the two sides against each other.
 """
+import statistics
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -30,10 +32,13 @@ SECTIONS = {
             "Ops: average duration (µs)"),
     "apis": (["name", "base_count", "new_count", "base_avg_us", "new_avg_us", "delta_avg_us", "base_total_us",
               "new_total_us"], "ACL/API calls: count, average and total (µs)"),
+    # (only where a side has a framework's steps: a torch_npu/MindSpore directory's eager device)
+    "steps": (["step", "base_us", "new_us", "delta_us", "delta_pct", "base_computing_us", "new_computing_us"],
+              "Steps: device time (Computing, Free and Preparing) and Computing (µs), by number and the median"),
 }
 # the terminal's columns that show a pair of the document's in one ("base → new" where they differ)
 JOINED = {"model_name": ("base_model_name", "new_model_name"), "op_type": ("base_op_type", "new_op_type")}
-_NAME_COLUMNS = {"model_name", "op_type", "op_name", "name", *JOINED["model_name"], *JOINED["op_type"]}
+_NAME_COLUMNS = {"model_name", "op_type", "op_name", "name", "step", *JOINED["model_name"], *JOINED["op_type"]}
 
 
 @dataclass
@@ -45,6 +50,7 @@ class Side:
     op_types: Optional[Dict[str, TypeTime]]   # None: no device task data (nothing timed)
     ops: Dict[Tuple[str, str], OpAverage]      # (model name, op name) → the op
     apis: Optional[Dict[str, ApiTime]]         # None: no ACL/API data collected
+    steps: Dict[int, Tuple[float, float]]      # a framework's step → (device µs, Computing µs); {} elsewhere
 
     def has_model(self, name: str) -> bool:
         """Whether this side ran the model: timed iterations or ops of it."""
@@ -55,7 +61,9 @@ class Side:
         return cls(printable(facts.path), dict(facts.model_iterations()),
                    {t.type: t for t in facts.op_types()} if facts.report.has_tasks else None,
                    {(o.model_name, o.name): o for o in facts.ops()},
-                   {a.name: a for a in facts.apis()} if facts.has_api else None)
+                   {a.name: a for a in facts.apis()} if facts.has_api else None,
+                   {s.step: (s.computing_us + s.free_us + s.preparing_us, s.computing_us) for s in facts.steps()
+                    if s.kernels})
 
 
 def r3(value: Optional[float]) -> Optional[float]:
@@ -159,8 +167,27 @@ def compare_sides(base: Side, new: Side) -> dict:
                          "base_total_us": r3(b.total_us) if b else None,
                          "new_total_us": r3(n.total_us) if n else None})
         apis.sort(key=lambda r: (-max(r["base_total_us"] or 0.0, r["new_total_us"] or 0.0), r["name"]))
-    return {"base": base.path, "new": new.path, "models": models, "op_types": op_types, "ops": ops,
-            "apis": apis}
+    document = {"base": base.path, "new": new.path, "models": models, "op_types": op_types, "ops": ops,
+                "apis": apis}
+    if base.steps or new.steps:
+        document["steps"] = _steps(base, new)
+    return document
+
+
+def _steps(base: Side, new: Side) -> List[dict]:
+    """The steps matched by number, then a row comparing the two sides' median steps."""
+    keys = sorted(base.steps.keys() | new.steps.keys())
+    pairs = [(key, base.steps.get(key), new.steps.get(key)) for key in keys]
+    medians = [tuple(statistics.median(values) for values in zip(*side.steps.values())) if side.steps else None
+               for side in (base, new)]
+    rows = []
+    for key, b, n in pairs + [("median", *medians)]:
+        b_us, n_us = (r3(b[0]) if b else None), (r3(n[0]) if n else None)
+        delta = _minus(n_us, b_us)
+        rows.append({"step": str(key), "base_us": b_us, "new_us": n_us, "delta_us": delta,
+                     "delta_pct": r3(delta / b_us * 100) if delta is not None and b_us else None,
+                     "base_computing_us": r3(b[1]) if b else None, "new_computing_us": r3(n[1]) if n else None})
+    return rows
 
 
 # --- verdict and gate ----------------------------------------------------------------------------------------
@@ -226,7 +253,9 @@ def comparison(document: dict, top: Optional[int] = DEFAULT_TOP, sections: Seque
     shown = dict(document)
     for key, (names, title) in SECTIONS.items():
         if sections and key not in sections:
-            del shown[key]
+            shown.pop(key, None)
+            continue
+        if key not in document:
             continue
         rows = document[key]
         if key == "ops" and top is not None and len(rows) > top:
