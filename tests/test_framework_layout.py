@@ -157,17 +157,9 @@ def _oracle_or_skip():
 BOTH = ("kernel_details.csv", "step_trace_time.csv")
 
 
-# (a static graph's step_trace_time differs: the CANN Overlap Analysis msprof writes is the union of every task,
-# the reference's only of the GE task list's first run, with Free stretched to the last task: not the framework
-# layout's to mend, docs/framework-plan.md §7)
-@pytest.mark.reference
-@pytest.mark.oracles
-@pytest.mark.parametrize("scenario, files", [("pt_l0_eager", BOTH), ("pt_l1_eager", BOTH), ("pt_l1_marks", BOTH),
-                                             ("pt_l2_pmu", BOTH), ("pt_l1_graph", BOTH[:1])])
-def test_kernel_details_and_step_trace_time_are_torch_npus_byte_for_byte(tmp_path, scenario, files):
-    """torch_npu's own analysis (the oracle, the reference analyser as its CANN msprof) and msprof's export
-    summary on copies of one generated directory: kernel_details.csv (Step Id, renamed columns, the start's TAB,
-    CR LF) and step_trace_time.csv (float sums, Stage and Preparing at 0.25 µs) the same bytes."""
+def torch_npus_and_ours(tmp_path, scenario: str, files) -> tuple:
+    """Writes ``scenario``, runs torch_npu's analysis (the oracle) on it and msprof's export summary on a copy,
+    and asserts ``files`` of ASCEND_PROFILER_OUTPUT are the same bytes; (the generated Framework, our copy)."""
     oracle = _oracle_or_skip()
     fw = fwkscenarios.write_scenario(scenario, tmp_path / "in")[0]
     ours = tmp_path / "ours" / fw.root.name
@@ -183,6 +175,21 @@ def test_kernel_details_and_step_trace_time_are_torch_npus_byte_for_byte(tmp_pat
     assert done.returncode == 0, done.stderr
     for name in files:
         assert (ours / "ASCEND_PROFILER_OUTPUT" / name).read_bytes() == (theirs / name).read_bytes(), name
+    return fw, ours
+
+
+# (a static graph's step_trace_time differs: the CANN Overlap Analysis msprof writes is the union of every task,
+# the reference's only of the GE task list's first run, with Free stretched to the last task: not the framework
+# layout's to mend, docs/framework-plan.md §7)
+@pytest.mark.reference
+@pytest.mark.oracles
+@pytest.mark.parametrize("scenario, files", [("pt_l0_eager", BOTH), ("pt_l1_eager", BOTH), ("pt_l1_marks", BOTH),
+                                             ("pt_l2_pmu", BOTH), ("pt_l1_graph", BOTH[:1])])
+def test_kernel_details_and_step_trace_time_are_torch_npus_byte_for_byte(tmp_path, scenario, files):
+    """torch_npu's own analysis (the oracle, the reference analyser as its CANN msprof) and msprof's export
+    summary on copies of one generated directory: kernel_details.csv (Step Id, renamed columns, the start's TAB,
+    CR LF) and step_trace_time.csv (float sums, Stage and Preparing at 0.25 µs) the same bytes."""
+    fw, ours = torch_npus_and_ours(tmp_path, scenario, files)
     got = (ours / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").read_bytes()
     # (and what it holds, from the generator's truth: every kernel of step N has Step Id N)
     lines = got.decode().split("\r\n")

@@ -2,15 +2,11 @@
 (msprof.layouts.framework.memory; docs/framework-target.md §8): their rows against the generator's truth (the
 allocator's totals, the op each allocation is named after, the task queue's workspace), and the same bytes as
 torch_npu's own analysis."""
-import shutil
-import subprocess
-import sys
-
 import pytest
 
 from fixtures import fwkscenarios
 from fixtures.fwkhost import STREAM_PTR
-from tests.test_framework_layout import _oracle_or_skip, run
+from tests.test_framework_layout import run, torch_npus_and_ours
 
 FILES = ("memory_record.csv", "operator_memory.csv", "op_statistic.csv", "api_statistic.csv")
 MB = 1024.0 ** 2
@@ -86,21 +82,7 @@ def test_level0_writes_no_statistics_and_a_run_without_memory_records_no_memory_
 def test_memory_and_statistics_files_are_torch_npus_byte_for_byte(tmp_path, scenario):
     """torch_npu's own analysis (the oracle, the reference analyser as its CANN msprof) and msprof's export
     summary on copies of one generated directory write the same bytes in the four files."""
-    oracle = _oracle_or_skip()
-    fw = fwkscenarios.write_scenario(scenario, tmp_path / "in")[0]
-    ours = tmp_path / "ours" / fw.root.name
-    shutil.copytree(fw.root, ours)
-    proc = subprocess.run([sys.executable, str(oracle), str(fw.root), "--backend", "reference", "--out",
-                           str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=600)
-    if "reference analyser not found" in proc.stdout:
-        pytest.skip(proc.stdout.strip())
-    assert proc.returncode == 0, proc.stdout
-    theirs = tmp_path / "out" / fw.root.name / "ASCEND_PROFILER_OUTPUT"
-    done = run("export", "summary", "-dir", ours)
-    assert done.returncode == 0, done.stderr
-    for name in FILES:
-        assert (ours / "ASCEND_PROFILER_OUTPUT" / name).read_bytes() == (theirs / name).read_bytes(), name
+    torch_npus_and_ours(tmp_path, scenario, FILES)
 
 
 # ------------------------------------------------------------------------------------------- MindSpore
