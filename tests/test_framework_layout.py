@@ -95,6 +95,9 @@ def test_iteration_id_selects_a_step_on_the_framework_unit_and_on_its_device(eag
     lines = summary.read_text().splitlines()[1:]
     assert [line.split(",")[10] for line in lines] == starts
     assert run("show", "-dir", eager.root, "--iteration-id", 9).returncode == 2      # (no step 9: said)
+    query = run("query", "-dir", eager.root)
+    device = query.stdout.split("(FRAMEWORK)")[0]         # (the PROF_ device's section: its steps, model 0)
+    assert any(line.split() == ["0", "1", "0", "steps", "3", "5-7"] for line in device.splitlines()), device
 
 
 def test_results_alone_are_refused_naming_what_is_missing(tmp_path):

@@ -30,6 +30,15 @@ class StepProfLayout(ProfLayout):
     def report(self, unit: Unit) -> ProfReport:
         return StepProfReport(unit)
 
+    def query_tables(self, report) -> list:
+        """The PROF device's tables; where the steps are its iterations, its collection row says so."""
+        tables = super().query_tables(report)
+        if report.has_steps:
+            steps = tuple(i.index_id for i in report.iterations())
+            tables[0] = dataclasses.replace(tables[0], batches=[[(report.device_number, report.platform, STEPS_MODEL,
+                                                                 STEPS_MODEL_NAME, len(steps), steps)]])
+        return tables
+
     def facts(self, report, idle: bool = False) -> ProfFacts:
         return StepProfFacts(report, idle) if report.has_steps else ProfFacts(report, idle)
 
