@@ -92,20 +92,24 @@ class StepProfReport(ProfReport):
     def resolve(self, selection: Selection) -> Selection:
         chosen = super().resolve(selection)
         if self.has_steps and chosen.iteration_id is not None:
-            self._select_steps()
+            self._select_step(chosen.iteration_id)
         return chosen
 
     def check(self, selection: Selection) -> List[Iteration]:
         self.resolve(selection)
         return super().check(selection)
 
-    def _select_steps(self) -> None:
-        """Tasks get the step whose device range holds their start (the first, in step order) as their
-        iteration, and the steps' model: only while a step is selected (the lookup costs a subquery a task)."""
-        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS step_range (step INTEGER, lo INTEGER, hi INTEGER)")
-        self.conn.execute("DELETE FROM temp.step_range")
-        self.conn.executemany("INSERT INTO temp.step_range VALUES (?, ?, ?)", self.step_ranges)
+    def _select_step(self, step: int) -> None:
+        """Tasks starting in step ``step``'s device range get it as their iteration (and the steps' model), the
+        others none: only while a step is selected. A task belongs to the first step (in step order, their
+        ranges starting in that order) whose range holds its start, as kernel_details gives it its Step Id:
+        so not to this one when an earlier step's range, reaching further, holds it too."""
+        ranges = self.step_ranges
+        index = next((i for i, (number, _lo, _hi) in enumerate(ranges) if number == step), None)
+        if index is None:            # (no such step: check() says so)
+            return
+        _number, lo, hi = ranges[index]
+        reach = max((end for _n, _start, end in ranges[:index]), default=lo - 1)
         start = self.time.on_the_epoch().relative_ns_sql(TASK_FIELDS["start_ns"])
-        step = (f"(SELECT r.step FROM temp.step_range r WHERE r.lo <= {start} AND {start} <= r.hi"
-                " ORDER BY r.lo LIMIT 1)")
-        self.task_fields = dict(TASK_FIELDS, model_id=str(STEPS_MODEL), iteration=step)
+        iteration = f"CASE WHEN ({start}) BETWEEN {lo} AND {hi} AND ({start}) > {reach} THEN {step} END"
+        self.task_fields = dict(TASK_FIELDS, model_id=str(STEPS_MODEL), iteration=iteration)
