@@ -141,3 +141,18 @@ def test_compare_two_framework_directories_step_by_step_and_by_their_median_step
         assert row["delta_us"] == round(row["new_us"] - row["base_us"], 3)
     median = sorted(v[0] for v in new_us.values())[1]
     assert rows[3]["new_us"] == round(median, 3) and rows[3]["base_computing_us"] == 8.0
+
+
+def test_a_report_opened_afresh_selects_a_step_as_a_worker_process_does(eager):
+    """Worker processes (show's op_statistic, export's parts, timelines) open the unit again and are handed
+    the selection only: the step is selected by the query's selection, not by an earlier check."""
+    from msprof.contract import Selection
+    from msprof.layouts import find_units
+
+    device = find_units(eager.root)[0]
+    step = eager.steps[1]
+    with device.open() as report:
+        rows = report.op_statistic_rows(Selection(0, step.step))
+    kernels = _kernels(step)
+    assert sorted((row[1], row[3]) for row in rows) == sorted((k.kernel["type"], 1) for k in kernels)
+    assert sum(row[4] for row in rows) == pytest.approx(sum(k.task_end - k.task_start for k in kernels) / 1000)

@@ -64,6 +64,7 @@ class StepProfReport(ProfReport):
         super().__init__(unit)
         framework = unit.databases[-2].path
         self.has_steps = framework.is_file() and not self.models()
+        self._fields = {}           # step → its task fields (task_fields)
         if self.has_steps:
             self.conn.execute("ATTACH DATABASE ? AS fw", (store.readonly_uri(framework),))
 
@@ -89,27 +90,25 @@ class StepProfReport(ProfReport):
         return [Iteration(STEPS_MODEL, STEPS_MODEL_NAME, step) for step, _lo, _hi in self.step_ranges
                 if selection.iteration_id in (None, step)]
 
-    def resolve(self, selection: Selection) -> Selection:
-        chosen = super().resolve(selection)
-        if self.has_steps and chosen.iteration_id is not None:
-            self._select_step(chosen.iteration_id)
-        return chosen
+    def task_fields(self, selection: Selection) -> dict:
+        if not self.has_steps or selection.iteration_id is None or selection.model_id not in (None, STEPS_MODEL):
+            return TASK_FIELDS
+        step = selection.iteration_id
+        if step not in self._fields:
+            self._fields[step] = self._step_fields(step)
+        return self._fields[step]
 
-    def check(self, selection: Selection) -> List[Iteration]:
-        self.resolve(selection)
-        return super().check(selection)
-
-    def _select_step(self, step: int) -> None:
+    def _step_fields(self, step: int) -> dict:
         """Tasks starting in step ``step``'s device range get it as their iteration (and the steps' model), the
-        others none: only while a step is selected. A task belongs to the first step (in step order, their
-        ranges starting in that order) whose range holds its start, as kernel_details gives it its Step Id:
-        so not to this one when an earlier step's range, reaching further, holds it too."""
+        others none. A task belongs to the first step (in step order, their ranges starting in that order)
+        whose range holds its start, as kernel_details gives it its Step Id: so not to this one when an earlier
+        step's range, reaching further, holds it too."""
         ranges = self.step_ranges
         index = next((i for i, (number, _lo, _hi) in enumerate(ranges) if number == step), None)
-        if index is None:            # (no such step: check() says so)
-            return
+        if index is None:            # (no such step: no task is in it)
+            return dict(TASK_FIELDS, model_id=str(STEPS_MODEL), iteration="NULL")
         _number, lo, hi = ranges[index]
         reach = max((end for _n, _start, end in ranges[:index]), default=lo - 1)
         start = self.time.on_the_epoch().relative_ns_sql(TASK_FIELDS["start_ns"])
         iteration = f"CASE WHEN ({start}) BETWEEN {lo} AND {hi} AND ({start}) > {reach} THEN {step} END"
-        self.task_fields = dict(TASK_FIELDS, model_id=str(STEPS_MODEL), iteration=iteration)
+        return dict(TASK_FIELDS, model_id=str(STEPS_MODEL), iteration=iteration)

@@ -32,8 +32,6 @@ def _py_round(value, digits):
 class ProfReport(Report):
     """Read-only view of one device of a PROF_ directory (its database plus the host database)."""
 
-    task_fields = tasks.TASK_FIELDS      # what the task query computes each field as (msprof.layouts.prof.tasks)
-
     def __init__(self, unit):
         super().__init__(unit)
         host = unit.databases[0].path if len(unit.databases) > 1 else None
@@ -180,6 +178,10 @@ class ProfReport(Report):
 
     def api_statistic(self) -> Table:
         return statistics.api_statistic(self)
+
+    def task_fields(self, selection: Selection) -> dict:
+        """What the task query (msprof.layouts.prof.tasks) computes each field as, for a query of ``selection``."""
+        return tasks.TASK_FIELDS
 
     def task_span(self, selection: Selection):
         """(first, last) host timestamps (as recorded) of the selected tasks and their launches, or None."""

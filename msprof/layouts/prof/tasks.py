@@ -52,7 +52,7 @@ def task_query(report, fields, pmu: bool = False, span: str = "", order: str = "
     t.start_syscnt. ``selected``: also what a selection filters on (SELECTED). ``within``: only the tasks of
     this selection (its parameters are ``where``'s): the query that wraps this one filters on the same
     fields, but only after the rows are made; this filter comes before their PMU join and columns."""
-    known = report.task_fields     # (TASK_FIELDS, but a framework directory's eager device selects steps)
+    known = report.task_fields(within)   # (TASK_FIELDS; a framework directory's eager device selects steps)
     columns = [f"{known[f]} AS {f}" for f in dict.fromkeys(tuple(fields) + (SELECTED if selected else ()))]
     join = ""
     if any(TASK_FIELDS[f].startswith("tn.") for f in fields):
