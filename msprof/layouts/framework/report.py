@@ -1,7 +1,8 @@
 """The report of a framework unit: its framework database (steps, ops), read-only, and the reports of the PROF_
 devices it contains (their databases are among the unit's: imported with it)."""
+import functools
 import heapq
-from typing import List
+from typing import Dict, List, Tuple
 
 from msprof.contract import Iteration, Report, Selection, Unit
 from msprof.layouts.framework.clock import FrameworkClock
@@ -54,19 +55,25 @@ class FrameworkReport(Report):
 
     def device_ranges(self) -> List[tuple]:
         """(step, device start ns, device end ns) of the steps that launched something (target §3)."""
-        steps = [row[:3] for row in self.steps()]
+        return self._launched[0]
+
+    @functools.cached_property
+    def _launched(self) -> Tuple[List[tuple], Dict[int, int]]:
+        """The steps' device ranges and the kernels each launched: one pass over the devices' launches."""
+        steps, counts = [row[:3] for row in self.steps()], {}
         if not steps:
-            return []
+            return [], counts
         merged = heapq.merge(*(launches(device) for device in self.devices if device.has_tasks),
                              key=lambda row: row[0])
-        return device_ranges(steps, merged)
+        return device_ranges(steps, merged, counts), counts
 
     def step_stats(self) -> List[StepStat]:
         """Each step's kernels, lanes and memory peaks (msprof.layouts.framework.stepstats), in step order."""
         steps = [row[:3] for row in self.steps()]
         (first_op,) = self.conn.execute("SELECT min(start) FROM fw_op").fetchone()
         clock = FrameworkClock(**(self.meta_json("clock") or {}))
-        return step_stats([d for d in self.devices if d.has_tasks], steps, self.device_ranges(), first_op,
+        ranges, kernels = self._launched
+        return step_stats([d for d in self.devices if d.has_tasks], steps, ranges, kernels, first_op,
                           self.conn.execute(memory_sql(clock)))
 
     def has_marks(self) -> bool:

@@ -10,7 +10,7 @@ device (its steps are needed before the framework unit's turn); the report attac
 import dataclasses
 import functools
 import json
-from typing import List
+from typing import Dict, List, Tuple
 
 from msprof import store
 from msprof.contract import Database, Iteration, Selection, Unit
@@ -68,26 +68,37 @@ class StepProfReport(ProfReport):
         if self.has_steps:
             self.conn.execute("ATTACH DATABASE ? AS fw", (store.readonly_uri(framework),))
 
-    @functools.cached_property
+    @property
     def step_ranges(self) -> List[tuple]:
         """(step, device start ns, device end ns) on the epoch, as kernel_details gives a kernel its step."""
-        steps = list(self.conn.execute("SELECT step, start, end FROM fw.fw_step ORDER BY dfs"))
-        return device_ranges(steps, launches(self)) if steps else []
+        return self._launched[0]
+
+    @functools.cached_property
+    def _launched(self) -> Tuple[List[tuple], Dict[int, int]]:
+        """The steps' device ranges and the kernels each launched (one pass over the launches)."""
+        counts: Dict[int, int] = {}
+        return (device_ranges(self._steps, launches(self), counts) if self._steps else []), counts
+
+    @functools.cached_property
+    def _steps(self) -> List[tuple]:
+        return list(self.conn.execute("SELECT step, start, end FROM fw.fw_step ORDER BY dfs"))
 
     def step_stats(self) -> List[StepStat]:
         """This device's share of each step (msprof.layouts.framework.stepstats)."""
-        steps = list(self.conn.execute("SELECT step, start, end FROM fw.fw_step ORDER BY dfs"))
         (first_op,) = self.conn.execute("SELECT min(start) FROM fw.fw_op").fetchone()
         (clock,) = self.conn.execute("SELECT value FROM fw.meta WHERE key = 'clock'").fetchone() or ("{}",)
         memory = self.conn.execute(memory_sql(FrameworkClock(**json.loads(clock)), "fw"))
-        return step_stats([self] if self.has_tasks else [], steps, self.step_ranges, first_op, memory)
+        ranges, kernels = self._launched
+        return step_stats([self] if self.has_tasks else [], self._steps, ranges, kernels, first_op, memory)
 
     def iterations(self, selection: Selection = Selection()) -> List[Iteration]:
         if not self.has_steps:
             return super().iterations(selection)
         if selection.model_id not in (None, STEPS_MODEL):
             return []
-        return [Iteration(STEPS_MODEL, STEPS_MODEL_NAME, step) for step, _lo, _hi in self.step_ranges
+        # (every step, or the one selected if it launched something: the list of all costs no pass over the tasks)
+        steps = self._steps if selection.iteration_id is None else self.step_ranges
+        return [Iteration(STEPS_MODEL, STEPS_MODEL_NAME, step) for step, *_range in steps
                 if selection.iteration_id in (None, step)]
 
     def task_fields(self, selection: Selection) -> dict:

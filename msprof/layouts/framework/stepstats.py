@@ -2,15 +2,14 @@
 its device time in step_trace_time's lanes (Computing, Free, Preparing: msprof.layouts.framework.steptime) and
 its memory peaks (the largest allocated and reserved totals among the memory records in its host range).
 
-A kernel belongs to the step whose device range holds its start (the range kernel_details' Step Id comes from);
-the lanes are summed over the unit's devices (one a rank, normally).
+A step's kernels are those it launched (a launch belongs to the step whose host range holds it: target §3); the
+lanes are summed over the unit's devices (one a rank, normally).
 """
 import bisect
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional
 
 from msprof.layouts.framework.clock import FrameworkClock
-from msprof.layouts.framework.kernels import launches
 from msprof.layouts.framework.steptime import COLUMNS, step_rows
 
 MB = 1024.0 ** 2
@@ -34,12 +33,13 @@ class StepStat:
         return self.free_us + self.preparing_us
 
 
-def step_stats(devices: list, steps: List[tuple], ranges: List[tuple], first_op: Optional[int],
-               memory: Iterable[tuple] = ()) -> List[StepStat]:
+def step_stats(devices: list, steps: List[tuple], ranges: List[tuple], kernels: Dict[int, int],
+               first_op: Optional[int], memory: Iterable[tuple] = ()) -> List[StepStat]:
     """``devices``: PROF reports with tasks; ``steps``: (step, host start ns, host end ns) in step order;
-    ``ranges``: the steps' (step, device start ns, device end ns); ``memory``: (local ns, allocated, reserved
-    bytes) in time order. The steps without a device range have kernels 0 and no lanes."""
-    stats = {step: StepStat(step) for step, _start, _end in steps}
+    ``ranges``: the steps' (step, device start ns, device end ns); ``kernels``: step → the kernels it launched
+    (kernels.device_ranges counts them); ``memory``: (local ns, allocated, reserved bytes) in time order. The
+    steps without a device range have no kernels and no lanes."""
+    stats = {step: StepStat(step, kernels.get(step, 0)) for step, _start, _end in steps}
     host_starts = {step: start for step, start, _end in steps}
     for row in step_rows(devices, ranges, host_starts, first_op) if ranges else []:
         stat = stats.get(row[1])
@@ -47,19 +47,8 @@ def step_stats(devices: list, steps: List[tuple], ranges: List[tuple], first_op:
             stat.computing_us += row[_COMPUTING]
             stat.free_us += row[_FREE]
             stat.preparing_us = max(stat.preparing_us, row[_PREPARING])
-    _count_kernels(devices, ranges, stats)
     _peaks(steps, memory, stats)
     return list(stats.values())
-
-
-def _count_kernels(devices: list, ranges: List[tuple], stats: Dict[int, StepStat]) -> None:
-    """Each kernel to the last step starting at or before it whose device range still holds it."""
-    starts = [lo for _step, lo, _hi in ranges]
-    for device in devices:
-        for _launch, start, _end in launches(device):
-            index = bisect.bisect_right(starts, start) - 1
-            if index >= 0 and start <= ranges[index][2]:
-                stats[ranges[index][0]].kernels += 1
 
 
 def _peaks(steps: List[tuple], memory: Iterable[tuple], stats: Dict[int, StepStat]) -> None:
