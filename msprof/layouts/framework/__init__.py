@@ -16,7 +16,7 @@ from msprof.console import notice
 from msprof.contract import Database, Layout, Selection, SummaryFile, Target, Unit
 from msprof.errors import DataError
 from msprof.layouts.base import ID_LIST, data_table, out_dir
-from msprof.layouts.framework import memory, where
+from msprof.layouts.framework import memory, opmemory, where
 from msprof.layouts.framework.importer import LAYOUT, framework_sources
 from msprof.layouts.framework.kernels import kernel_details
 from msprof.layouts.framework.report import NO_LEVEL, FrameworkReport
@@ -121,7 +121,7 @@ class FrameworkLayout(Layout):
 
     @staticmethod
     def operator_memory(report) -> Table:
-        return memory.operator_memory(report)
+        return opmemory.operator_memory(report)
 
     @staticmethod
     def op_statistic(report) -> Table:

@@ -82,8 +82,8 @@ def import_framework(directory: Path, target: Path, spare_cores: bool = False) -
             notices.notice(f"{directory / where.FRAMEWORK_DIR}: no torch.op_range nor MindSpore op_range (CPU "
                            "activity off): no framework ops nor steps")
         store.record_sources(db, directory, counts, notices, sources, {
-            "layout": LAYOUT, "framework": "MindSpore" if mindspore else "torch_npu", "clock": clock.as_json(), "profiler_info": _info_meta(info),
-            "rank": str(info.get("rank_id", ""))})
+            "layout": LAYOUT, "framework": "MindSpore" if mindspore else "torch_npu", "clock": clock.as_json(),
+            "profiler_info": _info_meta(info), "rank": str(info.get("rank_id", ""))})
     log.info("imported %s in %.2f s", directory, time.monotonic() - started)
     return target
 
