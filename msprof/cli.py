@@ -73,7 +73,8 @@ ID = click.IntRange(min=0, max=(1 << 63) - 1)
 def selection_options(func):
     func = click.option("--iteration-id", "--step", "iteration_id", type=ID,
                         help="restrict to this iteration (of --model-id; alone where there is one model); in a "
-                        "torch_npu/MindSpore directory, step N (--step N), on its device too when that ran no model")(func)
+                        "torch_npu/MindSpore directory, step N (--step N), on its device too when that ran no "
+                        "model")(func)
     return click.option("--model-id", type=ID, help="restrict to this model (with --iteration-id)")(func)
 
 
