@@ -71,8 +71,10 @@ ID = click.IntRange(min=0, max=(1 << 63) - 1)
 
 
 def selection_options(func):
-    func = click.option("--iteration-id", type=ID, help="restrict to this iteration (of --model-id; alone where there is one model; "
-                        "a torch_npu directory's framework unit: step N)")(func)
+    func = click.option("--iteration-id", "--step", "iteration_id", type=ID,
+                        help="restrict to this iteration (of --model-id; alone where there is one model); in a "
+                        "torch_npu/MindSpore directory, step N (--step N), on its device too when that ran no "
+                        "model")(func)
     return click.option("--model-id", type=ID, help="restrict to this model (with --iteration-id)")(func)
 
 
@@ -215,7 +217,7 @@ SHOW_TABLES = ["op_summary", "op_statistic", "acl_statistic", "api_statistic", "
                "communication_statistic", "msprof_tx", "aicpu", "npu_mem", "operator_memory", "l2_cache", "steps",
                "framework_ops"]
 QUERY_TABLES = ["collection", "data", "families", "steps", "notices"]
-COMPARE_TABLES = ["models", "op_types", "ops", "apis", "framework_ops", "step_trace",
+COMPARE_TABLES = ["models", "op_types", "ops", "apis", "framework_ops", "steps", "step_trace",
                   "communication"]   # (msprof.analysis.compare.SECTIONS)
 
 

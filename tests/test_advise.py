@@ -428,7 +428,8 @@ def test_rules_are_data(networks):
     job, path = networks["leakyrelu"]
     assert [rule.id for rule in RULES] == ["decomposed_activation", "memory_bound", "cpu_fallback",
                                            "acl_hotspot", "host_bound", "device_idle", "data_loss", "step_time",
-                                           "communication_not_overlapped", "aicpu_overhead", "memory_peak"]
+                                           "communication_not_overlapped", "aicpu_overhead", "memory_peak",
+                                           "host_bound_steps", "slow_steps"]
 
     def slowest_layer(facts, selection):
         from msprof.analysis.advise import Hit

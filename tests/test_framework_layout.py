@@ -72,12 +72,32 @@ def test_query_lists_the_steps_with_their_host_ranges(eager):
     assert "importing" not in proc.stderr          # (the import's database is current)
 
 
-def test_iteration_id_selects_a_step_on_the_framework_unit(eager):
-    proc = run("show", "-dir", eager.root, "--iteration-id", 6)
-    # (the PROF_ device of eager data records no model execution: --iteration-id names none there, said)
-    assert proc.returncode == 2 and "--iteration-id 6 alone needs one model, and 0 are recorded" in proc.stderr
-    rows = [line.split()[0] for line in proc.stdout.splitlines() if line.lstrip()[:1].isdigit()]
-    assert rows == ["6"]
+def test_iteration_id_selects_a_step_on_the_framework_unit_and_on_its_device(eager, tmp_path):
+    """Eager data records no model execution: the device's iterations are the steps, and --iteration-id N
+    selects the tasks starting in step N's device range (msprof.layouts.framework.stepprof)."""
+    proc = run("show", "-dir", eager.root, "--iteration-id", 6, "--table", "op_summary", "--table", "steps",
+               "--wide", "--top", 0)
+    assert proc.returncode == 0, proc.stderr
+    step = next(s for s in eager.steps if s.step == 6)
+    kernels = [span for op in step.walk() for span in op.spans if span.kernel]
+    starts = ["%d.%03d" % divmod(eager.local_ns(span.task_start), 1000) for span in kernels]
+    shown = [word for line in proc.stdout.splitlines() for word in line.split() if word.startswith("1700000000")]
+    assert sorted(set(starts) & set(shown)) == sorted(starts) and len(starts) == 7
+    others = ["%d.%03d" % divmod(eager.local_ns(span.task_start), 1000) for s in eager.steps if s.step != 6
+              for op in s.walk() for span in op.spans if span.kernel]
+    assert not set(others) & set(shown)
+    rows = [line.split()[0] for line in proc.stdout.splitlines() if line.split()[:1] == ["6"]]
+    assert rows == ["6"]                                  # (the framework unit's steps table: step 6 alone)
+    out = tmp_path / "out"
+    done = run("export", "summary", "-dir", eager.root, "--iteration-id", 6, "--output", out)
+    assert done.returncode == 0, done.stderr
+    (summary,) = out.glob("*/PROF_*/device_0/summary/op_summary_model0_iter6.csv")
+    lines = summary.read_text().splitlines()[1:]
+    assert [line.split(",")[10] for line in lines] == starts
+    assert run("show", "-dir", eager.root, "--iteration-id", 9).returncode == 2      # (no step 9: said)
+    query = run("query", "-dir", eager.root)
+    device = query.stdout.split("(FRAMEWORK)")[0]         # (the PROF_ device's section: its steps, model 0)
+    assert any(line.split() == ["0", "1", "0", "steps", "3", "5-7"] for line in device.splitlines()), device
 
 
 def test_results_alone_are_refused_naming_what_is_missing(tmp_path):
@@ -140,17 +160,9 @@ def _oracle_or_skip():
 BOTH = ("kernel_details.csv", "step_trace_time.csv")
 
 
-# (a static graph's step_trace_time differs: the CANN Overlap Analysis msprof writes is the union of every task,
-# the reference's only of the GE task list's first run, with Free stretched to the last task: not the framework
-# layout's to mend, docs/framework-plan.md §7)
-@pytest.mark.reference
-@pytest.mark.oracles
-@pytest.mark.parametrize("scenario, files", [("pt_l0_eager", BOTH), ("pt_l1_eager", BOTH), ("pt_l1_marks", BOTH),
-                                             ("pt_l2_pmu", BOTH), ("pt_l1_graph", BOTH[:1])])
-def test_kernel_details_and_step_trace_time_are_torch_npus_byte_for_byte(tmp_path, scenario, files):
-    """torch_npu's own analysis (the oracle, the reference analyser as its CANN msprof) and msprof's export
-    summary on copies of one generated directory: kernel_details.csv (Step Id, renamed columns, the start's TAB,
-    CR LF) and step_trace_time.csv (float sums, Stage and Preparing at 0.25 µs) the same bytes."""
+def torch_npus_and_ours(tmp_path, scenario: str, files) -> tuple:
+    """Writes ``scenario``, runs torch_npu's analysis (the oracle) on it and msprof's export summary on a copy,
+    and asserts ``files`` of ASCEND_PROFILER_OUTPUT are the same bytes; (the generated Framework, our copy)."""
     oracle = _oracle_or_skip()
     fw = fwkscenarios.write_scenario(scenario, tmp_path / "in")[0]
     ours = tmp_path / "ours" / fw.root.name
@@ -166,6 +178,21 @@ def test_kernel_details_and_step_trace_time_are_torch_npus_byte_for_byte(tmp_pat
     assert done.returncode == 0, done.stderr
     for name in files:
         assert (ours / "ASCEND_PROFILER_OUTPUT" / name).read_bytes() == (theirs / name).read_bytes(), name
+    return fw, ours
+
+
+# (a static graph's step_trace_time differs: the CANN Overlap Analysis msprof writes is the union of every task,
+# the reference's only of the GE task list's first run, with Free stretched to the last task: not the framework
+# layout's to mend, docs/framework-plan.md §7)
+@pytest.mark.reference
+@pytest.mark.oracles
+@pytest.mark.parametrize("scenario, files", [("pt_l0_eager", BOTH), ("pt_l1_eager", BOTH), ("pt_l1_marks", BOTH),
+                                             ("pt_l2_pmu", BOTH), ("pt_l1_graph", BOTH[:1])])
+def test_kernel_details_and_step_trace_time_are_torch_npus_byte_for_byte(tmp_path, scenario, files):
+    """torch_npu's own analysis (the oracle, the reference analyser as its CANN msprof) and msprof's export
+    summary on copies of one generated directory: kernel_details.csv (Step Id, renamed columns, the start's TAB,
+    CR LF) and step_trace_time.csv (float sums, Stage and Preparing at 0.25 µs) the same bytes."""
+    fw, ours = torch_npus_and_ours(tmp_path, scenario, files)
     got = (ours / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").read_bytes()
     # (and what it holds, from the generator's truth: every kernel of step N has Step Id N)
     lines = got.decode().split("\r\n")

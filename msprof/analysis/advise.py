@@ -19,6 +19,7 @@ from collections import deque
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from msprof import progress
+from msprof.analysis import step_rules
 from msprof.analysis.facts import SINGLE_OP, Facts, Layer, LayerIteration
 from msprof.analysis.family_rules import FAMILY_RULES
 from msprof.analysis.rule import Hit, Rule, grade as _grade, pct as _pct, us as _us
@@ -354,6 +355,11 @@ OTHER_RULES: Dict[str, Rule] = {}
 
 def register(rules: List[Rule]) -> None:
     OTHER_RULES.update((rule.id, rule) for rule in rules)
+
+
+# the step rules read the steps of a torch_npu/MindSpore directory's device (Facts.steps; none elsewhere)
+RULES += [Rule(rule_id, lambda facts, selection, check=check: (Hit(*hit) for hit in check(facts.steps(selection))),
+               message, line) for rule_id, check, message, line in step_rules.RULES]
 
 
 def find(facts: Facts, selection: Selection = Selection(), rules: List[Rule] = RULES) -> List[dict]:

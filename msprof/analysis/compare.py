@@ -8,12 +8,14 @@ Numbers: µs rounded to 3 decimals, percentages too; deltas are computed from th
 reader can check them by subtraction. ``None`` (JSON null, N/A in the tables) where a side has no value:
 a model, op or API the other side lacks, and every op type of a side with no device task data (a PROF_ host
 without devices: nothing was timed). An op type one side lacks otherwise is 0 on that side (it ran 0 times).
-Everything is matched by name (models: see ``matched_models``).
+Everything is matched by name (models: see ``matched_models``); a framework's steps by number, and the median
+steps of the two sides against each other.
 
 ``--spread`` adds each side's median and sample std dev (msprof.spread) of the durations a row averages:
 of a model's iterations, an op's tasks, an API's calls (``SPREAD``). An op type's row is a time per iteration
 summed over its ops, no average of durations: it has none.
 """
+import statistics
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -40,11 +42,14 @@ SECTIONS = {
     "framework_ops": (["op_name", "input_shapes", "base_device_us", "new_device_us", "delta_device_us",
                        "base_host_us", "new_host_us", "delta_host_us", "base_count", "new_count"],
                       "Framework ops: device time (own kernels and callees') and host time per call (µs)"),
+    # (only where a side has a framework's steps: a torch_npu/MindSpore directory's eager device)
+    "steps": (["step", "base_us", "new_us", "delta_us", "delta_pct", "base_computing_us", "new_computing_us"],
+              "Steps: device time (Computing, Free and Preparing) and Computing (µs), by number and the median"),
     **family_compare.SECTIONS,       # (only in the document of collections with those families)
 }
 # the terminal's columns that show a pair of the document's in one ("base → new" where they differ)
 JOINED = {"model_name": ("base_model_name", "new_model_name"), "op_type": ("base_op_type", "new_op_type")}
-_NAME_COLUMNS = {"model_name", "op_type", "op_name", "name", "input_shapes", *JOINED["model_name"], *JOINED["op_type"]}
+_NAME_COLUMNS = {"model_name", "op_type", "op_name", "name", "input_shapes", "step", *JOINED["model_name"], *JOINED["op_type"]}
 CUT = ("ops", "framework_ops")       # the sections --top cuts
 # --spread: the sections whose rows average durations, and the field after which their spread goes
 SPREAD = {"models": "delta_pct", "ops": "delta_us", "apis": "delta_avg_us"}
@@ -61,6 +66,7 @@ class Side:
     ops: Dict[Tuple[str, str], OpAverage]      # (model name, op name) → the op
     apis: Optional[Dict[str, ApiTime]]         # None: no ACL/API data collected
     families: dict                             # family_compare.read
+    steps: Dict[int, Tuple[float, float]]      # a framework's step → (device µs, Computing µs); {} elsewhere
     # --spread: per section of SPREAD, its rows' keys (models: name, ops: (model, op), apis: name) → spread
     spread: Optional[Dict[str, Dict[object, Spread]]] = None
 
@@ -75,7 +81,9 @@ class Side:
                    {t.type: t for t in facts.op_types()} if facts.report.has_tasks else None,
                    {(o.model_name, o.name): o for o in facts.ops()},
                    {a.name: a for a in facts.apis()} if facts.has_api else None,
-                   family_compare.read(facts.families()))
+                   family_compare.read(facts.families()),
+                   {s.step: (s.computing_us + s.free_us + s.preparing_us, s.computing_us) for s in facts.steps()
+                    if s.kernels})
         if spread:
             side.spread = {
                 "models": counted_spread((name, us, 1) for name, times in side.models.items() for us in times),
@@ -206,8 +214,11 @@ def compare_sides(base: Side, new: Side) -> dict:
                                  "delta_avg_us": _minus(n_avg, b_avg), "base_total_us": r3(b.total_us) if b else None,
                                  "new_total_us": r3(n.total_us) if n else None}, "apis", base, new, name, name))
         apis.sort(key=lambda r: (-max(r["base_total_us"] or 0.0, r["new_total_us"] or 0.0), r["name"]))
-    return {"base": base.path, "new": new.path, "models": models, "op_types": op_types, "ops": ops,
-            "apis": apis, **family_compare.sections(base.families, new.families)}
+    document = {"base": base.path, "new": new.path, "models": models, "op_types": op_types, "ops": ops,
+                "apis": apis}
+    if base.steps or new.steps:
+        document["steps"] = _steps(base, new)
+    return {**document, **family_compare.sections(base.families, new.families)}
 
 
 def framework_op_rows(base: list, new: list) -> List[dict]:
@@ -229,6 +240,22 @@ def framework_op_rows(base: list, new: list) -> List[dict]:
         rows.append(row)
     rows.sort(key=lambda r: (-abs((r["new_device_us"] or 0.0) - (r["base_device_us"] or 0.0)), r["op_name"],
                              r["input_shapes"]))
+    return rows
+
+
+def _steps(base: Side, new: Side) -> List[dict]:
+    """The steps matched by number, then a row comparing the two sides' median steps."""
+    keys = sorted(base.steps.keys() | new.steps.keys())
+    pairs = [(key, base.steps.get(key), new.steps.get(key)) for key in keys]
+    medians = [tuple(statistics.median(values) for values in zip(*side.steps.values())) if side.steps else None
+               for side in (base, new)]
+    rows = []
+    for key, b, n in pairs + [("median", *medians)]:
+        b_us, n_us = (r3(b[0]) if b else None), (r3(n[0]) if n else None)
+        delta = _minus(n_us, b_us)
+        rows.append({"step": str(key), "base_us": b_us, "new_us": n_us, "delta_us": delta,
+                     "delta_pct": r3(delta / b_us * 100) if delta is not None and b_us else None,
+                     "base_computing_us": r3(b[1]) if b else None, "new_computing_us": r3(n[1]) if n else None})
     return rows
 
 

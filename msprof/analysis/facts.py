@@ -207,6 +207,11 @@ class Facts:
         """``_api_rows``' calls counted by duration: (name, µs, calls); compare --spread's."""
         raise NotImplementedError
 
+    def steps(self, selection: Selection = Selection()) -> list:
+        """The selected steps' StepStat (msprof.layouts.framework.stepstats) where the iterations are a
+        framework's steps (advise's step rules); none elsewhere."""
+        return []
+
     def layer_iterations(self, selection: Selection = Selection()) -> List[LayerIteration]:
         """The iterations whose layers advise reads: the selected one, else the last recorded iteration
         of each model (the one ``show`` prints)."""

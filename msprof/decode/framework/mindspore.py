@@ -24,11 +24,11 @@ class MsOpRangeDecoder(TlvDecoder):
     fixed = struct.Struct("<5qi3Hb3?")        # 54 B
     field_types = MS_FIELDS
 
-    def row(self, values: tuple, fields: tuple, tally: Tally, index: int):
+    def row(self, seq: int, values: tuple, fields: tuple, tally: Tally, index: int):
         if values[4] < values[3]:
             tally.skip(END_BEFORE_START, 1, index)
             return None
-        return (self.records - 1,) + values[:10] + tuple(int(v) for v in values[10:]) + fields
+        return (seq,) + values[:10] + tuple(int(v) for v in values[10:]) + fields
 
     def output(self, rows: list) -> list:
         return [Rows("ms_op", MS_COLUMNS, rows)]

@@ -12,7 +12,10 @@ in the chunk, negative for a record that began in an earlier chunk). Two shapes:
 The framework writes from the start of the file: a record cut at the end is lost data (``tail_lost``), there is
 no ring buffer. Strings are stored once each in ``fw_string`` (``Strings``) and referred to by id.
 """
+import functools
+import operator
 import struct
+from itertools import count, repeat
 from typing import Dict, List, Optional
 
 from msprof.decode.base import Decoder, Rows, Tally
@@ -111,41 +114,66 @@ class TlvDecoder(_ByteStream):
         self._memo: Dict[bytes, tuple] = {}
 
     def split(self, data: bytes, tally: Tally, base: int):
-        rows, at, end = [], 0, len(data)
-        size = self.fixed.size
-        while at + HEADER.size <= end:
-            _, length = HEADER.unpack_from(data, at)
+        """Two passes: the records' offsets, walking their headers (the only work done record by record in
+        Python), then their fixed parts and field blocks unpacked by C-level maps over those offsets."""
+        starts, at, end = [], 0, len(data)
+        unpack, header, append = HEADER.unpack_from, HEADER.size, starts.append
+        while at + header <= end:
+            length = unpack(data, at)[1]
             if length > MAX_RECORD:
                 self._dead_at = tally.base + base + at
                 break
-            stop = at + HEADER.size + length
+            stop = at + header + length
             if stop > end:
                 break
-            self.records += 1
-            if length < size:
-                tally.skip(f"value shorter than its {size}-byte struct: data lost", 1, base + at)
-            else:
-                value_at = at + HEADER.size
-                row = self.row(self.fixed.unpack_from(data, value_at), self.field_values(data[value_at + size:stop]),
-                               tally, base + at)
-                if row is not None:
-                    rows.append(row)
+            append(at)
             at = stop
-        return rows, at
+        first = self.records
+        self.records += len(starts)
+        stops = starts[1:] + [at]            # (records are back to back: one ends where the next starts)
+        size = self.fixed.size
+        if starts and min(map(operator.sub, stops, starts)) < header + size:
+            return self._one_by_one(data, starts, stops, first, tally, base), at
+        values = map(functools.partial(self.fixed.unpack_from, data), map(operator.add, starts, repeat(header)))
+        blocks = list(map(data.__getitem__, map(slice, map(operator.add, starts, repeat(header + size)), stops)))
+        fields = list(map(self._memo.get, blocks))          # (the field blocks seen before: no parsing)
+        if None in fields:
+            fields = [known if known is not None else self.field_values(block) for known, block in zip(fields, blocks)]
+        return self.rows(count(first), values, fields, tally, map(operator.add, starts, repeat(base))), at
+
+    def rows(self, seqs, values, fields, tally: Tally, indexes) -> list:
+        """The rows of a chunk's records (iterables in file order): ``row`` of each, those not None."""
+        return [row for row in map(self.row, seqs, values, fields, repeat(tally), indexes) if row is not None]
+
+    def _one_by_one(self, data: bytes, starts: List[int], stops: List[int], first: int, tally: Tally, base: int):
+        """The rows of a chunk holding a record whose value is shorter than the struct (lost data: counted)."""
+        rows, size, header = [], self.fixed.size, HEADER.size
+        for seq, (at, stop) in enumerate(zip(starts, stops), first):
+            if stop - at - header < size:
+                tally.skip(f"value shorter than its {size}-byte struct: data lost", 1, base + at)
+                continue
+            row = self.row(seq, self.fixed.unpack_from(data, at + header),
+                           self.field_values(data[at + header + size:stop]), tally, base + at)
+            if row is not None:
+                rows.append(row)
+        return rows
 
     def field_values(self, block: bytes) -> tuple:
-        """The values of ``field_types`` in a record's field block, and its problems counted (per record)."""
+        """The values of ``field_types`` in a record's field block, its problems counted. A block without
+        problems is remembered (``_memo``: its values); one with problems is parsed and counted each time."""
         known = self._memo.get(block)
-        if known is None:
-            fields, undecodable, cut = parse_fields(block)
-            get = self.strings.id if self.intern else (lambda text: text)
-            known = (tuple(get(fields.get(k)) for k in self.field_types), undecodable, cut)
-            if len(self._memo) >= self.MEMO:
-                self._memo.clear()
-            self._memo[block] = known
-        values, undecodable, cut = known
-        self.undecodable += undecodable
-        self.cut_fields += cut
+        if known is not None:
+            return known
+        fields, undecodable, cut = parse_fields(block)
+        get = self.strings.id if self.intern else (lambda text: text)
+        values = tuple(get(fields.get(k)) for k in self.field_types)
+        if undecodable or cut:
+            self.undecodable += undecodable
+            self.cut_fields += cut
+            return values
+        if len(self._memo) >= self.MEMO:
+            self._memo.clear()
+        self._memo[block] = values
         return values
 
     def messages(self, where) -> List[str]:
@@ -157,7 +185,8 @@ class TlvDecoder(_ByteStream):
                          f"the fields from there are lost")
         return notes
 
-    def row(self, values: tuple, fields: tuple, tally: Tally, index: int):
+    def row(self, seq: int, values: tuple, fields: tuple, tally: Tally, index: int):
+        """The row of the record ``seq`` (its place in the file), or None (skipped, counted in ``tally``)."""
         raise NotImplementedError
 
 

@@ -28,7 +28,7 @@ class OpRangeDecoder(TlvDecoder):
     fixed = struct.Struct("<3q4qB?")          # 58 B: start, end, sequence number; pid, tids ×3; scope; async
     field_types = OP_FIELDS
 
-    def row(self, values: tuple, fields: tuple, tally: Tally, index: int):
+    def row(self, seq: int, values: tuple, fields: tuple, tally: Tally, index: int):
         start, end = values[0], values[1]
         if not any(values):
             tally.skip(ZERO_TIMES, 1, index)
@@ -36,7 +36,7 @@ class OpRangeDecoder(TlvDecoder):
         if end < start:
             tally.skip(END_BEFORE_START, 1, index)
             return None
-        return (self.records - 1,) + values[:8] + (int(values[8]),) + fields
+        return (seq,) + values[:8] + (int(values[8]),) + fields
 
     def output(self, rows: list) -> list:
         return [Rows("torch_op", OP_COLUMNS, rows)]
@@ -47,25 +47,36 @@ class OpMarkDecoder(TlvDecoder):
     fixed = struct.Struct("<q4q")             # 40 B: time; category, correlation id, tid, pid
     field_types = (1,)                        # name
 
-    def row(self, values: tuple, fields: tuple, tally: Tally, index: int):
+    def row(self, seq: int, values: tuple, fields: tuple, tally: Tally, index: int):
         if values[1] not in MARK_CATEGORIES:
             tally.skip("a category the format does not have", 1, index)
             return None
-        return (self.records - 1,) + values + fields
+        return (seq,) + values + fields
+
+    def rows(self, seqs, values, fields, tally: Tally, indexes) -> list:
+        """(a comprehension: no call a record; a chunk with a category the format lacks goes record by record)"""
+        values, indexes = list(values), list(indexes)
+        if all(v[1] in MARK_CATEGORIES for v in values):
+            return list(map(_joined, seqs, values, fields))
+        return super().rows(seqs, values, fields, tally, indexes)
 
     def output(self, rows: list) -> list:
         return [Rows("op_mark", ("seq", "time", "category", "corr_id", "tid", "pid", "name"), rows)]
+
+
+def _joined(seq: int, values: tuple, fields: tuple) -> tuple:
+    return (seq,) + values + fields
 
 
 class MemoryDecoder(TlvDecoder):
     kind, label = "torch_memory", "torch.memory_usage"
     fixed = struct.Struct("<7q2b3B2q")        # 77 B (field order: MEMORY_COLUMNS after seq)
 
-    def row(self, values: tuple, fields: tuple, tally: Tally, index: int):
+    def row(self, seq: int, values: tuple, fields: tuple, tally: Tally, index: int):
         if not any(values):
             tally.skip(ZERO_TIMES, 1, index)
             return None
-        return (self.records - 1,) + values
+        return (seq,) + values
 
     def output(self, rows: list) -> list:
         return [Rows("torch_memory", MEMORY_COLUMNS, rows)]
@@ -83,8 +94,8 @@ class KeyTextDecoder(TlvDecoder):
         self.table, self.kind, self.label = table, kind, label
         self.columns, self.field_types = columns, field_types
 
-    def row(self, values: tuple, fields: tuple, tally: Tally, index: int):
-        return (self.records - 1, values[0]) + fields
+    def row(self, seq: int, values: tuple, fields: tuple, tally: Tally, index: int):
+        return (seq, values[0]) + fields
 
     def output(self, rows: list) -> list:
         return [Rows(self.table, self.columns, rows)]

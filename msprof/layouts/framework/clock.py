@@ -45,12 +45,14 @@ def us_text_to_ns(text: str, source: Path, key: str) -> int:
     return int(whole) * 1000 + int(fraction.ljust(3, "0"))
 
 
-def read_clock(info: dict, prof_host: Optional[Path], sources: List[Path]) -> Tuple[FrameworkClock, List[str]]:
+def read_clock(info: dict, prof_host: Optional[Path], sources: List[Path], counters: bool = False
+               ) -> Tuple[FrameworkClock, List[str]]:
     """The clock of a framework directory from its profiler_info (``info``) and its PROF_'s ``host/``; the
-    files read are added to ``sources``; (clock, warnings)."""
+    files read are added to ``sources``; (clock, warnings). ``counters``: the times are counter values whatever
+    profiler_info says (MindSpore's always are: target §9)."""
     warnings: List[str] = []
     start = info.get("start_info") if isinstance(info.get("start_info"), dict) else {}
-    clock = FrameworkClock(syscnt=start.get("syscnt_enable") is True)
+    clock = FrameworkClock(syscnt=counters or start.get("syscnt_enable") is True)
     start_info = prof_host / "start_info" if prof_host is not None else None
     if start_info is None or not start_info.is_file():
         warnings.append(f"{prof_host or 'no PROF_'}: no host start_info: framework times stay monotonic (offset 0)")

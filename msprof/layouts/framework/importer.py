@@ -15,12 +15,13 @@ from msprof.layouts.framework import where
 from msprof.layouts.framework.clock import read_clock
 from msprof.layouts.framework.links import derive_links
 from msprof.layouts.framework.operators import host_children
-from msprof.layouts.framework.ops import derive_ops
+from msprof.layouts.framework.ops import derive_ms_steps, derive_ops
 from msprof.layouts.framework.report import device_reports
 from msprof.layouts.framework.schema import FRAMEWORK
 from msprof.store import Notices
 
 LAYOUT = "FRAMEWORK"
+MS_OPS = "ms_op_range"
 
 
 def framework_sources(directory: Path) -> List[Path]:
@@ -99,7 +100,8 @@ def import_framework(directory: Path, target: Path, spare_cores: bool = False, p
     for path in unknown:
         notices.notice(f"{path}: not a FRAMEWORK file msprof reads: left out")
     sources = framework_sources(directory)        # (what freshness is checked against, as read below)
-    clock, warnings = read_clock(info, _prof_host(directory), [])
+    mindspore = any(item.kind == MS_OPS for item in found)
+    clock, warnings = read_clock(info, _prof_host(directory), [], counters=mindspore)
     for message in warnings:
         notices.warn(message)
     counts: Dict[str, StreamCount] = {}
@@ -108,14 +110,17 @@ def import_framework(directory: Path, target: Path, spare_cores: bool = False, p
         load_streams(db.conn, found, lambda item: decoder_for(item.kind, strings), notices, counts)
         FRAMEWORK.create_indexes(db)
         derive_ops(db.conn, clock, notices)
+        if mindspore:
+            derive_ms_steps(db.conn, clock)
         host_children(db.conn)
         _link(db.conn, clock, prof_databases, prof_layout, notices)
-        if not any(item.kind == "torch_op_range" for item in found):
-            notices.notice(f"{directory / where.FRAMEWORK_DIR}: no torch.op_range (CPU activity off): no framework "
-                           "ops nor steps")
+        if not mindspore and not any(item.kind == "torch_op_range" for item in found):
+            notices.notice(f"{directory / where.FRAMEWORK_DIR}: no torch.op_range nor MindSpore op_range (CPU "
+                           "activity off): no framework ops nor steps")
         store.record_sources(db, directory, counts, notices, sources, {
-            "layout": LAYOUT, "clock": clock.as_json(), "profiler_info": _info_meta(info),
-            "rank": str(info.get("rank_id", "")), "prof_databases": prof_identity(prof_databases)})
+            "layout": LAYOUT, "framework": "MindSpore" if mindspore else "torch_npu", "clock": clock.as_json(),
+            "profiler_info": _info_meta(info), "rank": str(info.get("rank_id", "")),
+            "prof_databases": prof_identity(prof_databases)})
     log.info("imported %s in %.2f s", directory, time.monotonic() - started)
     return target
 
@@ -149,6 +154,11 @@ def _info_meta(info: dict) -> str:
     experimental = config.get("experimental_config") if isinstance(config.get("experimental_config"), dict) else {}
     common = config.get("common_config") if isinstance(config.get("common_config"), dict) else {}
     keep = {key: experimental.get(key) for key in ("_profiler_level", "_aic_metrics") if key in experimental}
+    # (MindSpore says them in profiler_parameters: target §9)
+    ms = info.get("profiler_parameters") if isinstance(info.get("profiler_parameters"), dict) else {}
+    for ours, theirs in (("_profiler_level", "profiler_level"), ("_aic_metrics", "aic_metrics")):
+        if isinstance(ms.get(theirs), str):
+            keep[ours] = ms[theirs]
     keep["activities"] = [a for a in common.get("activities") or [] if isinstance(a, str)][:8] \
         if isinstance(common.get("activities"), list) else []
     return json.dumps(keep, sort_keys=True)

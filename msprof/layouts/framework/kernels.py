@@ -40,9 +40,10 @@ def launches(prof) -> Iterator[Tuple[int, int, int]]:
     return prof.conn.execute(sql, prof.params)
 
 
-def device_ranges(steps: List[tuple], rows) -> List[tuple]:
+def device_ranges(steps: List[tuple], rows, counts: Optional[Dict[int, int]] = None) -> List[tuple]:
     """(step, device start ns, device end ns) of the steps that got a launch, in step order; ``steps``:
-    (step, host start, host end) by start; ``rows``: ``launches`` (by launch time)."""
+    (step, host start, host end) by start; ``rows``: ``launches`` (by launch time); ``counts``, when given:
+    step → the kernels it launched, counted on the way."""
     starts = [start for _step, start, _end in steps]
     reach = list(itertools.accumulate((end for _step, _start, end in steps), max))
     first: Dict[int, Tuple[int, int]] = {}       # step index → (launch, earliest kernel start of that launch)
@@ -52,6 +53,8 @@ def device_ranges(steps: List[tuple], rows) -> List[tuple]:
         index = _holding(steps, starts, reach, launch)
         if index is None:
             continue
+        if counts is not None:
+            counts[steps[index][0]] = counts.get(steps[index][0], 0) + len(kernels)
         if index not in first:
             first[index] = (launch, min(k[1] for k in kernels))
         last[index] = (launch, max(k[2] for k in kernels))

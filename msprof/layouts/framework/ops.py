@@ -4,7 +4,10 @@
   of its subtree), with local epoch ns times, its depth, parent and step. The tree is torch_npu's (target §3):
   ops sorted by start (file order breaks ties), an op the child of the last open op unless it starts after
   that op's end. One pass in start order with a stack: memory holds the open ops only.
-* ``fw_step``: the steps, the top-level ops named ``ProfilerStep#N`` (N: the text after the last ``#``).
+* ``fw_step``: the steps, the top-level ops named ``ProfilerStep#N`` (N: the text after the last ``#``). MindSpore
+  gives every op range record its step number instead (target §9): a step is then the range from the earliest
+  start to the latest end of its records, and ``dfs`` its place in start order (MindSpore's records make no
+  ``fw_op`` tree).
 """
 from typing import List, Optional
 
@@ -77,3 +80,12 @@ def derive_ops(conn, clock: FrameworkClock, notices: Notices) -> None:
         notices.warn(f"{tree.bad_steps} {STEP_MARK} op(s) with no step number after the '#': not steps")
     if tree.count and not tree.steps:
         notices.notice(f"no {STEP_MARK}N op: the run has no steps (the whole run is one range)")
+
+
+def derive_ms_steps(conn, clock: FrameworkClock) -> None:
+    """Fill fw_step from the step numbers of MindSpore's op range records."""
+    start, end = clock.local_sql("start"), clock.local_sql("end")
+    rows = conn.execute(f"SELECT step, min({start}) AS first, max({end}) FROM ms_op GROUP BY step ORDER BY first,"
+                        " step").fetchall()
+    insert_rows(conn, "fw_step", ("step", "dfs", "start", "end"),
+                [(step, n, first, last) for n, (step, first, last) in enumerate(rows)])

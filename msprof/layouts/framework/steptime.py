@@ -48,6 +48,15 @@ def step_trace_time(devices: list, ranges: List[tuple], host_starts: Dict[int, i
     """The table over ``devices`` (PROF reports with tasks); ``ranges``: (step, device start ns, device end
     ns); ``host_starts``: step → its op's start ns; ``first_op``: the earliest framework op's start ns (Preparing
     without steps)."""
+    rows = step_rows(devices, ranges, host_starts, first_op)
+    texts = [tuple("" if v is None else str(v) for v in row) for row in rows]
+    return Table("step_trace_time", "step_trace_time", [Column(name, TEXT) for name in COLUMNS], [texts],
+                 line_end="\r\n")
+
+
+def step_rows(devices: list, ranges: List[tuple], host_starts: Dict[int, int], first_op: Optional[int]
+              ) -> List[tuple]:
+    """step_trace_time's rows as numbers (COLUMNS), sorted by device and step."""
     rows = []
     for device in devices:
         steps = [_Step(step, _us(lo), _us(hi), _us(host_starts[step])) for step, lo, hi in ranges] or [
@@ -59,9 +68,7 @@ def step_trace_time(devices: list, ranges: List[tuple], host_starts: Dict[int, i
         rows += [_row(device.device_number, step, sums[step.step], first_op) for step in steps
                  if step.step in sums and (step.step is not None or not ranges)]
     rows.sort(key=lambda row: (row[0], -1 if row[1] is None else row[1]))
-    texts = [tuple("" if v is None else str(v) for v in row) for row in rows]
-    return Table("step_trace_time", "step_trace_time", [Column(name, TEXT) for name in COLUMNS], [texts],
-                 line_end="\r\n")
+    return rows
 
 
 class _Holding:

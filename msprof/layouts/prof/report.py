@@ -184,6 +184,10 @@ class ProfReport(Report):
     def api_statistic(self) -> Table:
         return statistics.api_statistic(self)
 
+    def task_fields(self, selection: Selection) -> dict:
+        """What the task query (msprof.layouts.prof.tasks) computes each field as, for a query of ``selection``."""
+        return tasks.TASK_FIELDS
+
     def task_span(self, selection: Selection):
         """(first, last) host timestamps (as recorded) of the selected tasks and their launches, or None."""
         return tasks.task_span(self, selection)

@@ -55,7 +55,8 @@ def task_query(report, fields, pmu: bool = False, span: str = "", order: str = "
     this selection (its parameters are ``where``'s): the query that wraps this one filters on the same
     fields, but only after the rows are made; this filter comes before their PMU join and columns. ``timed``
     False: the tasks that lack a start or an end instead (a record lost), with their launch and op."""
-    columns = [f"{TASK_FIELDS[f]} AS {f}" for f in dict.fromkeys(tuple(fields) + (SELECTED if selected else ()))]
+    known = report.task_fields(within)   # (TASK_FIELDS; a framework directory's eager device selects steps)
+    columns = [f"{known[f]} AS {f}" for f in dict.fromkeys(tuple(fields) + (SELECTED if selected else ()))]
     join = ""
     if any(TASK_FIELDS[f].startswith("tn.") for f in fields):
         join = "LEFT JOIN host.tensor tn ON tn.tensor_id = h.tensor_id"
@@ -81,7 +82,7 @@ def task_query(report, fields, pmu: bool = False, span: str = "", order: str = "
                                 AND h.occ = CASE WHEN lc.launches = 1 THEN 0 ELSE t.exec_n END
         LEFT JOIN host.op o ON o.op_id = h.op_id
         {join}
-        WHERE {_TIMED if timed else f"NOT ({_TIMED})"} {span} {_within(within)}
+        WHERE {_TIMED if timed else f"NOT ({_TIMED})"} {span} {_within(within, known)}
         ORDER BY t.start_syscnt {order}, t.seq {order} LIMIT -1 OFFSET 0"""
 
 
@@ -92,9 +93,9 @@ def where(report, selection: Selection) -> Tuple[str, dict]:
     return (" AND ".join(conditions) or "1"), dict(report.params, **args)
 
 
-def _within(selection: Selection) -> str:
+def _within(selection: Selection, known: dict) -> str:
     """SQL over the joined task rows: ``AND`` the conditions of ``where(selection)``."""
-    conditions, _args = selection_sql(selection, TASK_FIELDS["model_id"], TASK_FIELDS["iteration"])
+    conditions, _args = selection_sql(selection, known["model_id"], known["iteration"])
     return " ".join(f"AND {condition}" for condition in conditions)
 
 
