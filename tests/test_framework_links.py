@@ -70,8 +70,9 @@ def test_the_links_are_made_again_when_the_prof_databases_are(tmp_path):
     shutil.rmtree(fw.root / fwkwrite.PROF_NAME / "device_0" / "sqlite")
     proc = run("query", "-dir", fw.root)
     assert proc.returncode == 0, proc.stderr
-    # (the PROF_ device's unit comes first and rebuilds its database; the framework unit's then is stale)
-    assert f"{fw.root.name}: importing (its PROF_ databases were built again)" in proc.stderr
+    # (the PROF_ device's unit holds the framework database too, for its steps: it rebuilds both, the framework
+    # one after and because of its PROF_ database)
+    assert f"device_0: importing its {fw.root.name} data (its PROF_ data is imported again)" in proc.stderr
     conn = sqlite3.connect(str(fw.root / "sqlite" / "framework.db"))
     assert conn.execute("SELECT * FROM fw_link ORDER BY seq").fetchall() == links
 

@@ -73,7 +73,7 @@ def test_level0_writes_no_statistics_and_a_run_without_memory_records_no_memory_
     done = run("export", "summary", "-dir", fw.root)
     assert done.returncode == 0, done.stderr
     written = sorted(p.name for p in (fw.root / "ASCEND_PROFILER_OUTPUT").iterdir())
-    assert written == ["kernel_details.csv", "step_trace_time.csv"]
+    assert written == ["kernel_details.csv", "operator_details.csv", "step_trace_time.csv"]
 
 
 @pytest.mark.reference
