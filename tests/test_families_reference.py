@@ -215,6 +215,13 @@ FFTS = {
                       "threads": [{"ops": STARS_OPS}], "families": {"ffts_pmu": {"metrics": s, "counters": 5,
                                                                                  "aiv_num": 12}}}
        for s in METRIC_SETS if s != "PipeUtilization"},
+    # taskBlock on: a MIX task's first core writes block records too, which are not summed into the second's
+    "static_task_block": {"platform_version": "5", "iterations": 3, "static_graph": True, "drv_version": ALL_EXPORT,
+                          "threads": [{"ops": STARS_OPS}], "families": {"ffts_pmu": {"counters": 3,
+                                                                                     "task_block": True}}},
+    "per_launch_task_block": {"platform_version": "5", "iterations": 2, "drv_version": ALL_EXPORT,
+                              "threads": [{"ops": STARS_OPS}],
+                              "families": {"ffts_pmu": {"metrics": "Memory", "task_block": True}}},
 }
 
 
