@@ -70,6 +70,22 @@ def side_metrics(metric_set: str, events: List[int], prefix: str) -> List[tuple]
     return out
 
 
+def custom_sides(sample: dict) -> Optional[tuple]:
+    """A Custom set's ((metrics, slots) of AI Core, of AI Vector Core): each side's raw count of every AI Core
+    event, named ``r`` and the event as written (as msprof.metrics names HWTS Custom columns), a side's slots by
+    name. None where the reference writes no PMU column: its AI Vector Core side then lacks one of those names
+    (aiv_metrics not Custom, or an AI Core event not among aiv_profiling_events), and the reference's table of
+    both sides gets fewer values than columns."""
+    def names(key: str) -> List[str]:
+        return [text.replace("0x", "r") for _e, text in event_items({"ai_core_profiling_events": sample.get(key, "")})][:8]
+    aic, aiv = names("ai_core_profiling_events"), names("aiv_profiling_events")
+    if not str(sample.get("aiv_metrics") or "").startswith("Custom") or not set(aic) <= set(aiv):
+        return None
+    aic_metrics = [("aic_" + name, "event_count", (name,)) for name in aic]
+    aiv_metrics = [("aiv_" + name, "event_count", (name,)) for name in aic]
+    return (aic_metrics, {n: aic.index(n) for n in aic}), (aiv_metrics, {n: aiv.index(n) for n in aic})
+
+
 def side_events(sample: dict, key: str) -> List[int]:
     return [e for e, _t in event_items({"ai_core_profiling_events": sample.get(key, "")})][:8]
 
@@ -95,6 +111,12 @@ class StarsPmu(Running):
         self.aic_slot = {e: i for i, e in enumerate(side_events(sample, "ai_core_profiling_events"))}
         self.aiv_slot = {e: i for i, e in enumerate(side_events(sample, "aiv_profiling_events"))}
         self.cube = str(sample.get("ai_core_metrics") or "") in PIPE_SETS
+        # (a Custom set: the reference writes no PMU column at all when its sides' event lists do not fit)
+        self.no_pmu = False
+        if self.aic_set.startswith("Custom"):
+            sides = custom_sides(sample)
+            self.no_pmu = sides is None
+            (self.aic, self.aic_slot), (self.aiv, self.aiv_slot) = sides or (([], {}), ([], {}))
         # (taskBlock on: a MIX task's first core writes a block record per block too, before or among the
         # second core's; its run's group is then both counts of blocks, of which only the second core's add up)
         self.task_block = sample.get("taskBlock") == "on"
@@ -106,8 +128,10 @@ class StarsPmu(Running):
         def side(first: str, cycles: str, metrics) -> List[Column]:
             return [Column(first, ROUND3), Column(cycles, INT)] + [
                 Column(name, SQLITE_ROUND3) for name, _k, _a in metrics]
-        out = [Column("Context ID", INT)] + side("aicore_time(us)", "aic_total_cycles", self.aic) + side("aiv_time(us)", "aiv_total_cycles",
-                                                                          self.aiv)
+        if self.no_pmu:
+            return [Column("Context ID", INT)]
+        out = [Column("Context ID", INT)] + side("aicore_time(us)", "aic_total_cycles", self.aic) + side(
+            "aiv_time(us)", "aiv_total_cycles", self.aiv)
         return out + ([Column("cube_utilization(%)", ROUND3)] if self.cube else [])
 
     def fill(self, batch: List[tuple]) -> List[tuple]:
@@ -129,6 +153,8 @@ class StarsPmu(Running):
             row[0], row[1:9], *row[9:])
         main_aic = ffts in AIC_FFTS or (ffts == 4 and subtask_type in (0, 6))
         mix = ffts == 4 and subtask_type in MIX_SUBTASKS
+        if self.no_pmu:
+            return [(subtask if ffts == 4 else None, False)]
         block_dim = block_dim if self.block_counts else 0
         blocks = (block_dim or 0) & 0xFFFF
         mix_blocks = blocks * ((block_dim or 0) >> 16 & 0xFFFF)
