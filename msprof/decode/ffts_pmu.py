@@ -18,8 +18,9 @@ the report takes a run's blocks as a range of these numbers.
 A chunk is unpacked with one struct and read as columns (msprof.decode.blocks): at 1M tasks a statement per
 record would cost more than the rest of the import of this family.
 """
+from collections import deque
 from itertools import compress, repeat
-from operator import lshift, lt, or_
+from operator import and_, getitem, lshift, lt, or_
 from typing import List, Sequence
 
 from msprof.decode.base import Decoder, Rows, Tally
@@ -47,6 +48,8 @@ NO_CONTEXT = 0xFFFF         # (the key of a record without a context: FFTS+ cont
 _FUNC = bytes(b & 0x3F for b in range(256))
 _FFTS = bytes(b >> 5 for b in range(256))
 _CORE_TYPE = bytes(b & 1 for b in range(256))
+_PLUS = bytes(int(b == FFTS_PLUS) for b in range(256))
+_MIX = bytes(int(b in MIX_SUBTASKS) for b in range(256))
 _CORE_ID = bytes(b >> 1 for b in range(256))
 
 CONTEXT_COLUMNS = ("stream_id", "task_id", "subtask_id", "subtask_type", "ffts_type", "total_cycles",
@@ -88,14 +91,15 @@ class FftsPmuDecoder(Decoder):
         overflow = list(byte_column(chunk, RECORD_SIZE, 17, OVERFLOW))
         if any(compress(overflow, flags)):
             _skip(tally, "counter overflow (cycle count not valid)", flags, overflow)
-            flags = [f and not o for f, o in zip(flags, overflow)]
+            flags = bytes(f and not o for f, o in zip(flags, overflow))
         flags = _ended(tally, columns, flags)
         if not any(flags):
             return []
         kept = [list(compress(column, flags)) for column in columns]
         types, kinds = list(compress(sub_types, flags)), list(compress(ffts, flags))
-        contexts = [s if k == FFTS_PLUS else None for s, k in zip(kept[SUBTASK], kinds)]
-        keys = _keys(kept[STREAM], kept[TASK], [NO_CONTEXT if c is None else c for c in contexts])
+        plus = bytes(kinds).translate(_PLUS)
+        contexts = _pick(plus, kept[SUBTASK], None)
+        keys = _keys(kept[STREAM], kept[TASK], _pick(plus, kept[SUBTASK], NO_CONTEXT))
         return list(zip(kept[STREAM], kept[TASK], contexts, types, kinds, kept[CYCLES],
                         *(kept[at] for at in COUNTERS), kept[START], kept[END], self.executions.take(keys)))
 
@@ -108,21 +112,24 @@ class FftsPmuDecoder(Decoder):
         kept = [list(compress(column, flags)) for column in columns]
         types, kinds = list(compress(sub_types, flags)), list(compress(ffts, flags))
         cores = bytes(compress(byte_column(chunk, RECORD_SIZE, 20), flags))
-        mix = [k == FFTS_PLUS and t in MIX_SUBTASKS for k, t in zip(kinds, types)]
+        mix = bytes(map(and_, bytes(kinds).translate(_PLUS), bytes(types).translate(_MIX)))
         keys = _keys(list(compress(kept[STREAM], mix)), list(compress(kept[TASK], mix)),
                      list(compress(kept[SUBTASK], mix)))
-        ranks = iter(self.block_ranks.take(keys))
-        block_n = [next(ranks) if m else None for m in mix]
+        block_n = [None] * len(mix)
+        deque(map(block_n.__setitem__, compress(range(len(mix)), mix), self.block_ranks.take(keys)), maxlen=0)
         return list(zip(kept[STREAM], kept[TASK], kept[SUBTASK], types, kinds, cores.translate(_CORE_TYPE),
                         cores.translate(_CORE_ID), kept[BLOCK_ID], kept[SUB_BLOCK], kept[CYCLES],
                         *(kept[at] for at in COUNTERS), kept[START], kept[END], block_n))
 
 
-def _flags(funcs: bytes, func: int) -> List[bool]:
-    """Whether each record is of that func type."""
-    if funcs == bytes((func,)) * len(funcs):
-        return [True] * len(funcs)
-    return [f == func for f in funcs]
+def _flags(funcs: bytes, func: int) -> bytes:
+    """1 for each record of that func type, else 0."""
+    return funcs.translate(bytes(int(b == func) for b in range(256)))
+
+
+def _pick(flags: bytes, values: list, other) -> list:
+    """Each value where its flag is 1, else ``other`` (by indexing pairs: no Python statement per value)."""
+    return list(map(getitem, zip(repeat(other), values), flags))
 
 
 def _first_other(funcs: bytes) -> int:
@@ -145,7 +152,7 @@ def _ended(tally: Tally, columns: list, flags: list) -> list:
     if not any(compress(early, flags)):
         return flags
     _skip(tally, "end before start", flags, early)
-    return [f and not e for f, e in zip(flags, early)]
+    return bytes(f and not e for f, e in zip(flags, early))
 
 
 def _skip(tally: Tally, reason: str, flags: Sequence[bool], bad: Sequence) -> None:
