@@ -92,7 +92,8 @@ OUTPUT_DIRS = ("sqlite", "summary", "timeline", "log", "query")
 RECORD_BYTES = {
     "job": {"hwts": 64, "aacore": 128, "aclmodule": 128, "ts_track": 40},
     # (host files: either aging or unaging)
-    "prof": {"hwts.data.": 64, "stars_soc.data.": 64, "aicore.data.": 128, "ffts_profile.data.": 128, "api_event.data.": 40,
+    "prof": {"hwts.data.": 64, "stars_soc.data.": 64, "aicore.data.": 128, "ffts_profile.data.": 128,
+             "api_event.data.": 40,
              "compact.node_basic_info.": 64, "compact.task_track.": 64, "additional.graph_id_map.": 256},
 }
 

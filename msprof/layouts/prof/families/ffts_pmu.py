@@ -77,7 +77,8 @@ def custom_sides(sample: dict) -> Optional[tuple]:
     (aiv_metrics not Custom, or an AI Core event not among aiv_profiling_events), and the reference's table of
     both sides gets fewer values than columns."""
     def names(key: str) -> List[str]:
-        return [text.replace("0x", "r") for _e, text in event_items({"ai_core_profiling_events": sample.get(key, "")})][:8]
+        items = event_items({"ai_core_profiling_events": sample.get(key, "")})
+        return [text.replace("0x", "r") for _e, text in items][:8]
     aic, aiv = names("ai_core_profiling_events"), names("aiv_profiling_events")
     if not str(sample.get("aiv_metrics") or "").startswith("Custom") or not set(aic) <= set(aiv):
         return None
