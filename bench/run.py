@@ -26,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+import stars_families  # noqa: E402
 
 LAYERS = 1000  # tasks per iteration; iterations = tasks / LAYERS
 PROF_OPS = 1000  # ops of the PROF_ model; iterations = tasks / PROF_OPS
@@ -41,6 +43,7 @@ PROF_SHAPES = {
     # tasks that start at the same moment (docs/prof-format.md "Ties"): their order is the reference's, not SQL's
     "tied": ({"static_graph": True, "jitter": None, "streams": 2},
              "a static graph on two streams whose tasks start together (every task ties with another)"),
+    "stars-families": ({"static_graph": True, "stars_families": True}, stars_families.TEXT),
 }
 # Shapes of the independent generator (fixtures/indepgen.py, written without reading msprof): its arguments.
 # Its data are closer to what an outside check feeds msprof than profgen's, and the reference runs faster on
@@ -64,6 +67,8 @@ PROF_SHAPE = "static"       # --prof-shape
 def prof_shape_text() -> str:
     if PROF_SHAPE in INDEP_SHAPES:
         return f"{INDEP_SHAPES[PROF_SHAPE][1]}; one model of {PROF_OPS} ops; iterations = tasks / {PROF_OPS}"
+    if PROF_SHAPES[PROF_SHAPE][0].get("stars_families"):
+        return f"{stars_families.TEXT}; iterations = tasks / {PROF_OPS}"
     runs = ("every run of an op alike" if PROF_SHAPES[PROF_SHAPE][0].get("jitter", 1) is None
             else "every run its own duration and PMU counters")
     return (f"chip 3, one model of {PROF_OPS} AI_CORE ops (Conv2D, MatMul, Relu, Add), "
@@ -87,7 +92,8 @@ OUTPUT_DIRS = ("sqlite", "summary", "timeline", "log", "query")
 RECORD_BYTES = {
     "job": {"hwts": 64, "aacore": 128, "aclmodule": 128, "ts_track": 40},
     # (host files: either aging or unaging)
-    "prof": {"hwts.data.": 64, "stars_soc.data.": 64, "aicore.data.": 128, "api_event.data.": 40,
+    "prof": {"hwts.data.": 64, "stars_soc.data.": 64, "aicore.data.": 128, "ffts_profile.data.": 128,
+             "api_event.data.": 40,
              "compact.node_basic_info.": 64, "compact.task_track.": 64, "additional.graph_id_map.": 256},
 }
 
@@ -113,8 +119,9 @@ def prof_description(tasks: int) -> dict:
     ops = min(PROF_OPS, tasks)
     shape = dict(PROF_SHAPES[PROF_SHAPE][0])
     streams = shape.pop("streams", 1)
+    stars = shape.pop("stars_families", False)
     each = max(1, ops // streams)
-    return {
+    desc = {
         "platform_version": "3",
         "jitter": 1,
         "models": [{"id": 1, "name": "bench"}],
@@ -127,6 +134,7 @@ def prof_description(tasks: int) -> dict:
                               "task_type": "AI_CORE", "block_dim": 8, "dur_us": 5 + i % 11} for i in range(each)]}
                     for k in range(streams)],
     }
+    return stars_families.describe(desc) if stars else desc
 
 
 def data_dir(kind: str, tasks: int, out: Path) -> Path:
@@ -163,9 +171,13 @@ def generate_here(kind: str, tasks: int, out: Path) -> None:
         indepgen.generate(parent, indep_arguments(tasks))
         (parent / ".complete-bench").write_text(prof_marker(tasks))
     else:
-        from fixtures import profgen
+        from fixtures import families, profgen
 
-        profgen.write_prof(parent, prof_description(tasks))
+        desc = prof_description(tasks)
+        if "families" in desc:
+            families.write(parent, desc)
+        else:
+            profgen.write_prof(parent, desc)
         (parent / ".complete-bench").write_text(prof_marker(tasks))
 
 

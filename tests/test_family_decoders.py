@@ -52,10 +52,38 @@ def test_ffts_context_and_block_records():
         (3, 10, None, 0, 0, 2000, *counters, 100, 200, 0),
         (3, 10, None, 0, 0, 2100, *counters, 300, 400, 1),
         (5, 11, 2, 6, 4, 900, *counters, 150, 190, 0)]
-    assert rows_of(out[2:], "ffts_block_pmu") == [(5, 11, 2, 6, 4, 1, 3, 2, 1, 450, *counters, 150, 190)]
+    assert rows_of(out[2:], "ffts_block_pmu") == [(5, 11, 2, 6, 4, 1, 3, 2, 1, 450, *counters, 150, 190, 0)]
     assert tally.counts == {"end before start": 1, "counter overflow (cycle count not valid)": 1,
                             "other STARS log": 2}
     assert tally.quiet == {"other STARS log"}
+    assert tally.first["end before start"] == 4 * 128
+
+
+def block_record(stream, task, subtask, core, block, cycles, ffts=4, subtask_type=6, start=1, end=2):
+    return struct.pack(BLOCK, 41, 0x6BD3, stream, task, 0, subtask_type, subtask, core, ffts << 5, 0, 0, 0, block,
+                       cycles, 0, *range(8), start, end)
+
+
+def test_ffts_block_ranks_and_stream_expansion():
+    """MIX tasks' blocks are ranked per (stream, task, subtask) across chunks; other blocks get no rank; a
+    stream field with bit 12 set is read as the STARS logs read it (task id's high bits from the stream)."""
+    data = (block_record(5, 11, 2, 1, 0, 10) + block_record(5, 11, 3, 1, 0, 11)
+            + block_record(5, 11, 2, 0, 1, 12, subtask_type=0)                 # not a MIX subtask: no rank
+            + block_record(5, 11, 2, 1, 1, 13, ffts=0)                         # not FFTS+: no rank
+            + block_record(5, 11, 2, 1, 2, 14, start=9, end=3)                 # ends before it starts
+            + block_record(0x1000 | 0xE000 | 7, 0x0005, 2, 1, 0, 15)
+            + context_record(0x1000 | 7, 0x0006, 20, list(range(8)), 1, 2))
+    tally = Tally(128)
+    decoder = FftsPmuDecoder()
+    out = decoder.decode(data[:3 * 128], tally)
+    tally.base = 3 * 128
+    out += decoder.decode(data[3 * 128:], tally)
+    blocks = rows_of(out[:2], "ffts_block_pmu") + rows_of(out[2:], "ffts_block_pmu")
+    assert [(b[0], b[1], b[2], b[3], b[4], b[5], b[7], b[9], b[-1]) for b in blocks] == [
+        (5, 11, 2, 6, 4, 1, 0, 10, 0), (5, 11, 3, 6, 4, 1, 0, 11, 0), (5, 11, 2, 0, 4, 0, 1, 12, None),
+        (5, 11, 2, 6, 0, 1, 1, 13, None), (7, 0xE005, 2, 6, 4, 1, 0, 15, 0)]
+    assert [c[:3] + c[-1:] for c in rows_of(out[2:], "ffts_pmu")] == [(7, 6, None, 0)]
+    assert tally.counts == {"end before start": 1}
     assert tally.first["end before start"] == 4 * 128
 
 

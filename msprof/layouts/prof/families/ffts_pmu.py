@@ -26,7 +26,7 @@ FAMILY = Family("ffts_pmu", "device", kinds((r"^ffts_profile\.data(\.\d+)?$", "f
                  "ffts_block_pmu": TableDef({c: int for c in BLOCK_COLUMNS})},
                 {"ffts_pmu": lambda item: FftsPmuDecoder()},
                 indexes=[("ffts_pmu", ["stream_id", "task_id", "exec_n"]),
-                         ("ffts_block_pmu", ["stream_id", "task_id", "subtask_id"])])
+                         ("ffts_block_pmu", ["stream_id", "task_id", "subtask_id", "block_n"])])
 
 # the chips whose op_summary has both cores' columns (the reference's chip v4)
 PLATFORMS = ("5",)
@@ -70,6 +70,23 @@ def side_metrics(metric_set: str, events: List[int], prefix: str) -> List[tuple]
     return out
 
 
+def custom_sides(sample: dict) -> Optional[tuple]:
+    """A Custom set's ((metrics, slots) of AI Core, of AI Vector Core): each side's raw count of every AI Core
+    event, named ``r`` and the event as written (as msprof.metrics names HWTS Custom columns), a side's slots by
+    name. None where the reference writes no PMU column: its AI Vector Core side then lacks one of those names
+    (aiv_metrics not Custom, or an AI Core event not among aiv_profiling_events), and the reference's table of
+    both sides gets fewer values than columns."""
+    def names(key: str) -> List[str]:
+        items = event_items({"ai_core_profiling_events": sample.get(key, "")})
+        return [text.replace("0x", "r") for _e, text in items][:8]
+    aic, aiv = names("ai_core_profiling_events"), names("aiv_profiling_events")
+    if not str(sample.get("aiv_metrics") or "").startswith("Custom") or not set(aic) <= set(aiv):
+        return None
+    aic_metrics = [("aic_" + name, "event_count", (name,)) for name in aic]
+    aiv_metrics = [("aiv_" + name, "event_count", (name,)) for name in aic]
+    return (aic_metrics, {n: aic.index(n) for n in aic}), (aiv_metrics, {n: aiv.index(n) for n in aic})
+
+
 def side_events(sample: dict, key: str) -> List[int]:
     return [e for e, _t in event_items({"ai_core_profiling_events": sample.get(key, "")})][:8]
 
@@ -95,6 +112,15 @@ class StarsPmu(Running):
         self.aic_slot = {e: i for i, e in enumerate(side_events(sample, "ai_core_profiling_events"))}
         self.aiv_slot = {e: i for i, e in enumerate(side_events(sample, "aiv_profiling_events"))}
         self.cube = str(sample.get("ai_core_metrics") or "") in PIPE_SETS
+        # (a Custom set: the reference writes no PMU column at all when its sides' event lists do not fit)
+        self.no_pmu = False
+        if self.aic_set.startswith("Custom"):
+            sides = custom_sides(sample)
+            self.no_pmu = sides is None
+            (self.aic, self.aic_slot), (self.aiv, self.aiv_slot) = sides or (([], {}), ([], {}))
+        # (taskBlock on: a MIX task's first core writes a block record per block too, before or among the
+        # second core's; its run's group is then both counts of blocks, of which only the second core's add up)
+        self.task_block = sample.get("taskBlock") == "on"
         self.mhz, self.aic_cores, self.aiv_cores = float(aic_mhz or 0), int(ai_core_num or 0), int(aiv_num or 0)
         self.columns = tuple(c.name for c in self.column_list())
 
@@ -103,8 +129,10 @@ class StarsPmu(Running):
         def side(first: str, cycles: str, metrics) -> List[Column]:
             return [Column(first, ROUND3), Column(cycles, INT)] + [
                 Column(name, SQLITE_ROUND3) for name, _k, _a in metrics]
-        out = [Column("Context ID", INT)] + side("aicore_time(us)", "aic_total_cycles", self.aic) + side("aiv_time(us)", "aiv_total_cycles",
-                                                                          self.aiv)
+        if self.no_pmu:
+            return [Column("Context ID", INT)]
+        out = [Column("Context ID", INT)] + side("aicore_time(us)", "aic_total_cycles", self.aic) + side(
+            "aiv_time(us)", "aiv_total_cycles", self.aiv)
         return out + ([Column("cube_utilization(%)", ROUND3)] if self.cube else [])
 
     def fill(self, batch: List[tuple]) -> List[tuple]:
@@ -126,10 +154,13 @@ class StarsPmu(Running):
             row[0], row[1:9], *row[9:])
         main_aic = ffts in AIC_FFTS or (ffts == 4 and subtask_type in (0, 6))
         mix = ffts == 4 and subtask_type in MIX_SUBTASKS
+        if self.no_pmu:
+            return [(subtask if ffts == 4 else None, False)]
         block_dim = block_dim if self.block_counts else 0
         blocks = (block_dim or 0) & 0xFFFF
         mix_blocks = blocks * ((block_dim or 0) >> 16 & 0xFFFF)
-        other = self._blocks(stream, task, subtask, exec_n, mix_blocks) if mix and mix_blocks else (0, [0] * 8)
+        other = (self._blocks(stream, task, subtask, exec_n, mix_blocks, blocks, 1 if main_aic else 0)
+                 if mix and mix_blocks else (0, [0] * 8))
         own = (cycles, list(counters))
         (aic_cyc, aic_c), (aiv_cyc, aiv_c) = (own, other) if main_aic else (other, own)
         aic_time = total_time(aic_cyc, self.mhz, mix_blocks if mix and not main_aic else blocks, self.aic_cores)
@@ -144,13 +175,16 @@ class StarsPmu(Running):
             out.append((usage, False))
         return out
 
-    def _blocks(self, stream: int, task: int, subtask, exec_n: int, mix_blocks: int) -> tuple:
-        """(cycles, counters) summed over the blocks of a MIX task's run ``exec_n``."""
+    def _blocks(self, stream: int, task: int, subtask, exec_n: int, mix_blocks: int, blocks: int,
+                core_type: int) -> tuple:
+        """(cycles, counters) summed over the blocks of a MIX task's run ``exec_n``: the run's group of its
+        blocks as numbered at decode (``block_n``), of the second core (``core_type``) when taskBlock is on."""
+        size, core = (blocks + mix_blocks, " AND core_type = ?") if self.task_block else (mix_blocks, "")
         got = self.conn.execute(
             "SELECT count(*), total(total_cycles), total(c0), total(c1), total(c2), total(c3), total(c4),"
-            " total(c5), total(c6), total(c7) FROM (SELECT * FROM ffts_block_pmu WHERE stream_id = ? AND task_id = ?"
-            " AND subtask_id IS ? AND ffts_type = 4 AND subtask_type IN (6, 7) ORDER BY rowid LIMIT ? OFFSET ?)",
-            (stream, task, subtask, mix_blocks, exec_n * mix_blocks)).fetchone()
+            " total(c5), total(c6), total(c7) FROM ffts_block_pmu WHERE stream_id = ? AND task_id = ?"
+            " AND subtask_id = ? AND block_n >= ? AND block_n < ?" + core,
+            (stream, task, subtask, exec_n * size, (exec_n + 1) * size) + ((core_type,) if core else ())).fetchone()
         if not got[0]:
             return 0, [0] * 8
         return int(got[1]), [int(v) for v in got[2:]]
