@@ -55,7 +55,7 @@ def refuse_with_command(given: dict, command: str) -> None:
 def run(given: dict, selection) -> None:
     """``msprof --export=on|--analyze=on --output=DIR``: export, then analyse (docs/cli-reference.md);
     ``given``: the options of ``options`` by their names, ``selection``: --model-id/--iteration-id, checked."""
-    from msprof import api
+    from msprof import cannapi
 
     cann_export, cann_analyze, cann_output = given["cann_export"], given["cann_analyze"], given["cann_output"]
     cann_type, cann_rule, cann_count, cann_format = (given["cann_type"], given["cann_rule"], given["cann_count"],
@@ -72,7 +72,7 @@ def run(given: dict, selection) -> None:
         raise click.UsageError("--iteration-count: msprof exports one execution (--iteration-id) at a time for now")
     path = check_local_path(cann_output, "--output")
     if cann_export == "on":
-        api.cann_export(path, selection, cann_format or "csv")
+        cannapi.cann_export(path, selection, cann_format or "csv")
     if cann_analyze == "on":
-        rules = [r for r in (cann_rule or ",".join(api.ANALYZE_RULES)).split(",") if r]
-        api.cann_analyze(path, rules)
+        rules = [r for r in (cann_rule or ",".join(cannapi.ANALYZE_RULES)).split(",") if r]
+        cannapi.cann_analyze(path, rules)

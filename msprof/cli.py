@@ -313,9 +313,9 @@ def compare_cmd(base, new, output, fmt, top, tables, wide, fail_if_slower, sprea
 def analyze_cmd(collection_dir, output, rules):
     """Communication analyses of a PROF_'s HCCL data: PROF_x/analyze/communication.json and
     communication_matrix.json, as the CANN msprof writes them (msprof --analyze=on does the same)."""
-    from msprof import api
+    from msprof import cannapi
 
-    api.cann_analyze(resolve_dir(collection_dir), [r for r in rules.split(",") if r], output)
+    cannapi.cann_analyze(resolve_dir(collection_dir), [r for r in rules.split(",") if r], output)
 
 
 @cli.command("advise", context_settings=CONTEXT, epilog=EXIT_CODE_HELP)

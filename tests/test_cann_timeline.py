@@ -115,9 +115,9 @@ def exported(tmp_path_factory):
             ref = run_reference(raw, base / "ref", timeline=True, tables=())["_dir"]
             ours = base / "ours" / raw.name
             shutil.copytree(raw, ours)
-            from msprof import api
+            from msprof import cannapi
 
-            api.cann_export(ours)
+            cannapi.cann_export(ours)
             made[name] = (_timeline(ref), _timeline(ours))
         return made[name]
 
@@ -266,9 +266,9 @@ def test_devices_in_text_order_and_readme_as_the_reference(tmp_path):
     ref = run_reference(raw, tmp_path / "ref", timeline=True)
     ours = tmp_path / "ours" / raw.name
     shutil.copytree(raw, ours)
-    from msprof import api
+    from msprof import cannapi
 
-    api.cann_export(ours)
+    cannapi.cann_export(ours)
     out = ours / "mindstudio_profiler_output"
     for table in ("op_summary", "op_statistic", "api_statistic", "task_time"):
         [path] = out.glob(table + "_[0-9]*.csv")
@@ -294,9 +294,9 @@ def test_json_summaries_are_the_references(tmp_path, name):
     ref = run_reference(raw, tmp_path / "ref", tables=(), export_args=["--format", "json"])["_dir"]
     ours = tmp_path / "ours" / raw.name
     shutil.copytree(raw, ours)
-    from msprof import api
+    from msprof import cannapi
 
-    api.cann_export(ours, fmt="json")
+    cannapi.cann_export(ours, fmt="json")
     for table in ("op_summary", "op_statistic", "api_statistic", "task_time"):
         [theirs] = (ref / "mindstudio_profiler_output").glob(table + "_[0-9]*.json")
         [mine] = (ours / "mindstudio_profiler_output").glob(table + "_[0-9]*.json")
@@ -309,12 +309,12 @@ def test_a_timeline_cut_in_slices_keeps_the_references_tasks(exported, tmp_path,
     own (msprof's trace rules, checked before they are put in place): every device task and host call is the
     reference's, and a flow is drawn only where its launch's call is in the same file (a flow across two
     files is lost: docs/ecosystem-target.md §4 item 21), each one of the reference's."""
-    from msprof import api, trace
+    from msprof import cannapi, trace
 
     ref, _ours = exported("per_launch_threads_streams")
     monkeypatch.setattr(trace, "SLICE_EVENTS", 60)
     raw = Path(indepgen.generate(tmp_path / "raw", SCENARIOS["per_launch_threads_streams"].split()))
-    api.cann_export(raw)
+    cannapi.cann_export(raw)
     files = sorted((raw / "mindstudio_profiler_output").glob("msprof_slice_*_[0-9]*.json"))
     assert len(files) == 4 and not list((raw / "mindstudio_profiler_output").glob("msprof_[0-9]*.json"))
     ours = [event for path in files for event in json.loads(path.read_text())]
