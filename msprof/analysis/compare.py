@@ -201,24 +201,29 @@ def compare_sides(base: Side, new: Side) -> dict:
     # the largest changes first; an op on one side only changed by its whole time
     ops.sort(key=lambda r: (-abs((r["new_us"] or 0.0) - (r["base_us"] or 0.0)), r["op_name"]))
 
-    apis = []
-    if base.apis is None or new.apis is None:
-        missing = " and ".join(side.path for side in (base, new) if side.apis is None)
-        notice(f"no ACL/API data in {missing}: apis not compared")
-    else:
-        for name in set(base.apis) | set(new.apis):
-            b, n = base.apis.get(name), new.apis.get(name)
-            b_avg, n_avg = (r3(b.avg_us) if b else None), (r3(n.avg_us) if n else None)
-            apis.append(_spread({"name": name, "base_count": b.count if b else None,
-                                 "new_count": n.count if n else None, "base_avg_us": b_avg, "new_avg_us": n_avg,
-                                 "delta_avg_us": _minus(n_avg, b_avg), "base_total_us": r3(b.total_us) if b else None,
-                                 "new_total_us": r3(n.total_us) if n else None}, "apis", base, new, name, name))
-        apis.sort(key=lambda r: (-max(r["base_total_us"] or 0.0, r["new_total_us"] or 0.0), r["name"]))
     document = {"base": base.path, "new": new.path, "models": models, "op_types": op_types, "ops": ops,
-                "apis": apis}
+                "apis": _apis(base, new)}
     if base.steps or new.steps:
         document["steps"] = _steps(base, new)
     return {**document, **family_compare.sections(base.families, new.families)}
+
+
+def _apis(base: Side, new: Side) -> List[dict]:
+    """The ACL/API calls matched by name, the largest total first (none when a side has no API data)."""
+    apis: List[dict] = []
+    if base.apis is None or new.apis is None:
+        missing = " and ".join(side.path for side in (base, new) if side.apis is None)
+        notice(f"no ACL/API data in {missing}: apis not compared")
+        return apis
+    for name in set(base.apis) | set(new.apis):
+        b, n = base.apis.get(name), new.apis.get(name)
+        b_avg, n_avg = (r3(b.avg_us) if b else None), (r3(n.avg_us) if n else None)
+        apis.append(_spread({"name": name, "base_count": b.count if b else None,
+                             "new_count": n.count if n else None, "base_avg_us": b_avg, "new_avg_us": n_avg,
+                             "delta_avg_us": _minus(n_avg, b_avg), "base_total_us": r3(b.total_us) if b else None,
+                             "new_total_us": r3(n.total_us) if n else None}, "apis", base, new, name, name))
+    apis.sort(key=lambda r: (-max(r["base_total_us"] or 0.0, r["new_total_us"] or 0.0), r["name"]))
+    return apis
 
 
 def framework_op_rows(base: list, new: list) -> List[dict]:
