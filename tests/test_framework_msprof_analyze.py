@@ -27,11 +27,15 @@ class KnownDifference(AssertionError):
 
 # A static graph: the CANN Overlap Analysis lanes of trace_view.json (msprof-analyze's Computing and Free time)
 # are, in msprof's, the union of every run of the graph, in the reference analyser's only of its first run
-# (docs/framework-plan.md §7). compare's OverallMetrics and the advisor's overall time analysis read them.
+# (docs/framework-plan.md §7, §8). compare's OverallMetrics and the advisor's overall time analysis read them.
 GRAPH_OVERLAP = ["compare: performance_comparison_result_<ts>.xlsx sheet 'OverallMetrics'",
                  "advisor: log/mstt_advisor_<ts>.xlsx sheet '问题综述'",
                  "advisor: log/mstt_advisor_<ts>.xlsx sheet '整网耗时分析'"]
-KNOWN = {"pt_l1_graph": GRAPH_OVERLAP}
+# The Python tracer: torch_npu's trace_view.json has its calls ("python_function"), msprof's not yet
+# (docs/framework-plan.md §7), so compare compares torch_npu's by module, msprof's by operator.
+PYTHON_CALLS = ["compare: performance_comparison_result_<ts>.xlsx sheet 'ModuleCompare",
+                "compare: performance_comparison_result_<ts>.xlsx has no extra sheets"]
+KNOWN = {"pt_l1_graph": GRAPH_OVERLAP, "pt_l1_eager": PYTHON_CALLS}
 
 
 def _analysed(tmp_path: Path, scenario: str, run: str, slower_by: int) -> tuple:
@@ -59,7 +63,11 @@ def _analysed(tmp_path: Path, scenario: str, run: str, slower_by: int) -> tuple:
     pytest.param("pt_l1_graph", marks=pytest.mark.xfail(
         strict=True, raises=KnownDifference, reason="a static graph's Overlap Analysis lanes are every run's in"
         " msprof's trace_view.json, the first run's in the reference's: compare's OverallMetrics and the"
-        " advisor's overall time differ (docs/framework-plan.md §7)"))])
+        " advisor's overall time differ (docs/framework-plan.md §7, §8)")),
+    pytest.param("pt_l1_eager", marks=pytest.mark.xfail(
+        strict=True, raises=KnownDifference, reason="msprof's trace_view.json lacks the Python tracer's calls:"
+        " compare gives ModuleCompare sheets on torch_npu's, OperatorCompare ones on msprof's"
+        " (docs/framework-plan.md §7, §8)"))])
 def test_msprof_analyze_compare_and_advisor_read_ours_as_torch_npus(tmp_path, oracles, scenario):  # noqa: F811
     ours_a, theirs_a = _analysed(tmp_path, scenario, "a", 1)
     ours_b, theirs_b = _analysed(tmp_path, scenario, "b", 2)
