@@ -76,8 +76,8 @@ def test_msprof_analyze_compare_and_advisor_read_ours_as_torch_npus(tmp_path, or
                           stderr=subprocess.STDOUT, universal_newlines=True, env=_oracle_env(), timeout=900)
     lines = proc.stdout.splitlines()
     assert lines and lines[-1].startswith("msa_ascend_pt: "), proc.stdout[-3000:]
-    # (the checks: compare and advisor ran and wrote the same files, every sheet of each xlsx, no extra sheet,
-    # the advisor's inputs: at least 2 + 2 + 7 + 1 + 2 + 1 + 1)
+    # (the checks: compare ran, the same files, its 7 sheets, no extra sheet; the advisor ran, the same files, at
+    # least 2 sheets, no extra sheet, the same inputs found: 16 at least)
     assert int(lines[-1].split()[1].split("/")[1]) >= 16, proc.stdout
     failed = [line[len("FAIL "):] for line in lines if line.startswith("FAIL ")]
     known = KNOWN.get(scenario, [])
