@@ -27,65 +27,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-import stars_families  # noqa: E402
+import shapes  # noqa: E402
+from shapes import INDEP_SHAPES, PROF_SHAPES, job_description  # noqa: E402,F401  (tests import it from here)
 
-LAYERS = 1000  # tasks per iteration; iterations = tasks / LAYERS
-PROF_OPS = 1000  # ops of the PROF_ model; iterations = tasks / PROF_OPS
 DEFAULT_PROF_SIZES = "100000,250000,1000000"
-# How the host launches the ops: once at model load (a static graph: how training graphs run, nearly every
-# record a device one), or every op of every iteration (node, runtime call, node info and task_track each).
-PROF_SHAPES = {
-    "static": ({"static_graph": True}, "a static graph: launched once at model load, run each iteration"),
-    # (every launch's host calls with their own durations, as a host's are: api_statistic then groups many
-    # distinct durations per API, not one)
-    "per-launch": ({"static_graph": False, "host_jitter": 1},
-                   "launched by the host every iteration (4 host records a task, host calls of varied duration)"),
-    # tasks that start at the same moment (docs/prof-format.md "Ties"): their order is the reference's, not SQL's
-    "tied": ({"static_graph": True, "jitter": None, "streams": 2},
-             "a static graph on two streams whose tasks start together (every task ties with another)"),
-    "stars-families": ({"static_graph": True, "stars_families": True}, stars_families.TEXT),
-}
-# Shapes of the independent generator (fixtures/indepgen.py, written without reading msprof): its arguments.
-# Its data are closer to what an outside check feeds msprof than profgen's, and the reference runs faster on
-# them (its task ids do not make the reference multiply rows: docs/prof.md difference 5), so the ratio is lower.
-INDEP_SHAPES = {
-    "indep-launch": (["--mode", "launch", "--platform", "1"],
-                     "the independent generator's per-launch run (chip 2, HWTS, PipeUtilization)"),
-    "indep-streams": (["--mode", "launch", "--platform", "1", "--streams", "2"],
-                      "the independent generator's per-launch run on two streams (chip 2; some tasks of the two "
-                      "start at the same moment: ties)"),
-    "indep-many-streams": (["--mode", "launch", "--platform", "1", "--streams", "16"],
-                           "the independent generator's per-launch run on 16 streams (chip 2; as many (stream, "
-                           "task) keys as tasks, 1M at 1M tasks; some tasks start at the same moment: ties)"),
-    "indep-stars": (["--mode", "launch", "--platform", "5"],
-                    "the independent generator's per-launch run on a STARS chip (platform 5; its aicore.data "
-                    "unread, as by the reference)"),
-}
 PROF_SHAPE = "static"       # --prof-shape
 
 
 def prof_shape_text() -> str:
-    if PROF_SHAPE in INDEP_SHAPES:
-        return f"{INDEP_SHAPES[PROF_SHAPE][1]}; one model of {PROF_OPS} ops; iterations = tasks / {PROF_OPS}"
-    if PROF_SHAPES[PROF_SHAPE][0].get("stars_families"):
-        return f"{stars_families.TEXT}; iterations = tasks / {PROF_OPS}"
-    runs = ("every run of an op alike" if PROF_SHAPES[PROF_SHAPE][0].get("jitter", 1) is None
-            else "every run its own duration and PMU counters")
-    return (f"chip 3, one model of {PROF_OPS} AI_CORE ops (Conv2D, MatMul, Relu, Add), "
-            f"{PROF_SHAPES[PROF_SHAPE][1]}; {runs}; PMU PipeUtilization; iterations = tasks / {PROF_OPS}")
+    return shapes.text(PROF_SHAPE)
 
 
-def indep_arguments(tasks: int) -> list:
-    ops = min(PROF_OPS, tasks)
-    return ["--seed", "1", "--models", "1", "--ops", str(ops), "--iters", str(max(1, tasks // ops)),
-            *INDEP_SHAPES[PROF_SHAPE][0]]
+def prof_description(tasks: int) -> dict:
+    return shapes.prof_description(tasks, PROF_SHAPE)
 
 
 def prof_marker(tasks: int) -> str:
-    """What the cached data were generated from (a changed description regenerates them)."""
-    if PROF_SHAPE in INDEP_SHAPES:
-        return json.dumps({"indepgen": indep_arguments(tasks)})
-    return json.dumps(prof_description(tasks), sort_keys=True)
+    return shapes.marker(tasks, PROF_SHAPE)
+
+
 # what msprof writes into a result directory (a JOB, or a PROF_'s host/ and device_N/)
 OUTPUT_DIRS = ("sqlite", "summary", "timeline", "log", "query")
 # bytes per raw record, by file name prefix (lower case); slices of a stream are counted as one byte stream
@@ -96,45 +56,6 @@ RECORD_BYTES = {
              "api_event.data.": 40,
              "compact.node_basic_info.": 64, "compact.task_track.": 64, "additional.graph_id_map.": 256},
 }
-
-
-def job_description(tasks: int) -> dict:
-    layers = min(LAYERS, tasks)
-    executions = max(1, tasks // layers)
-    return {
-        "seed": f"bench-{tasks}",
-        "slice_bytes": 64 << 20,  # like a board's slice files; records straddle slices
-        "models": [{"name": "bench", "id": 1, "stream_id": 3, "executions": executions, "gap_us": 1,
-                    "layers": [{"name": f"layer{i}", "type": ("Convolution", "Mish", "Pooling")[i % 3],
-                                "task_id": i + 1, "duration_us": 5 + i % 11} for i in range(layers)]}],
-        # ~1 ACL call per task, as an app calling single-op APIs would make
-        "extra_acl_calls": [{"name": "svp_acl_op_execute", "api_type": 1, "duration_us": 2}] * (layers * executions),
-    }
-
-
-def prof_description(tasks: int) -> dict:
-    """A fixtures/profgen description (prof_shape_text): chip 3 as the issue's data; every execution with
-    its own duration and counters (jitter), so that no output value repeats more than a device's would. A
-    shape with ``streams`` spreads the ops over that many threads, one stream each, starting together."""
-    ops = min(PROF_OPS, tasks)
-    shape = dict(PROF_SHAPES[PROF_SHAPE][0])
-    streams = shape.pop("streams", 1)
-    stars = shape.pop("stars_families", False)
-    each = max(1, ops // streams)
-    desc = {
-        "platform_version": "3",
-        "jitter": 1,
-        "models": [{"id": 1, "name": "bench"}],
-        "iterations": max(1, tasks // (each * streams)),
-        **shape,
-        "pmu": "PipeUtilization",
-        "threads": [{**({"tid": 100 + k, "stream": 3 + 2 * k, "start_us": 10} if streams > 1 else {}),
-                     "ops": [{"name": f"op{i}" if streams == 1 else f"s{k}_op{i}",
-                              "type": ("Conv2D", "MatMul", "Relu", "Add")[i % 4],
-                              "task_type": "AI_CORE", "block_dim": 8, "dur_us": 5 + i % 11} for i in range(each)]}
-                    for k in range(streams)],
-    }
-    return stars_families.describe(desc) if stars else desc
 
 
 def data_dir(kind: str, tasks: int, out: Path) -> Path:
@@ -168,7 +89,7 @@ def generate_here(kind: str, tasks: int, out: Path) -> None:
     elif PROF_SHAPE in INDEP_SHAPES:
         from fixtures import indepgen
 
-        indepgen.generate(parent, indep_arguments(tasks))
+        indepgen.generate(parent, shapes.indep_arguments(tasks, PROF_SHAPE))
         (parent / ".complete-bench").write_text(prof_marker(tasks))
     else:
         from fixtures import families, profgen

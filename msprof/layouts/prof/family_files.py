@@ -8,16 +8,17 @@ The report functions print texts (the reference's own rounding and time printing
 so every column but Device_id is text here.
 """
 from dataclasses import replace
-from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from msprof.collection import read_result_dir
 from msprof.contract import Selection, SummaryFile
+from msprof.events import FETCH_ROWS
 from msprof.layouts.prof import families
 from msprof.layouts.prof.families import aicpu, hccl, hccl_analysis, l2_cache, memory, msproftx, step_trace
 from msprof.layouts.prof.families.base import Context
-from msprof.tables import NUMBER, Column, Table
+from msprof.tables import NUMBER, Column, Table, chunks
 
-Made = Tuple[List[str], List[List[str]]]
+Made = Tuple[List[str], Iterable[List[str]]]    # columns, and rows as they are made
 
 
 class Clocks:
@@ -151,11 +152,13 @@ def family_table(report, name: str, selection: Selection = Selection()) -> Table
     if not selection.everything:
         selection = report.resolve(selection)
         model, iteration = (columns.index(key) for key in entry.iteration_keys)
-        rows = [row for row in rows if (row[model], row[iteration]) == (str(selection.model_id),
-                                                                           str(selection.iteration_id))]
+        wanted = (str(selection.model_id), str(selection.iteration_id))
+        rows = (row for row in rows if (row[model], row[iteration]) == wanted)
+    # (the rows as they are made, a batch at a time: a family's file can have a row per task)
+    batched = chunks(rows, FETCH_ROWS)
     if entry.device_first:
-        return Table(name, name, [report.device_column()] + [Column(c) for c in columns], [rows])
-    return Table(name, name, [Column(c) for c in columns], [rows])
+        return Table(name, name, [report.device_column()] + [Column(c) for c in columns], batched)
+    return Table(name, name, [Column(c) for c in columns], batched)
 
 
 def device_executions(report) -> Optional[tuple]:
