@@ -246,13 +246,13 @@ def _framework_ops(found: List[List[Unit]], documents: list) -> None:
     document."""
     from msprof.analysis.compare import framework_op_rows
 
-    units = [[unit for unit in side if hasattr(unit.layout, "framework_ops")] for side in found]
+    units = [[unit for unit in side if unit.layout.has_findings and not unit.layout.has_facts] for side in found]
     if not all(len(side) == 1 for side in units):
         return
     ops = []
     for (unit,) in units:
         with reading(unit, "compare") as report:
-            ops.append(unit.layout.framework_ops(report))
+            ops.append(unit.layout.facts(report).framework_ops(Selection()))
     for _title, document in documents:
         document["framework_ops"] = framework_op_rows(*ops)
 
@@ -347,8 +347,7 @@ def advise(path: Path, fmt: Optional[str] = "table", selection: Selection = Sele
 
     selection.check()
     # (and a torch_npu directory's framework unit: its ops)
-    units = [unit for unit in find_units(path, output) if unit.layout.has_facts or getattr(unit.layout, "has_findings",
-                                                                                             False)]
+    units = [unit for unit in find_units(path, output) if unit.layout.has_facts or unit.layout.has_findings]
     if len(units) > 1:
         notice(f"advising on {len(units)} result directories, each on its own: "
                f"{', '.join(printable(unit.label) for unit in units)}")

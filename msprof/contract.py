@@ -330,6 +330,9 @@ class Layout(abc.ABC):
     # whether compare and advise read its units (``facts``): a layout whose facts are not written yet says so,
     # and those commands pass its units over
     has_facts = True
+    # whether advise reads its units' facts though compare does not (a framework unit: advise and compare
+    # read its framework ops from its facts, ``framework_ops``; its PROF_ devices have the other facts)
+    has_findings = False
 
     # --- finding the data ---------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -20,7 +20,7 @@ from msprof.layouts.framework import memory, opmemory, where
 from msprof.layouts.framework.importer import LAYOUT, framework_sources, prof_identity, read_meta
 from msprof.layouts.framework.kernels import kernel_details
 from msprof.layouts.framework.operators import operator_details
-from msprof.layouts.framework.opstats import FrameworkFacts, framework_ops, ops_table
+from msprof.layouts.framework.opstats import FrameworkFacts, ops_table
 from msprof.layouts.framework.report import NO_LEVEL, FrameworkReport
 from msprof.layouts.framework.stepprof import StepProfLayout, step_units
 from msprof.layouts.framework.steptime import step_trace_time
@@ -197,11 +197,6 @@ class FrameworkLayout(Layout):
                                         Column("Free(us)", ROUND3), Column("Preparing(us)", ROUND3),
                                         Column("Peak Allocated(MB)", ROUND3), Column("Peak Reserved(MB)", ROUND3)],
                      [rows])
-
-    @staticmethod
-    def framework_ops(report) -> list:
-        """The ops compare matches between two torch_npu directories (msprof.layouts.framework.opstats)."""
-        return framework_ops(report.conn)
 
     def facts(self, report, idle: bool = False) -> FrameworkFacts:
         return FrameworkFacts(report, idle)
