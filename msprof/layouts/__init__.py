@@ -43,6 +43,10 @@ def find_units(path: Path, output: Optional[Path] = None) -> List[Unit]:
         by_layout.setdefault(id(layout_of(result_dir)), []).append(result_dir)
     units = [unit for layout in LAYOUTS for unit in layout.units(by_layout.get(id(layout), []), output)]
     order = {d: i for i, d in enumerate(result_dirs)}
+    # (a unit of a directory around the one named is not asked for: a torch_npu directory around the PROF_
+    # its analysis hands to msprof, as to the CANN msprof, whose own files it then writes itself)
+    named = Path(os.path.abspath(path))
+    units = [unit for unit in units if Path(os.path.abspath(unit.path)) not in named.parents]
     units = _distinct(sorted(units, key=lambda unit: order.get(unit.path, len(order))), path, output)
     return units if output is None else [_no_links_under(unit, Path(output)) for unit in units]
 
