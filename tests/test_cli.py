@@ -193,7 +193,11 @@ def test_an_early_ctrl_c_prints_no_traceback_from_msprof():
         _, err = proc.communicate(timeout=30)
         # a frame of msprof's own code (not the import system's message naming a file it looked for while
         # finding the package: "No such file or directory: '…/msprof/__init__.abi3.so'")
-        if "Traceback" in err and f'File "{ROOT / "msprof"}' in err:
+        # (a signal on the package's first line, before any of its code has run, is start-up's too: seen once
+        # under heavy load, 'File ".../msprof/__init__.py", line 1' its only frame of msprof)
+        first_line = f'File "{ROOT / "msprof" / "__init__.py"}", line 1, in <module>'
+        if "Traceback" in err and f'File "{ROOT / "msprof"}' in err and \
+                err.count(f'File "{ROOT / "msprof"}') > err.count(first_line):
             ours.append((step * 4, err[-500:]))
         elif "Traceback" not in err and not err.startswith(interpreter_start_up):
             assert proc.returncode in (130, 2, -signal.SIGINT), (step, proc.returncode, err)
