@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from msprof.analysis import family_compare
+from msprof.analysis.family_compare import minus as _minus, r3
 from msprof.analysis.facts import ApiTime, OpAverage, TypeTime
 from msprof.console import log, notice
 from msprof.errors import RegressionError
@@ -92,19 +93,10 @@ class Side:
         return side
 
 
-def r3(value: Optional[float]) -> Optional[float]:
-    """Rounded to 3 decimals (never -0.0)."""
-    return None if value is None else (round(value, 3) or 0.0)
-
-
 def _count(value: Optional[float]):
     """A count per iteration: 3 decimals, an int when whole."""
     value = r3(value)
     return int(value) if value is not None and float(value).is_integer() else value
-
-
-def _minus(new: Optional[float], base: Optional[float]) -> Optional[float]:
-    return None if new is None or base is None else r3(new - base)
 
 
 def _type_values(side: Side, name: str) -> tuple:

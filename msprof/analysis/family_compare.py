@@ -26,10 +26,11 @@ MISSING = {"step_trace": "no step trace (step_trace)", "communication": "no comm
 
 
 def r3(value: Optional[float]) -> Optional[float]:
+    """Rounded to 3 decimals (never -0.0), as findings print µs; compare's rounding too."""
     return None if value is None else us(value)
 
 
-def _minus(new: Optional[float], base: Optional[float]) -> Optional[float]:
+def minus(new: Optional[float], base: Optional[float]) -> Optional[float]:
     return None if new is None or base is None else r3(new - base)
 
 
@@ -66,7 +67,7 @@ def sections(base: dict, new: dict) -> dict:
             row = {"model_id": model}
             for name in ("iterations", "mean_us", "min_us", "max_us", "fp_bp_us", "refresh_us", "data_aug_us"):
                 row["base_" + name], row["new_" + name] = b.get(name), n.get(name)
-            row["delta_mean_us"] = _minus(row["new_mean_us"], row["base_mean_us"])
+            row["delta_mean_us"] = minus(row["new_mean_us"], row["base_mean_us"])
             rows.append({key: row[key] for key in STEP_COLUMNS})
         out["step_trace"] = rows
     if base["communication"] or new["communication"]:
@@ -75,8 +76,8 @@ def sections(base: dict, new: dict) -> dict:
             (b_count, b_total, b_avg), (n_count, n_total, n_avg) = (
                 side["communication"].get(op_type, (None, None, None)) for side in (base, new))
             rows.append({"op_type": op_type, "base_count": b_count, "new_count": n_count, "base_total_us": b_total,
-                         "new_total_us": n_total, "delta_total_us": _minus(n_total, b_total), "base_avg_us": b_avg,
-                         "new_avg_us": n_avg, "delta_avg_us": _minus(n_avg, b_avg)})
+                         "new_total_us": n_total, "delta_total_us": minus(n_total, b_total), "base_avg_us": b_avg,
+                         "new_avg_us": n_avg, "delta_avg_us": minus(n_avg, b_avg)})
         rows.sort(key=lambda r: (-abs((r["new_total_us"] or 0.0) - (r["base_total_us"] or 0.0)), r["op_type"]))
         out["communication"] = rows
     return out
